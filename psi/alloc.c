@@ -1,0 +1,72 @@
+/* The library's allocator.  Every allocation passes through psi_alloc so
+ * that the fault-injection tests can fail each one in turn. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <sodium.h>
+
+#include "common.h"
+
+/* Test-only state; the library itself never sets it.  Not thread-safe by
+ * design: fault injection runs single-threaded. */
+static uint64_t fail_countdown;
+static uint64_t alloc_count;
+
+uint64_t psi_alloc_fail_after(uint64_t countdown)
+{
+    uint64_t counted = alloc_count;
+    fail_countdown = countdown;
+    alloc_count = 0;
+    return counted;
+}
+
+void *psi_alloc(size_t n)
+{
+    alloc_count++;
+    if (fail_countdown != 0 && --fail_countdown == 0)
+        return NULL;
+    return malloc(n == 0 ? 1 : n);
+}
+
+void *psi_calloc(size_t n, size_t size)
+{
+    if (size != 0 && n > SIZE_MAX / size)
+        return NULL;
+    void *p = psi_alloc(n * size);
+    if (p != NULL && n * size != 0)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void psi_free(void *p)
+{
+    free(p);
+}
+
+void psi_free_wipe(void *p, size_t n)
+{
+    if (p == NULL)
+        return;
+    sodium_memzero(p, n);
+    free(p);
+}
+
+void psi_misuse(const char *file, int line, const char *cond)
+{
+#ifdef PSI_ABORT_ON_MISUSE
+    fprintf(stderr, "shardpsi: misuse at %s:%d: %s\n", file, line, cond);
+    abort();
+#else
+    (void)file;
+    (void)line;
+    (void)cond;
+#endif
+}
+
+int psi_crypto_error(void)
+{
+    ERR_clear_error();
+    return PSI_E_CRYPTO;
+}

@@ -1,0 +1,66 @@
+/* The one table of error messages, the version string and the size
+ * functions.  Messages never contain key material or partner data. */
+#include "common.h"
+
+#define PSI_VERSION_STRING "0.1.0"
+
+static const char *const messages[] = {
+    [0] = "success",
+    [1] = "invalid argument (a NULL pointer, an impossible length or an unknown enum value)",
+    [2] = "out of memory",
+    [3] = "internal cryptographic library failure",
+    [4] = "output buffer too small",
+    [5] = "key out of range: it must be an integer in [1, n-1] for the P-256 group order n",
+    [6] = "operation not allowed for this engine's role (client or server)",
+    [7] = "reveal_intersection flag of the request differs from the server's",
+    [8] = "intersection requested from a client created with reveal_intersection off",
+    [9] = "invalid point: not 33 bytes",
+    [10] = "invalid point: prefix byte is not 02 or 03",
+    [11] = "invalid point: x coordinate is not below the field prime p",
+    [12] = "invalid point: no point on P-256 has this x coordinate",
+    [13] = "invalid point: the point at infinity",
+    [14] = "malformed message: a varint or a length runs past the end",
+    [15] = "malformed message: varint longer than 10 bytes",
+    [16] = "malformed message: invalid field tag or wrong wire type for a known field",
+    [17] = "malformed setup: no data structure (raw, gcs or bloom_filter) is set",
+    [18] = "malformed setup: more than one data structure is set",
+    [19] = "malformed message: an encrypted element is not 33 bytes",
+    [20] = "message too large: element counts or sizes overflow",
+    [21] = "fpr / num_client_inputs must be in (0, 1)",
+    [22] = "parameters overflow: GCS hash range or Bloom filter size too large",
+    [23] = "unknown data structure",
+    [24] = "malformed GCS setup: hash_range must be at least 1",
+    [25] = "malformed GCS setup: div must be in [0, 63]",
+    [26] = "malformed GCS setup: bit stream ends inside a value or holds a value >= hash_range",
+    [27] = "malformed Bloom filter setup: num_hash_functions must be at least 1",
+    [28] = "malformed Bloom filter setup: the bit array is empty",
+    [29] = "malformed raw setup: elements are not sorted by bytes",
+    [30] = "hash to curve found no point",
+};
+
+const char *psi_strerror(int code)
+{
+    if (code > 0 || -(long)code >= (long)(sizeof messages / sizeof messages[0]))
+        return "unknown error";
+    return messages[-code];
+}
+
+const char *psi_version(void)
+{
+    return PSI_VERSION_STRING;
+}
+
+size_t psi_element_bytes(void)
+{
+    return PSI_ELEMENT_BYTES;
+}
+
+size_t psi_key_bytes(void)
+{
+    return PSI_KEY_BYTES;
+}
+
+size_t psi_element_wire_bytes(void)
+{
+    return PSI_ELEMENT_WIRE_BYTES;
+}

@@ -1,0 +1,43 @@
+/* Golomb-compressed sets (PROTOCOL.md §7.2, §9.2, §9.4). */
+#ifndef PSI_GCS_H
+#define PSI_GCS_H
+
+#include "common.h"
+
+/* hash_range = (int64) trunc(max(num_client_inputs, ns) / (fpr /
+ * num_client_inputs)), with exactly the reference's double arithmetic.
+ * Returns PSI_OK, PSI_E_FPR (fpr_c NaN or outside (0,1)),
+ * PSI_E_PARAM_OVERFLOW (quotient >= 2^63). */
+int psi_gcs_hash_range(int64_t *hash_range, double fpr, int64_t num_client_inputs,
+                       size_t ns);
+
+/* int(SHA256(element)) mod hash_range; hash_range >= 1. */
+uint64_t psi_gcs_hash(const uint8_t *element, int64_t hash_range);
+
+/* An upper bound on the bytes of the bit stream for n elements under
+ * hash_range, whatever their hashes.  PSI_E_PARAM_OVERFLOW if it does not
+ * fit in size_t. */
+int psi_gcs_bits_bound(size_t *bound, int64_t hash_range, size_t n);
+
+/* Builds the stream for n elements (any order, duplicates allowed).
+ * Out: *div; bits, *bits_len (capacity in, bytes out; n == 0 gives div 0
+ * and no bytes).  Returns PSI_OK, PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM,
+ * PSI_E_PARAM_OVERFLOW (div would be infinite). */
+int psi_gcs_build(int32_t *div, uint8_t *bits, size_t *bits_len, int64_t hash_range,
+                  const uint8_t *elements, size_t n);
+
+/* Decodes and validates a received stream: hash_range >= 1
+ * (PSI_E_GCS_HASH_RANGE), 0 <= div <= 63 (PSI_E_GCS_DIV), no value cut
+ * short and every value < hash_range (PSI_E_GCS_STREAM).  Out: *values
+ * (psi_alloc'ed, distinct, ascending; the caller psi_frees it, NULL when
+ * *count is 0), *count. */
+int psi_gcs_decode(uint64_t **values, size_t *count, int64_t hash_range, int32_t div,
+                   const uint8_t *bits, size_t bits_len);
+
+/* Indices of the elements whose hash is among `values`, ordered by
+ * (hash, index).  Out: out, *out_count (capacity n is enough; cleared on
+ * entry). */
+int psi_gcs_match(size_t *out, size_t *out_count, const uint64_t *values, size_t n_values,
+                  int64_t hash_range, const uint8_t *elements, size_t n);
+
+#endif /* PSI_GCS_H */

@@ -1,0 +1,390 @@
+/*
+ * shardpsi: ECDH private set intersection on P-256, wire-compatible with
+ * OpenMined PSI 2.0.6 (@openmined/psi.js).  PROTOCOL.md is the specification;
+ * section numbers below (§n) refer to it.
+ *
+ * Global rules of this header:
+ *  - Every pointer argument must be non-NULL unless its description says
+ *    "may be NULL".  A pointer paired with a count of 0 may be NULL.
+ *  - Arguments come in the order: context, outputs, in/out, inputs; every
+ *    length follows its buffer.
+ *  - Fallible functions return PSI_OK (0) or a negative psi_error;
+ *    psi_strerror() turns a code into a message.  Error numbers never change
+ *    once released; new ones are only appended.
+ *  - Output buffers are passed as (buf, size_t *len): *len holds the capacity
+ *    on entry and the number of bytes (or items) written on return.  On entry
+ *    every output is cleared and *len is set to 0 before any other work, so
+ *    a failed call never leaves a partial result.  The *_bound() functions
+ *    give a capacity that is always enough.
+ *  - The library keeps no pointer to caller memory after a call returns and
+ *    hands no memory to the caller except opaque objects with their own
+ *    *_free function.
+ *  - Thread-safety: functions taking `const psi_engine *` may run
+ *    concurrently on the same engine; psi_engine_free needs exclusive
+ *    access.  Functions without an engine are reentrant.
+ *  - Misuse (NULL where not allowed, impossible lengths) returns
+ *    PSI_E_INVALID_ARG; a build with -DPSI_ABORT_ON_MISUSE aborts instead.
+ */
+#ifndef PSI_H
+#define PSI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(PSI_BUILDING) && defined(__GNUC__)
+#define PSI_API __attribute__((visibility("default")))
+#else
+#define PSI_API
+#endif
+
+/* ------------------------------------------------------------------ sizes */
+
+/** A masked element: a compressed P-256 point, `02|03 || x` (§4.1). */
+#define PSI_ELEMENT_BYTES 33
+/** An exported key: the scalar as 32 big-endian bytes (§2.3). */
+#define PSI_KEY_BYTES 32
+/** Bytes one element takes in a Request or Response (tag, length, point). */
+#define PSI_ELEMENT_WIRE_BYTES 35
+
+PSI_API size_t psi_element_bytes(void);
+PSI_API size_t psi_key_bytes(void);
+PSI_API size_t psi_element_wire_bytes(void);
+
+/* ----------------------------------------------------------------- errors */
+
+typedef enum psi_error {
+    PSI_OK = 0,
+    PSI_E_INVALID_ARG = -1,        /* caller bug: NULL, bad length, bad enum */
+    PSI_E_NOMEM = -2,              /* an allocation failed */
+    PSI_E_CRYPTO = -3,             /* OpenSSL or libsodium failed internally */
+    PSI_E_BUFFER_TOO_SMALL = -4,   /* output capacity below what is needed */
+    PSI_E_KEY_OUT_OF_RANGE = -5,   /* key is 0 or >= group order n (§2.1) */
+    PSI_E_WRONG_ROLE = -6,         /* server call on a client engine or back */
+    PSI_E_REVEAL_MISMATCH = -7,    /* request's reveal flag differs (§8) */
+    PSI_E_REVEAL_DISABLED = -8,    /* intersection asked with reveal off */
+    PSI_E_POINT_LENGTH = -9,       /* point is not 33 bytes */
+    PSI_E_POINT_PREFIX = -10,      /* point prefix is not 02 or 03 */
+    PSI_E_POINT_X_RANGE = -11,     /* point x >= p */
+    PSI_E_POINT_NOT_ON_CURVE = -12,/* no curve point has this x */
+    PSI_E_POINT_IDENTITY = -13,    /* the point at infinity */
+    PSI_E_MSG_TRUNCATED = -14,     /* varint or length runs past the end */
+    PSI_E_MSG_VARINT = -15,        /* varint longer than 10 bytes */
+    PSI_E_MSG_TAG = -16,           /* field 0, bad wire type, or known field
+                                      with the wrong wire type */
+    PSI_E_MSG_ONEOF_MISSING = -17, /* ServerSetup names no data structure */
+    PSI_E_MSG_ONEOF_DOUBLED = -18, /* ServerSetup names more than one */
+    PSI_E_MSG_ELEMENT_SIZE = -19,  /* an encrypted element is not 33 bytes */
+    PSI_E_MSG_TOO_LARGE = -20,     /* counts or sizes past what fits */
+    PSI_E_FPR = -21,               /* fpr / num_client_inputs not in (0,1) */
+    PSI_E_PARAM_OVERFLOW = -22,    /* GCS hash_range or Bloom size overflows */
+    PSI_E_STRUCTURE = -23,         /* unknown data structure value */
+    PSI_E_GCS_HASH_RANGE = -24,    /* GCS hash_range < 1 */
+    PSI_E_GCS_DIV = -25,           /* GCS div outside [0, 63] */
+    PSI_E_GCS_STREAM = -26,        /* GCS bit stream cut inside a value, or a
+                                      value >= hash_range */
+    PSI_E_BLOOM_HASHES = -27,      /* Bloom num_hash_functions < 1 */
+    PSI_E_BLOOM_BITS = -28,        /* Bloom bit array empty */
+    PSI_E_SETUP_UNSORTED = -29,    /* raw setup elements not in byte order */
+    PSI_E_HASH_TO_CURVE = -30      /* hash-to-curve found no point (never
+                                      expected: probability 2^-512) */
+} psi_error;
+
+/** Returns: a static, NUL-terminated English message for `code`; unknown
+ *  codes give "unknown error".  Never NULL.  Thread-safety: reentrant. */
+PSI_API const char *psi_strerror(int code);
+
+/** Returns: the library version, e.g. "0.1.0", a static string. */
+PSI_API const char *psi_version(void);
+
+/* --------------------------------------------------------------- settings */
+
+typedef enum psi_role {
+    PSI_ROLE_CLIENT = 1,
+    PSI_ROLE_SERVER = 2
+} psi_role;
+
+/** Progress callback: `done` of `total` values processed by the current call.
+ *  Called from the thread running the call, at most every 1024 values and
+ *  once at the end.  If an engine is used from several threads at once, the
+ *  callback must be thread-safe. */
+typedef void (*psi_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+typedef struct psi_settings {
+    psi_role role;               /* default PSI_ROLE_CLIENT */
+    int reveal_intersection;     /* 0 or 1; default 1.  Must equal the
+                                    partner's flag (§5). */
+    psi_progress_fn progress;    /* may be NULL (default) */
+    void *progress_arg;          /* passed to progress */
+    unsigned char reserved[32];  /* zero; room to grow without an ABI break */
+} psi_settings;
+
+/** Fills `s` with the defaults above. */
+PSI_API void psi_settings_default(psi_settings *s);
+
+/* ----------------------------------------------------------------- engine */
+
+/** An engine holds one party's secret key (in guarded memory, §2) and its
+ *  role.  It is the only object that touches the key. */
+typedef struct psi_engine psi_engine;
+
+/** Creates an engine with a fresh uniformly random key in [1, n-1].
+ *  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_NOMEM, PSI_E_CRYPTO.
+ *  Out: *out, the engine (NULL on failure).  In: s, the settings.
+ *  Ownership: the caller frees *out with psi_engine_free. */
+PSI_API int psi_engine_create(psi_engine **out, const psi_settings *s);
+
+/** Creates an engine from a known key: OpenMined's rule (§2.1), the bytes are
+ *  one big-endian integer of any length, accepted if 1 <= k < n, never
+ *  reduced.  For tests and known-answer vectors: reusing a key across runs
+ *  lets the partner link them.
+ *  Returns: PSI_OK, PSI_E_KEY_OUT_OF_RANGE, PSI_E_INVALID_ARG, PSI_E_NOMEM,
+ *  PSI_E_CRYPTO.  Out: *out.  In: s; key, key_len (key may be NULL when
+ *  key_len is 0, which is out of range).  The library keeps no copy of `key`
+ *  outside the engine; wiping the caller's buffer is the caller's job. */
+PSI_API int psi_engine_create_from_key(psi_engine **out, const psi_settings *s,
+                                       const uint8_t *key, size_t key_len);
+
+/** Creates a second engine with the same key and settings, for another
+ *  thread or shard.  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_NOMEM,
+ *  PSI_E_CRYPTO.  Ownership: the caller frees *out. */
+PSI_API int psi_engine_clone(psi_engine **out, const psi_engine *e);
+
+/** Wipes the key and frees the engine.  NULL is a no-op. */
+PSI_API void psi_engine_free(psi_engine *e);
+
+/** Writes the key as exactly PSI_KEY_BYTES big-endian bytes (§2.3).
+ *  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_BUFFER_TOO_SMALL.
+ *  Out: out, *out_len (capacity in, 32 out).  The caller should wipe it
+ *  (sodium_memzero) when done. */
+PSI_API int psi_engine_export_key(const psi_engine *e, uint8_t *out, size_t *out_len);
+
+/** Returns: the engine's role, or 0 for NULL. */
+PSI_API psi_role psi_engine_role(const psi_engine *e);
+/** Returns: the engine's reveal flag (0 or 1), or 0 for NULL. */
+PSI_API int psi_engine_reveal(const psi_engine *e);
+
+/* --------------------------------------------- batch primitives (§3, §4) */
+
+/** A byte string supplied by the user; data may be NULL when len is 0. */
+typedef struct psi_value {
+    const uint8_t *data;
+    size_t len;
+} psi_value;
+
+/** Masks values: out[i] = ser(k * H(values[i])), PSI_ELEMENT_BYTES each,
+ *  contiguous, in input order.  Hash-to-curve is variable-time in the value
+ *  (§3, §12 of PROTOCOL.md).  Either role.
+ *  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM,
+ *  PSI_E_CRYPTO.  Out: out, *out_len (capacity >= n * 33 bytes). */
+PSI_API int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
+                            const psi_value *values, size_t n);
+
+/** Re-masks points received from the partner: out[i] = ser(k * P_i).
+ *  Every input point is decoded strictly (psi_point_check); the first bad
+ *  one fails the whole call with its PSI_E_POINT_* code.
+ *  In: points, n * 33 contiguous bytes. */
+PSI_API int psi_engine_remask(const psi_engine *e, uint8_t *out, size_t *out_len,
+                              const uint8_t *points, size_t n);
+
+/** Unmasks points: out[i] = ser(k^-1 * P_i); strict decoding as above. */
+PSI_API int psi_engine_unmask(const psi_engine *e, uint8_t *out, size_t *out_len,
+                              const uint8_t *points, size_t n);
+
+/** Strictly decodes one partner point (§4.2): exactly 33 bytes, prefix 02
+ *  or 03, x < p, on the curve.  The 1-byte identity encoding `00` gives
+ *  PSI_E_POINT_IDENTITY; 65-byte 04 forms and hybrid 06/07 forms, which
+ *  OpenSSL or psi.js accept, are refused.
+ *  Returns: PSI_OK or one PSI_E_POINT_* code; PSI_E_NOMEM, PSI_E_CRYPTO. */
+PSI_API int psi_point_check(const uint8_t *point, size_t len);
+
+/* -------------------------------------------------------- message sizes */
+
+typedef enum psi_structure {
+    PSI_STRUCTURE_RAW = 0,
+    PSI_STRUCTURE_GCS = 1,
+    PSI_STRUCTURE_BLOOM_FILTER = 2
+} psi_structure;
+
+/** Server setup parameters (§7).  fpr is the false-positive rate for the
+ *  whole client query, divided by num_client_inputs per element; both are
+ *  ignored for PSI_STRUCTURE_RAW. */
+typedef struct psi_setup_params {
+    psi_structure structure;
+    double fpr;
+    int64_t num_client_inputs;
+} psi_setup_params;
+
+/** Returns: the exact size of a Request for n elements (0 if it overflows). */
+PSI_API size_t psi_request_bound(size_t n);
+/** Returns: the exact size of a Response for n elements (0 on overflow). */
+PSI_API size_t psi_response_bound(size_t n);
+/** Returns: an upper bound on the number of elements in a Request or
+ *  Response of msg_len bytes (each element takes at least 35 bytes), which
+ *  also bounds the intersection and association-table sizes. */
+PSI_API size_t psi_message_element_bound(size_t msg_len);
+
+/** Out: *bound, a capacity always enough for a ServerSetup built with `p`
+ *  from n_server values.  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_FPR,
+ *  PSI_E_PARAM_OVERFLOW, PSI_E_STRUCTURE. */
+PSI_API int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_server);
+
+/* ------------------------------------------------------------ the server */
+
+/** Builds the ServerSetup message (§7) from the server's values.
+ *  perm may be NULL; if given it must hold n entries and receives, for the
+ *  raw structure, the sorting permutation: perm[j] = index in `values` of
+ *  the element at setup position j (stable: equal masked values keep input
+ *  order, §7.1, §9.6).  For GCS and Bloom perm is left untouched.
+ *  Returns: PSI_OK, PSI_E_WRONG_ROLE, PSI_E_FPR, PSI_E_PARAM_OVERFLOW,
+ *  PSI_E_STRUCTURE, PSI_E_BUFFER_TOO_SMALL, PSI_E_INVALID_ARG, PSI_E_NOMEM,
+ *  PSI_E_CRYPTO.  Out: out, *out_len (capacity from psi_setup_bound). */
+PSI_API int psi_server_create_setup(const psi_engine *e, uint8_t *out, size_t *out_len,
+                                    size_t *perm, const psi_setup_params *p,
+                                    const psi_value *values, size_t n);
+
+/** Answers a Request (§8): re-masks each element in order; if the reveal
+ *  flag is off the response is sorted by bytes.
+ *  Returns: PSI_OK, PSI_E_WRONG_ROLE, PSI_E_REVEAL_MISMATCH, any PSI_E_MSG_*
+ *  or PSI_E_POINT_* code, PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM, PSI_E_CRYPTO.
+ *  Out: out, *out_len (capacity psi_response_bound of
+ *  psi_message_element_bound(request_len) is enough). */
+PSI_API int psi_server_process_request(const psi_engine *e, uint8_t *out, size_t *out_len,
+                                       const uint8_t *request, size_t request_len);
+
+/* ------------------------------------------------------------ the client */
+
+/** Builds a Request (§6): the masked values in input order, duplicates kept,
+ *  with the engine's reveal flag.  Out: capacity psi_request_bound(n). */
+PSI_API int psi_client_create_request(const psi_engine *e, uint8_t *out, size_t *out_len,
+                                      const psi_value *values, size_t n);
+
+/** Computes the intersection (§9): indices into the response (= into the
+ *  client's request when reveal is on), in OpenMined's order for each
+ *  structure (raw: by matching ciphertext; GCS: by hash; Bloom: ascending).
+ *  Returns: PSI_OK, PSI_E_WRONG_ROLE, PSI_E_REVEAL_DISABLED, any PSI_E_MSG_*,
+ *  PSI_E_POINT_*, PSI_E_GCS_*, PSI_E_BLOOM_*, PSI_E_SETUP_UNSORTED code,
+ *  PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM, PSI_E_CRYPTO.
+ *  Out: out, *out_count (capacity in items:
+ *  psi_message_element_bound(response_len) is enough). */
+PSI_API int psi_client_get_intersection(const psi_engine *e, size_t *out, size_t *out_count,
+                                        const uint8_t *setup, size_t setup_len,
+                                        const uint8_t *response, size_t response_len);
+
+/** Counts the intersection; works with reveal on or off (§9).
+ *  Out: *count.  Errors as psi_client_get_intersection, without
+ *  PSI_E_REVEAL_DISABLED and PSI_E_BUFFER_TOO_SMALL. */
+PSI_API int psi_client_get_intersection_size(const psi_engine *e, size_t *count,
+                                             const uint8_t *setup, size_t setup_len,
+                                             const uint8_t *response, size_t response_len);
+
+/* ---------------------------------------------- association table (§9.6) */
+
+/** One matched pair.  server_index is a setup position as returned by
+ *  psi_client_get_association, a server input index after
+ *  psi_association_map. */
+typedef struct psi_pair {
+    size_t client_index;
+    size_t server_index;
+} psi_pair;
+
+/** Computes the association table for a raw setup: each matching client
+ *  index with the setup position of its partner, each setup element used at
+ *  most once, ordered by setup position (ties by client index).  Needs
+ *  reveal on.  Returns: as psi_client_get_intersection, plus
+ *  PSI_E_STRUCTURE when the setup is not raw.
+ *  Out: out, *out_count (capacity psi_message_element_bound(response_len)). */
+PSI_API int psi_client_get_association(const psi_engine *e, psi_pair *out, size_t *out_count,
+                                       const uint8_t *setup, size_t setup_len,
+                                       const uint8_t *response, size_t response_len);
+
+/** Maps setup positions to server input indices with the permutation from
+ *  psi_server_create_setup, then reorders the pairs by server index (ties by
+ *  client index).  In-Out: pairs.  In: perm, n_perm.
+ *  Returns: PSI_OK, PSI_E_INVALID_ARG (a position >= n_perm). */
+PSI_API int psi_association_map(psi_pair *pairs, size_t n_pairs,
+                                const size_t *perm, size_t n_perm);
+
+
+/* -------------------------------------------- building blocks (§7, §9) */
+/* The message-level calls above are composed of these.  They hold no key,
+ * so the sharding layer and other executors can split the expensive
+ * engine calls and put the parts together with them. */
+
+/** Sorts n elements (33 bytes each, contiguous) by bytes, stably.  perm may
+ *  be NULL; if given it must hold n entries and receives perm[j] = the
+ *  original index of the element now at position j.
+ *  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_NOMEM. */
+PSI_API int psi_elements_sort(uint8_t *elements, size_t *perm, size_t n);
+
+/** Encodes a ServerSetup from masked elements (§7, §10).  For the raw
+ *  structure the elements must already be in byte order
+ *  (PSI_E_SETUP_UNSORTED otherwise); for GCS and Bloom any order.
+ *  Out: out, *out_len (capacity from psi_setup_bound). */
+PSI_API int psi_setup_encode(uint8_t *out, size_t *out_len, const psi_setup_params *p,
+                             const uint8_t *elements, size_t n);
+
+/** Encodes a Request (§6, §10) from masked elements in the given order. */
+PSI_API int psi_request_encode(uint8_t *out, size_t *out_len, int reveal,
+                               const uint8_t *elements, size_t n);
+
+/** Encodes a Response (§8, §10) from elements in the given order (sorting
+ *  for reveal off is the caller's step: psi_elements_sort). */
+PSI_API int psi_response_encode(uint8_t *out, size_t *out_len,
+                                const uint8_t *elements, size_t n);
+
+/** Decodes a Request into contiguous 33-byte elements.  Only the encoding is
+ *  checked here (PSI_E_MSG_*); points are checked when used.
+ *  Out: elements, *count (capacity in elements in, number decoded out;
+ *  psi_message_element_bound(len) is enough); *reveal (0 or 1). */
+PSI_API int psi_request_decode(uint8_t *elements, size_t *count, int *reveal,
+                               const uint8_t *msg, size_t len);
+
+/** Decodes a Response into contiguous 33-byte elements, as above. */
+PSI_API int psi_response_decode(uint8_t *elements, size_t *count,
+                                const uint8_t *msg, size_t len);
+
+/** A decoded and validated ServerSetup, ready for matching. */
+typedef struct psi_setup psi_setup;
+
+/** Decodes and validates a ServerSetup (§10, §9.4): raw elements 33 bytes
+ *  and in byte order; GCS hash_range >= 1, div in [0, 63], the whole stream
+ *  decodable; Bloom at least one hash function and a non-empty bit array.
+ *  Returns: PSI_OK, any PSI_E_MSG_*, PSI_E_GCS_*, PSI_E_BLOOM_* code,
+ *  PSI_E_SETUP_UNSORTED, PSI_E_NOMEM, PSI_E_INVALID_ARG.
+ *  Ownership: the caller frees *out with psi_setup_free; it keeps no
+ *  pointer to msg.  Thread-safety: a psi_setup is read-only after parsing,
+ *  and the match functions below may run concurrently on it. */
+PSI_API int psi_setup_parse(psi_setup **out, const uint8_t *msg, size_t len);
+
+/** Frees a setup.  NULL is a no-op. */
+PSI_API void psi_setup_free(psi_setup *s);
+
+/** Returns: the setup's structure. */
+PSI_API psi_structure psi_setup_structure(const psi_setup *s);
+
+/** Returns: the number of elements of a raw setup, 0 for other structures. */
+PSI_API size_t psi_setup_raw_count(const psi_setup *s);
+
+/** Matches unmasked elements against the setup: indices into `elements`,
+ *  in the structure's order (§9.1-§9.3).  Out: out, *out_count (capacity n
+ *  is enough). */
+PSI_API int psi_setup_match(const psi_setup *s, size_t *out, size_t *out_count,
+                            const uint8_t *elements, size_t n);
+
+/** As psi_setup_match, but only counts. */
+PSI_API int psi_setup_count(const psi_setup *s, size_t *count,
+                            const uint8_t *elements, size_t n);
+
+/** Association pairs for a raw setup (§9.6), ordered by setup position.
+ *  Returns: as psi_setup_match, plus PSI_E_STRUCTURE for GCS and Bloom. */
+PSI_API int psi_setup_associate(const psi_setup *s, psi_pair *out, size_t *out_count,
+                                const uint8_t *elements, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PSI_H */
