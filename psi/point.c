@@ -1,0 +1,46 @@
+/* Strict decoding of partner points (PROTOCOL.md §4.2).  We accept only the
+ * 33-byte compressed form OpenMined emits: OpenSSL alone would also take
+ * the 1-byte identity and 65-byte forms, psi.js takes 04 points. */
+#include <string.h>
+
+#include "engine.h"
+
+int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
+{
+    if (len == 1 && in[0] == 0x00)
+        return PSI_E_POINT_IDENTITY;
+    if (len != PSI_ELEMENT_BYTES)
+        return PSI_E_POINT_LENGTH;
+    if (in[0] != 0x02 && in[0] != 0x03)
+        return PSI_E_POINT_PREFIX;
+    if (BN_bin2bn(in + 1, PSI_ELEMENT_BYTES - 1, ec->x) == NULL)
+        return psi_crypto_error();
+    if (BN_cmp(ec->x, ec->p) >= 0)
+        return PSI_E_POINT_X_RANGE;
+    if (!EC_POINT_set_compressed_coordinates(ec->group, ec->pt, ec->x, in[0] & 1, ec->bn)) {
+        psi_crypto_error(); /* the queue holds "invalid compressed point" */
+        return PSI_E_POINT_NOT_ON_CURVE;
+    }
+    /* Belt and braces: OpenSSL's is_on_curve says yes for infinity, so both
+     * checks are needed (§4.2); neither can fail after the decode above. */
+    if (EC_POINT_is_at_infinity(ec->group, ec->pt))
+        return PSI_E_POINT_IDENTITY;
+    if (EC_POINT_is_on_curve(ec->group, ec->pt, ec->bn) != 1) {
+        psi_crypto_error();
+        return PSI_E_POINT_NOT_ON_CURVE;
+    }
+    return PSI_OK;
+}
+
+int psi_point_check(const uint8_t *point, size_t len)
+{
+    PSI_CHECK_ARG(point != NULL || len == 0);
+    if (len == 0)
+        return PSI_E_POINT_LENGTH;
+    psi_ec ec;
+    int rc = psi_ec_init(&ec, NULL);
+    if (rc == PSI_OK)
+        rc = psi_point_decode(&ec, point, len);
+    psi_ec_release(&ec);
+    return rc;
+}

@@ -1,0 +1,149 @@
+/* Matching unmasked client elements against a parsed setup (PROTOCOL.md
+ * §9).  Raw matching is a merge walk over two byte-ordered lists; GCS and
+ * Bloom matching live in gcs.c and bloom.c. */
+#include <string.h>
+
+#include "bloom.h"
+#include "gcs.h"
+#include "setup.h"
+#include "sort.h"
+
+/* The raw merge walk (§9.1): client elements sorted by (bytes, index)
+ * against the setup's sorted list; each setup element matches at most one
+ * client element.  Either output may be NULL; *count gets the matches. */
+static int raw_walk(const psi_setup *s, size_t *idx_out, psi_pair *pair_out, size_t *count,
+                    const uint8_t *elements, size_t n)
+{
+    psi_keyed *items = psi_calloc(n, sizeof *items);
+    if (items == NULL && n > 0)
+        return PSI_E_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        items[i] = (psi_keyed){elements + i * PSI_ELEMENT_BYTES, i};
+    psi_keyed_sort(items, n);
+    size_t a = 0, b = 0, m = 0;
+    while (a < n && b < s->raw_count) {
+        int c = memcmp(items[a].bytes, s->raw + b * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);
+        if (c < 0) {
+            a++;
+        } else if (c > 0) {
+            b++;
+        } else {
+            if (idx_out != NULL)
+                idx_out[m] = items[a].index;
+            if (pair_out != NULL)
+                pair_out[m] = (psi_pair){items[a].index, b};
+            m++, a++, b++;
+        }
+    }
+    psi_free(items);
+    *count = m;
+    return PSI_OK;
+}
+
+/* Checks the common arguments of the match calls and clears the output. */
+static int match_begin(const psi_setup *s, void *out, size_t *out_count, size_t item,
+                       const uint8_t *elements, size_t n, size_t *cap)
+{
+    PSI_CHECK_ARG(out_count != NULL);
+    *cap = *out_count;
+    *out_count = 0;
+    PSI_CHECK_ARG(s != NULL && (elements != NULL || n == 0) && (out != NULL || *cap == 0));
+    PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    if (*cap > 0)
+        memset(out, 0, (*cap < n ? *cap : n) * item);
+    return PSI_OK;
+}
+
+/* Runs the structure's matcher into a buffer of n indices. */
+static int match_all(const psi_setup *s, size_t *idx, size_t *count, const uint8_t *elements,
+                     size_t n)
+{
+    switch (s->structure) {
+    case PSI_STRUCTURE_RAW:
+        return raw_walk(s, idx, NULL, count, elements, n);
+    case PSI_STRUCTURE_GCS:
+        *count = n;
+        return psi_gcs_match(idx, count, s->gcs_values, s->gcs_count, s->gcs_hash_range,
+                             elements, n);
+    case PSI_STRUCTURE_BLOOM_FILTER:
+        *count = n;
+        return psi_bloom_match(idx, count, s->bloom_k, s->bloom_bits, s->bloom_bytes,
+                               elements, n);
+    }
+    return PSI_E_STRUCTURE;
+}
+
+int psi_setup_match(const psi_setup *s, size_t *out, size_t *out_count,
+                    const uint8_t *elements, size_t n)
+{
+    size_t cap;
+    int rc = match_begin(s, out, out_count, sizeof *out, elements, n, &cap);
+    if (rc != PSI_OK)
+        return rc;
+    size_t *idx = psi_calloc(n, sizeof *idx), m = 0;
+    if (idx == NULL && n > 0)
+        return PSI_E_NOMEM;
+    rc = match_all(s, idx, &m, elements, n);
+    if (rc == PSI_OK && m > cap)
+        rc = PSI_E_BUFFER_TOO_SMALL;
+    if (rc == PSI_OK) {
+        if (m > 0)
+            memcpy(out, idx, m * sizeof *idx);
+        *out_count = m;
+    }
+    psi_free(idx);
+    return rc;
+}
+
+int psi_setup_count(const psi_setup *s, size_t *count, const uint8_t *elements, size_t n)
+{
+    PSI_CHECK_ARG(count != NULL);
+    *count = 0;
+    PSI_CHECK_ARG(s != NULL && (elements != NULL || n == 0));
+    if (s->structure == PSI_STRUCTURE_RAW)
+        return raw_walk(s, NULL, NULL, count, elements, n);
+    size_t *idx = psi_calloc(n, sizeof *idx), m = 0;
+    if (idx == NULL && n > 0)
+        return PSI_E_NOMEM;
+    int rc = match_all(s, idx, &m, elements, n);
+    if (rc == PSI_OK)
+        *count = m;
+    psi_free(idx);
+    return rc;
+}
+
+int psi_setup_associate(const psi_setup *s, psi_pair *out, size_t *out_count,
+                        const uint8_t *elements, size_t n)
+{
+    size_t cap;
+    int rc = match_begin(s, out, out_count, sizeof *out, elements, n, &cap);
+    if (rc != PSI_OK)
+        return rc;
+    if (s->structure != PSI_STRUCTURE_RAW)
+        return PSI_E_STRUCTURE;
+    psi_pair *pairs = psi_calloc(n, sizeof *pairs);
+    size_t m = 0;
+    if (pairs == NULL && n > 0)
+        return PSI_E_NOMEM;
+    rc = raw_walk(s, NULL, pairs, &m, elements, n);
+    if (rc == PSI_OK && m > cap)
+        rc = PSI_E_BUFFER_TOO_SMALL;
+    if (rc == PSI_OK) {
+        if (m > 0)
+            memcpy(out, pairs, m * sizeof *pairs);
+        *out_count = m;
+    }
+    psi_free(pairs);
+    return rc;
+}
+
+int psi_association_map(psi_pair *pairs, size_t n_pairs, const size_t *perm, size_t n_perm)
+{
+    PSI_CHECK_ARG((pairs != NULL || n_pairs == 0) && (perm != NULL || n_perm == 0));
+    for (size_t i = 0; i < n_pairs; i++)
+        PSI_CHECK_ARG(pairs[i].server_index < n_perm);
+    for (size_t i = 0; i < n_pairs; i++)
+        pairs[i].server_index = perm[pairs[i].server_index];
+    psi_pairs_sort(pairs, n_pairs);
+    return PSI_OK;
+}
