@@ -16,6 +16,12 @@ int psi_bloom_params(int32_t *k, size_t *n_bytes, double fpr, int64_t num_client
 void psi_bloom_build(uint8_t *bits, size_t n_bytes, int32_t k, const uint8_t *elements,
                      size_t n);
 
+/* Sets the k bits of one byte string of any length (data may be NULL when
+ * len is 0).  psi_bloom_build applies it to each 33-byte element; tests use
+ * it to replay OpenMined's own filter of raw strings.  k >= 1, n_bytes >= 1. */
+void psi_bloom_insert(uint8_t *bits, size_t n_bytes, int32_t k, const uint8_t *data,
+                      size_t len);
+
 /* Indices of the elements all of whose k bits are set, ascending.
  * k >= 1 and n_bytes >= 1 (validated by the parser).  Out: out, *out_count
  * (capacity n is enough). */

@@ -14,6 +14,10 @@ int psi_gcs_hash_range(int64_t *hash_range, double fpr, int64_t num_client_input
 /* int(SHA256(element)) mod hash_range; hash_range >= 1. */
 uint64_t psi_gcs_hash(const uint8_t *element, int64_t hash_range);
 
+/* int(digest) mod m for a big-endian byte string of any length, exact for
+ * every m >= 1 (m may exceed 2^63).  Shared with bloom.c. */
+uint64_t psi_digest_mod(const uint8_t *digest, size_t len, uint64_t m);
+
 /* An upper bound on the bytes of the bit stream for n elements under
  * hash_range, whatever their hashes.  PSI_E_PARAM_OVERFLOW if it does not
  * fit in size_t. */
@@ -25,6 +29,16 @@ int psi_gcs_bits_bound(size_t *bound, int64_t hash_range, size_t n);
  * PSI_E_PARAM_OVERFLOW (div would be infinite). */
 int psi_gcs_build(int32_t *div, uint8_t *bits, size_t *bits_len, int64_t hash_range,
                   const uint8_t *elements, size_t n);
+
+/* The encoder behind psi_gcs_build, on hash values directly (also used by
+ * tests): sorts values[0..n) ascending in place, then computes div and the
+ * stream exactly as psi_gcs_build does.  Every value must be below
+ * INT64_MAX; values below the hash_range given to psi_gcs_bits_bound keep
+ * *bits_len within that bound.
+ * Out: *div; bits, *bits_len (capacity in, bytes out).  Returns PSI_OK,
+ * PSI_E_INVALID_ARG, PSI_E_BUFFER_TOO_SMALL, PSI_E_PARAM_OVERFLOW. */
+int psi_gcs_encode_values(int32_t *div, uint8_t *bits, size_t *bits_len, uint64_t *values,
+                          size_t n);
 
 /* Decodes and validates a received stream: hash_range >= 1
  * (PSI_E_GCS_HASH_RANGE), 0 <= div <= 63 (PSI_E_GCS_DIV), no value cut
