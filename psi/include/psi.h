@@ -218,9 +218,11 @@ typedef struct psi_setup_params {
     int64_t num_client_inputs;
 } psi_setup_params;
 
-/** Returns: the exact size of a Request for n elements (0 if it overflows). */
+/** Returns: the size of a Request for n elements with reveal on (2 bytes
+ *  less with reveal off), so always enough; 0 if it overflows. */
 PSI_API size_t psi_request_bound(size_t n);
-/** Returns: the exact size of a Response for n elements (0 on overflow). */
+/** Returns: the exact size of a Response for n elements (0 for n = 0, and
+ *  0 when it overflows: check n <= SIZE_MAX / 35 first). */
 PSI_API size_t psi_response_bound(size_t n);
 /** Returns: an upper bound on the number of elements in a Request or
  *  Response of msg_len bytes (each element takes at least 35 bytes), which
