@@ -38,11 +38,34 @@ static const char *const messages[] = {
     [30] = "hash to curve found no point",
 };
 
+static const char *const names[] = {
+    "PSI_OK", "PSI_E_INVALID_ARG", "PSI_E_NOMEM", "PSI_E_CRYPTO",
+    "PSI_E_BUFFER_TOO_SMALL", "PSI_E_KEY_OUT_OF_RANGE", "PSI_E_WRONG_ROLE",
+    "PSI_E_REVEAL_MISMATCH", "PSI_E_REVEAL_DISABLED", "PSI_E_POINT_LENGTH",
+    "PSI_E_POINT_PREFIX", "PSI_E_POINT_X_RANGE", "PSI_E_POINT_NOT_ON_CURVE",
+    "PSI_E_POINT_IDENTITY", "PSI_E_MSG_TRUNCATED", "PSI_E_MSG_VARINT", "PSI_E_MSG_TAG",
+    "PSI_E_MSG_ONEOF_MISSING", "PSI_E_MSG_ONEOF_DOUBLED", "PSI_E_MSG_ELEMENT_SIZE",
+    "PSI_E_MSG_TOO_LARGE", "PSI_E_FPR", "PSI_E_PARAM_OVERFLOW", "PSI_E_STRUCTURE",
+    "PSI_E_GCS_HASH_RANGE", "PSI_E_GCS_DIV", "PSI_E_GCS_STREAM", "PSI_E_BLOOM_HASHES",
+    "PSI_E_BLOOM_BITS", "PSI_E_SETUP_UNSORTED", "PSI_E_HASH_TO_CURVE",
+};
+
+_Static_assert(sizeof names / sizeof names[0] == sizeof messages / sizeof messages[0],
+               "every error code has a name and a message");
+
+static int known(int code)
+{
+    return code <= 0 && -(long)code < (long)(sizeof names / sizeof names[0]);
+}
+
+const char *psi_error_name(int code)
+{
+    return known(code) ? names[-code] : NULL;
+}
+
 const char *psi_strerror(int code)
 {
-    if (code > 0 || -(long)code >= (long)(sizeof messages / sizeof messages[0]))
-        return "unknown error";
-    return messages[-code];
+    return known(code) ? messages[-code] : "unknown error";
 }
 
 const char *psi_version(void)

@@ -97,6 +97,12 @@ typedef enum psi_error {
  *  codes give "unknown error".  Never NULL.  Thread-safety: reentrant. */
 PSI_API const char *psi_strerror(int code);
 
+/** Returns: the code's identifier as a static string, e.g.
+ *  "PSI_E_POINT_PREFIX" for PSI_E_POINT_PREFIX and "PSI_OK" for 0, or NULL
+ *  for an unknown code.  For logs, bindings and vector files that name
+ *  expected errors.  Thread-safety: reentrant. */
+PSI_API const char *psi_error_name(int code);
+
 /** Returns: the library version, e.g. "0.1.0", a static string. */
 PSI_API const char *psi_version(void);
 
