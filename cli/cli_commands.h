@@ -1,0 +1,21 @@
+/*
+ * The commands of the `psi` tool.  Each takes the arguments from its own
+ * name on (argv[0] is the command name) and returns the process exit code
+ * (CLI_EXIT_* of cli_util.h).
+ */
+#ifndef PSI_CLI_COMMANDS_H
+#define PSI_CLI_COMMANDS_H
+
+#include <stdio.h>
+
+/** `psi vectors ...` (cli_vectors.c). */
+int psi_cli_cmd_vectors(int argc, char **argv);
+/** Prints the help of `psi vectors` to `out`. */
+void psi_cli_vectors_usage(FILE *out);
+
+/** `psi demo ...` (cli_demo.c). */
+int psi_cli_cmd_demo(int argc, char **argv);
+/** Prints the help of `psi demo` to `out`. */
+void psi_cli_demo_usage(FILE *out);
+
+#endif /* PSI_CLI_COMMANDS_H */

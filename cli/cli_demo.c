@@ -1,0 +1,311 @@
+/* `psi demo`: both parties in one process, on generated sets, timed. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_commands.h"
+#include "cli_demo.h"
+#include "cli_util.h"
+
+// Set sizes above this would take gigabytes; the demo refuses them.
+#define DEMO_MAX_SIZE ((size_t)20000000)
+
+static const char *const demo_structures[] = {"raw", "gcs", "bloom_filter"};
+
+static const char demo_usage[] =
+    "Usage: psi demo [options]\n"
+    "\n"
+    "Runs the protocol in one process (server setup, client request, server\n"
+    "response, client intersection) with random keys on two generated sets\n"
+    "of distinct strings \"user-<16 hex digits>@example.org\", prints message\n"
+    "sizes, time and values per second of each step, and checks the result\n"
+    "against a plain comparison of the values.\n"
+    "\n"
+    "Options:\n"
+    "  --seed S           seed of the generated sets (default 1)\n"
+    "  --server-size N    values in the server set (default 100000)\n"
+    "  --client-size N    values in the client set (default 10000)\n"
+    "  --overlap F        fraction in [0, 1] of the client set that is also\n"
+    "                     in the server set, rounded to a count (default 0.5)\n"
+    "  --structure S      raw, gcs or bloom_filter (default gcs)\n"
+    "  --fpr X            false-positive rate in (0, 1) for the whole client\n"
+    "                     query, as OpenMined (default 1e-6)\n"
+    "  --count-only       reveal only the intersection size\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "The result is wrong, and the exit status 1, if a true match is missing,\n"
+    "or for raw if anything else is reported, or for gcs and bloom_filter if\n"
+    "there are more than 10 x fpr + 5 false positives.  Usage errors give 2.\n";
+
+void psi_cli_demo_usage(FILE *out)
+{
+    fputs(demo_usage, out);
+}
+
+static int demo_parse_structure(psi_structure *out, const char *text)
+{
+    for (int k = 0; k < 3; k++) {
+        if (strcmp(text, demo_structures[k]) == 0) {
+            *out = (psi_structure)k;
+            return 0;
+        }
+    }
+    psi_cli_error("demo: --structure: unknown structure '%s' "
+                  "(raw, gcs or bloom_filter)", text);
+    return -1;
+}
+
+/* Parses argv[*i] (and its value).  Returns: 0, 1 after the help, -1 on a
+ * usage error. */
+static int demo_parse_one(psi_cli_demo_opts *o, int argc, char **argv, int *i)
+{
+    const char *v = NULL;
+
+    if (psi_cli_is_help(argv[*i])) {
+        psi_cli_demo_usage(stdout);
+        return 1;
+    }
+    if (strcmp(argv[*i], "--count-only") == 0) {
+        o->reveal = 0;
+        return 0;
+    }
+    if (psi_cli_opt_value(argc, argv, i, "--seed", &v))
+        return v ? psi_cli_parse_u64(&o->seed, v, "demo: --seed") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--server-size", &v))
+        return v ? psi_cli_parse_size(&o->server_size, v, DEMO_MAX_SIZE,
+                                      "demo: --server-size") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--client-size", &v))
+        return v ? psi_cli_parse_size(&o->client_size, v, DEMO_MAX_SIZE,
+                                      "demo: --client-size") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--overlap", &v))
+        return v ? psi_cli_parse_double(&o->overlap, v, 0, 0, 1, 0,
+                                        "demo: --overlap") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--fpr", &v))
+        return v ? psi_cli_parse_double(&o->fpr, v, 0, 1, 1, 1, "demo: --fpr") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--structure", &v))
+        return v ? demo_parse_structure(&o->structure, v) : -1;
+    if (argv[*i][0] == '-')
+        psi_cli_error("demo: unknown option '%s' (see 'psi demo --help')", argv[*i]);
+    else
+        psi_cli_error("demo: unexpected argument '%s' (see 'psi demo --help')",
+                      argv[*i]);
+    return -1;
+}
+
+static int demo_parse(psi_cli_demo_opts *o, int argc, char **argv)
+{
+    size_t k;
+
+    o->seed = 1;
+    o->server_size = 100000;
+    o->client_size = 10000;
+    o->overlap = 0.5;
+    o->structure = PSI_STRUCTURE_GCS;
+    o->reveal = 1;
+    o->fpr = 1e-6;
+    for (int i = 1; i < argc; i++) {
+        int rc = demo_parse_one(o, argc, argv, &i);
+        if (rc != 0)
+            return rc;
+    }
+    k = psi_cli_demo_shared(o);
+    if (k > o->server_size) {
+        psi_cli_error("demo: --overlap %g of %zu client values needs %zu shared "
+                      "values, but the server set has %zu", o->overlap,
+                      o->client_size, k, o->server_size);
+        return -1;
+    }
+    return 0;
+}
+
+/* The state of one run: both engines and the three messages. */
+typedef struct demo_run {
+    const psi_cli_demo_opts *o;
+    const psi_cli_demo_sets *s;
+    psi_engine *server, *client;
+    uint8_t *setup, *request, *response;
+    size_t setup_len, request_len, response_len;
+    size_t *idx;
+} demo_run;
+
+static void demo_step_line(const char *step, size_t values, size_t bytes, double ms)
+{
+    char rate[32] = "-";
+
+    if (ms > 0)
+        snprintf(rate, sizeof rate, "%.0f", (double)values / (ms / 1000.0));
+    if (bytes == SIZE_MAX)
+        printf("%-20s %9zu values %12s       %10.1f ms %12s values/s\n",
+               step, values, "", ms, rate);
+    else
+        printf("%-20s %9zu values %12zu bytes %10.1f ms %12s values/s\n",
+               step, values, bytes, ms, rate);
+    fflush(stdout);
+}
+
+static int demo_fail(const char *step, int rc)
+{
+    psi_cli_error("demo: %s: %s (error %d)", step, psi_strerror(rc), rc);
+    return -1;
+}
+
+static int demo_engines(demo_run *r)
+{
+    psi_settings st;
+    int rc;
+
+    psi_settings_default(&st);
+    st.reveal_intersection = r->o->reveal;
+    st.role = PSI_ROLE_SERVER;
+    if ((rc = psi_engine_create(&r->server, &st)) != PSI_OK)
+        return demo_fail("server engine", rc);
+    st.role = PSI_ROLE_CLIENT;
+    if ((rc = psi_engine_create(&r->client, &st)) != PSI_OK)
+        return demo_fail("client engine", rc);
+    return 0;
+}
+
+static int demo_setup(demo_run *r)
+{
+    psi_setup_params p;
+    size_t bound = 0;
+    double t0;
+    int rc;
+
+    p.structure = r->o->structure;
+    p.fpr = r->o->fpr;
+    // OpenMined divides fpr by the client count; an empty client set
+    // would make that infinite.
+    p.num_client_inputs = (int64_t)(r->s->n_client ? r->s->n_client : 1);
+    if ((rc = psi_setup_bound(&bound, &p, r->s->n_server)) != PSI_OK)
+        return demo_fail("server setup", rc);
+    if ((r->setup = psi_cli_alloc(bound, 1)) == NULL)
+        return demo_fail("server setup", PSI_E_NOMEM);
+    r->setup_len = bound;
+    t0 = psi_cli_now_ms();
+    rc = psi_server_create_setup(r->server, r->setup, &r->setup_len, NULL, &p,
+                                 r->s->server, r->s->n_server);
+    if (rc != PSI_OK)
+        return demo_fail("server setup", rc);
+    demo_step_line("server setup", r->s->n_server, r->setup_len, psi_cli_now_ms() - t0);
+    return 0;
+}
+
+static int demo_request(demo_run *r)
+{
+    double t0;
+    int rc;
+
+    r->request_len = psi_request_bound(r->s->n_client);
+    if ((r->request = psi_cli_alloc(r->request_len, 1)) == NULL)
+        return demo_fail("client request", PSI_E_NOMEM);
+    t0 = psi_cli_now_ms();
+    rc = psi_client_create_request(r->client, r->request, &r->request_len,
+                                   r->s->client, r->s->n_client);
+    if (rc != PSI_OK)
+        return demo_fail("client request", rc);
+    demo_step_line("client request", r->s->n_client, r->request_len,
+                   psi_cli_now_ms() - t0);
+    return 0;
+}
+
+static int demo_response(demo_run *r)
+{
+    double t0;
+    int rc;
+
+    r->response_len = psi_response_bound(psi_message_element_bound(r->request_len));
+    if ((r->response = psi_cli_alloc(r->response_len, 1)) == NULL)
+        return demo_fail("server response", PSI_E_NOMEM);
+    t0 = psi_cli_now_ms();
+    rc = psi_server_process_request(r->server, r->response, &r->response_len,
+                                    r->request, r->request_len);
+    if (rc != PSI_OK)
+        return demo_fail("server response", rc);
+    demo_step_line("server response", r->s->n_client, r->response_len,
+                   psi_cli_now_ms() - t0);
+    return 0;
+}
+
+/* Returns: 0 if right, 1 if the result is wrong, -1 on an error. */
+static int demo_result(demo_run *r)
+{
+    size_t n = psi_message_element_bound(r->response_len);
+    double t0 = psi_cli_now_ms();
+    int rc;
+
+    if (r->o->reveal) {
+        if ((r->idx = psi_cli_alloc(n, sizeof *r->idx)) == NULL)
+            return demo_fail("client intersection", PSI_E_NOMEM);
+        rc = psi_client_get_intersection(r->client, r->idx, &n, r->setup, r->setup_len,
+                                         r->response, r->response_len);
+    } else {
+        rc = psi_client_get_intersection_size(r->client, &n, r->setup, r->setup_len,
+                                              r->response, r->response_len);
+    }
+    if (rc != PSI_OK)
+        return demo_fail(r->o->reveal ? "client intersection" : "client size", rc);
+    demo_step_line(r->o->reveal ? "client intersection" : "client size",
+                   r->s->n_client, SIZE_MAX, psi_cli_now_ms() - t0);
+    printf("intersection size: %zu\n", n);
+    if (r->o->reveal)
+        return psi_cli_demo_check_indices(r->o, r->s, r->idx, n) != 0;
+    return psi_cli_demo_check_count(r->o, r->s, n) != 0;
+}
+
+static int demo_protocol(const psi_cli_demo_opts *o, const psi_cli_demo_sets *s)
+{
+    demo_run r;
+    int rc;
+
+    memset(&r, 0, sizeof r);
+    r.o = o;
+    r.s = s;
+    rc = demo_engines(&r);
+    if (rc == 0)
+        rc = demo_setup(&r);
+    if (rc == 0)
+        rc = demo_request(&r);
+    if (rc == 0)
+        rc = demo_response(&r);
+    if (rc == 0)
+        rc = demo_result(&r);
+    psi_engine_free(r.server);
+    psi_engine_free(r.client);
+    free(r.setup);
+    free(r.request);
+    free(r.response);
+    free(r.idx);
+    return rc;
+}
+
+int psi_cli_cmd_demo(int argc, char **argv)
+{
+    psi_cli_demo_opts o;
+    psi_cli_demo_sets s;
+    double t0;
+    int rc = demo_parse(&o, argc, argv);
+
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    printf("psi demo: seed %" PRIu64 ", server set %zu values, client set %zu values "
+           "(%zu shared), structure %s, fpr %g, %s\n", o.seed, o.server_size,
+           o.client_size, psi_cli_demo_shared(&o), demo_structures[o.structure],
+           o.fpr, o.reveal ? "intersection revealed" : "size only");
+    t0 = psi_cli_now_ms();
+    if (psi_cli_demo_sets_make(&s, &o) != 0) {
+        psi_cli_demo_sets_free(&s);
+        psi_cli_error("demo: out of memory for the sets");
+        return CLI_EXIT_FAIL;
+    }
+    printf("generated the sets and their plain intersection in %.1f ms\n",
+           psi_cli_now_ms() - t0);
+    rc = demo_protocol(&o, &s);
+    psi_cli_demo_sets_free(&s);
+    if (rc == 0)
+        printf("result: OK\n");
+    else if (rc > 0)
+        printf("result: WRONG\n");
+    return rc == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}

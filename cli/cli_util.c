@@ -1,0 +1,165 @@
+/* Helpers shared by the `psi` commands; see cli_util.h. */
+#include "cli_util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void psi_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("psi: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int psi_cli_opt_value(int argc, char **argv, int *i, const char *name,
+                      const char **value)
+{
+    const char *arg = argv[*i];
+    size_t n = strlen(name);
+
+    if (strncmp(arg, name, n) != 0)
+        return 0;
+    if (arg[n] == '=') {
+        *value = arg + n + 1;
+        return 1;
+    }
+    if (arg[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        psi_cli_error("option %s needs a value", name);
+        *value = NULL;
+        return 1;
+    }
+    *i += 1;
+    *value = argv[*i];
+    return 1;
+}
+
+int psi_cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int psi_cli_parse_u64(uint64_t *out, const char *text, const char *what)
+{
+    char *end = NULL;
+    unsigned long long v;
+
+    // strtoull accepts a sign and leading blanks; we do not.
+    if (text[0] < '0' || text[0] > '9') {
+        psi_cli_error("%s: '%s' is not a non-negative integer", what, text);
+        return -1;
+    }
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0') {
+        psi_cli_error("%s: '%s' is not a non-negative integer (or too large)",
+                      what, text);
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int psi_cli_parse_size(size_t *out, const char *text, size_t max, const char *what)
+{
+    uint64_t v;
+
+    if (psi_cli_parse_u64(&v, text, what) != 0)
+        return -1;
+    if (v > (uint64_t)max) {
+        psi_cli_error("%s: %s is larger than the limit %zu", what, text, max);
+        return -1;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+int psi_cli_parse_double(double *out, const char *text, double lo, int lo_open,
+                         double hi, int hi_open, const char *what)
+{
+    char *end = NULL;
+    double v;
+
+    errno = 0;
+    v = strtod(text, &end);
+    if (text[0] == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v)) {
+        psi_cli_error("%s: '%s' is not a number", what, text);
+        return -1;
+    }
+    if (v < lo || v > hi || (lo_open && v == lo) || (hi_open && v == hi)) {
+        psi_cli_error("%s: %s is outside %c%g, %g%c", what, text,
+                      lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']');
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int cli_hex_nibble(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int psi_cli_hex_decode(uint8_t **out, size_t *out_len, const char *hex,
+                       size_t len, char *err, size_t err_len)
+{
+    uint8_t *buf;
+
+    *out = NULL;
+    *out_len = 0;
+    if (len % 2 != 0) {
+        snprintf(err, err_len, "odd number of hex digits (%zu)", len);
+        return -1;
+    }
+    buf = psi_cli_alloc(len / 2, 1);
+    if (buf == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < len; i += 2) {
+        int hi = cli_hex_nibble(hex[i]), lo = cli_hex_nibble(hex[i + 1]);
+        if (hi < 0 || lo < 0) {
+            snprintf(err, err_len, "bad hex digit at position %zu",
+                     hi < 0 ? i : i + 1);
+            free(buf);
+            return -1;
+        }
+        buf[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    *out = buf;
+    *out_len = len / 2;
+    return 0;
+}
+
+double psi_cli_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void *psi_cli_alloc(size_t n, size_t size)
+{
+    if (n == 0)
+        n = 1;
+    if (size != 0 && n > SIZE_MAX / size)
+        return NULL;
+    return malloc(n * size);
+}

@@ -1,0 +1,56 @@
+/*
+ * Helpers shared by the `psi` commands: exit codes, messages, option and
+ * number parsing, hex, timing.  Only the CLI includes this header.
+ */
+#ifndef PSI_CLI_UTIL_H
+#define PSI_CLI_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes of every command. */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1   /* runtime failure or a failed check */
+#define CLI_EXIT_USAGE 2  /* bad command line or unreadable input file */
+
+/** Prints "psi: <message>\n" on stderr. */
+void psi_cli_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/** Returns: 1 if argv[*i] is "--name" followed by a value or "--name=value",
+ *  0 if it is another argument.  Out: *value (NULL after a usage message
+ *  when "--name" is the last argument); *i is moved past the value. */
+int psi_cli_opt_value(int argc, char **argv, int *i, const char *name,
+                      const char **value);
+
+/** Returns: 1 if `arg` is "-h" or "--help". */
+int psi_cli_is_help(const char *arg);
+
+/** Parses a decimal integer in [0, max]; prints a usage message naming
+ *  `what` and returns -1 on anything else (sign, junk, overflow). */
+int psi_cli_parse_size(size_t *out, const char *text, size_t max, const char *what);
+
+/** Parses an unsigned 64-bit decimal integer; -1 with a message on error. */
+int psi_cli_parse_u64(uint64_t *out, const char *text, const char *what);
+
+/** Parses a finite double in [lo, hi] (open at lo/hi if the flag is set);
+ *  -1 with a usage message on error. */
+int psi_cli_parse_double(double *out, const char *text, double lo, int lo_open,
+                         double hi, int hi_open, const char *what);
+
+/** Decodes `len` hex characters (either case) into a new buffer.
+ *  Returns: 0, or -1 with a reason in err (odd length, bad digit at N).
+ *  Out: *out (malloc'd, at least 1 byte, freed by the caller), *out_len. */
+int psi_cli_hex_decode(uint8_t **out, size_t *out_len, const char *hex,
+                       size_t len, char *err, size_t err_len);
+
+/** Returns: a monotonic clock reading in milliseconds. */
+double psi_cli_now_ms(void);
+
+/** Returns: malloc(n ? n : 1) times `size`, or NULL on overflow/failure. */
+void *psi_cli_alloc(size_t n, size_t size);
+
+#endif /* PSI_CLI_UTIL_H */

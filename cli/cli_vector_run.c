@@ -1,0 +1,228 @@
+/* Replays one vector case through the library; see cli_vectors.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli_util.h"
+#include "cli_vectors.h"
+
+// How many items of an index list a failure message shows.
+#define VRUN_LIST_SHOWN 12
+
+/* The differences found so far, joined by "; " into the caller's buffer. */
+typedef struct vrun_report {
+    char *buf;
+    size_t cap;
+    size_t len;
+    int failed;
+} vrun_report;
+
+static void vrun_note(vrun_report *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void vrun_note(vrun_report *r, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    r->failed = 1;
+    if (r->len + 3 >= r->cap)
+        return;  // the message is full; the first differences matter most
+    if (r->len > 0)
+        r->len += (size_t)snprintf(r->buf + r->len, r->cap - r->len, "; ");
+    va_start(ap, fmt);
+    n = vsnprintf(r->buf + r->len, r->cap - r->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        r->len += (size_t)n < r->cap - r->len ? (size_t)n : r->cap - r->len - 1;
+}
+
+static void vrun_error(vrun_report *r, const char *what, int rc)
+{
+    vrun_note(r, "%s: error %d (%s)", what, rc, psi_strerror(rc));
+}
+
+/* Compares a recomputed message with the stored one. */
+static void vrun_bytes(vrun_report *r, const char *what, int rc, const uint8_t *got,
+                       size_t got_len, const psi_cli_bytes *want)
+{
+    size_t n = got_len < want->len ? got_len : want->len, i = 0;
+
+    if (rc != PSI_OK) {
+        vrun_error(r, what, rc);
+        return;
+    }
+    while (i < n && got[i] == want->data[i])
+        i++;
+    if (i == n && got_len == want->len)
+        return;
+    if (got_len == want->len)
+        vrun_note(r, "%s differs at byte %zu of %zu (expected %02x, got %02x)",
+                  what, i, n, want->data[i], got[i]);
+    else
+        vrun_note(r, "%s differs at byte %zu (expected %zu bytes, got %zu)",
+                  what, i, want->len, got_len);
+}
+
+static void vrun_setup(vrun_report *r, const psi_engine *server, const psi_cli_case *c)
+{
+    size_t bound = 0, len;
+    uint8_t *buf;
+    int rc = psi_setup_bound(&bound, &c->params, c->n_server);
+
+    if (rc != PSI_OK) {
+        vrun_error(r, "server_setup (size bound)", rc);
+        return;
+    }
+    if ((buf = psi_cli_alloc(bound, 1)) == NULL) {
+        vrun_note(r, "server_setup: out of memory");
+        return;
+    }
+    len = bound;
+    rc = psi_server_create_setup(server, buf, &len, NULL, &c->params,
+                                 c->server_inputs, c->n_server);
+    vrun_bytes(r, "server_setup", rc, buf, len, &c->setup);
+    free(buf);
+}
+
+static void vrun_request(vrun_report *r, const psi_engine *client,
+                         const psi_cli_case *c)
+{
+    size_t len = psi_request_bound(c->n_client);
+    uint8_t *buf = psi_cli_alloc(len, 1);
+    int rc;
+
+    if (buf == NULL) {
+        vrun_note(r, "request: out of memory");
+        return;
+    }
+    rc = psi_client_create_request(client, buf, &len, c->client_inputs, c->n_client);
+    vrun_bytes(r, "request", rc, buf, len, &c->request);
+    free(buf);
+}
+
+/* The response is recomputed from the stored request, not our own. */
+static void vrun_response(vrun_report *r, const psi_engine *server,
+                          const psi_cli_case *c)
+{
+    size_t len = psi_response_bound(psi_message_element_bound(c->request.len));
+    uint8_t *buf = psi_cli_alloc(len, 1);
+    int rc;
+
+    if (buf == NULL) {
+        vrun_note(r, "response: out of memory");
+        return;
+    }
+    rc = psi_server_process_request(server, buf, &len, c->request.data, c->request.len);
+    vrun_bytes(r, "response", rc, buf, len, &c->response);
+    free(buf);
+}
+
+/* Formats at most VRUN_LIST_SHOWN items from index `from` on, as
+ * "[..., a, b, ...]". */
+static void vrun_list(char *out, size_t cap, const size_t *v, size_t n, size_t from)
+{
+    size_t len = (size_t)snprintf(out, cap, "[%s", from > 0 ? "..., " : "");
+    size_t i;
+
+    for (i = from; i < n && i < from + VRUN_LIST_SHOWN && len < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%zu",
+                                i > from ? ", " : "", v[i]);
+    if (len < cap)
+        snprintf(out + len, cap - len, "%s]", i < n ? ", ..." : "");
+}
+
+static void vrun_compare_list(vrun_report *r, const size_t *got, size_t n,
+                              const psi_cli_case *c)
+{
+    char want_s[256], got_s[256];
+    size_t i = 0, from;
+
+    while (i < n && i < c->n_intersection && got[i] == c->intersection[i])
+        i++;
+    if (i == n && n == c->n_intersection)
+        return;
+    // Show the lists from a little before the first difference.
+    from = i > 2 ? i - 2 : 0;
+    vrun_list(want_s, sizeof want_s, c->intersection, c->n_intersection, from);
+    vrun_list(got_s, sizeof got_s, got, n, from);
+    vrun_note(r, "intersection differs at position %zu (expected %zu items %s, "
+              "got %zu items %s)", i, c->n_intersection, want_s, n, got_s);
+}
+
+/* Computed from the stored setup and response, with the client's key. */
+static void vrun_intersection(vrun_report *r, const psi_engine *client,
+                              const psi_cli_case *c)
+{
+    size_t n = psi_message_element_bound(c->response.len);
+    size_t *got = psi_cli_alloc(n, sizeof *got);
+    int rc;
+
+    if (got == NULL) {
+        vrun_note(r, "intersection: out of memory");
+        return;
+    }
+    rc = psi_client_get_intersection(client, got, &n, c->setup.data, c->setup.len,
+                                     c->response.data, c->response.len);
+    if (rc != PSI_OK)
+        vrun_error(r, "intersection", rc);
+    else
+        vrun_compare_list(r, got, n, c);
+    free(got);
+}
+
+static void vrun_size(vrun_report *r, const psi_engine *client,
+                      const psi_cli_case *c)
+{
+    size_t count = 0;
+    int rc = psi_client_get_intersection_size(client, &count, c->setup.data,
+                                              c->setup.len, c->response.data,
+                                              c->response.len);
+
+    if (rc != PSI_OK)
+        vrun_error(r, "intersection_size", rc);
+    else if (count != c->intersection_size)
+        vrun_note(r, "intersection_size: expected %zu, got %zu",
+                  c->intersection_size, count);
+}
+
+static int vrun_engine(psi_engine **e, psi_role role, const psi_cli_case *c,
+                       const psi_cli_bytes *key)
+{
+    psi_settings s;
+
+    psi_settings_default(&s);
+    s.role = role;
+    s.reveal_intersection = c->reveal;
+    return psi_engine_create_from_key(e, &s, key->data, key->len);
+}
+
+int psi_cli_case_run(const psi_cli_case *c, char *msg, size_t msg_len)
+{
+    vrun_report r = {msg, msg_len, 0, 0};
+    psi_engine *server = NULL, *client = NULL;
+    int rc;
+
+    msg[0] = '\0';
+    rc = vrun_engine(&server, PSI_ROLE_SERVER, c, &c->server_key);
+    if (rc == PSI_OK)
+        rc = vrun_engine(&client, PSI_ROLE_CLIENT, c, &c->client_key);
+    if (rc != PSI_OK) {
+        snprintf(msg, msg_len, "%s: %s", server == NULL ? "server_key" : "client_key",
+                 psi_strerror(rc));
+        psi_engine_free(server);
+        return rc == PSI_E_KEY_OUT_OF_RANGE || rc == PSI_E_INVALID_ARG ? -1 : 1;
+    }
+    vrun_setup(&r, server, c);
+    vrun_request(&r, client, c);
+    vrun_response(&r, server, c);
+    if (c->reveal)
+        vrun_intersection(&r, client, c);
+    vrun_size(&r, client, c);
+    psi_engine_free(server);
+    psi_engine_free(client);
+    return r.failed;
+}

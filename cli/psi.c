@@ -1,0 +1,85 @@
+/* The `psi` command line tool: dispatches to one file per command. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_commands.h"
+#include "cli_util.h"
+#include "psi.h"
+
+static const char psi_main_usage[] =
+    "Usage: psi <command> [options]\n"
+    "\n"
+    "ECDH private set intersection on P-256, wire-compatible with\n"
+    "OpenMined PSI 2.0.6.\n"
+    "\n"
+    "Commands:\n"
+    "  vectors check FILE...  check wire vector files against this library\n"
+    "  demo [options]         run the protocol on generated sets and time it\n"
+    "  help [COMMAND]         show help for psi or for a command\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help     show this help\n"
+    "  --version      show the version\n"
+    "\n"
+    "Exit status: 0 success, 1 failure (a check failed or an error at run\n"
+    "time), 2 usage error or unusable input file.\n";
+
+static int psi_main_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(psi_main_usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    if (argc > 2) {
+        psi_cli_error("help: too many arguments");
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "vectors") == 0) {
+        psi_cli_vectors_usage(stdout);
+    } else if (strcmp(argv[1], "demo") == 0) {
+        psi_cli_demo_usage(stdout);
+    } else if (strcmp(argv[1], "help") == 0) {
+        fputs(psi_main_usage, stdout);
+    } else {
+        psi_cli_error("help: unknown command '%s'", argv[1]);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+static int psi_main_dispatch(int argc, char **argv)
+{
+    if (argc < 2) {
+        psi_cli_error("missing command (see 'psi --help')");
+        return CLI_EXIT_USAGE;
+    }
+    if (psi_cli_is_help(argv[1]))
+        return psi_main_help(1, argv + 1);
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("psi (shardpsi) %s\n", psi_version());
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "help") == 0)
+        return psi_main_help(argc - 1, argv + 1);
+    if (strcmp(argv[1], "vectors") == 0)
+        return psi_cli_cmd_vectors(argc - 1, argv + 1);
+    if (strcmp(argv[1], "demo") == 0)
+        return psi_cli_cmd_demo(argc - 1, argv + 1);
+    if (argv[1][0] == '-')
+        psi_cli_error("unknown option '%s' (see 'psi --help')", argv[1]);
+    else
+        psi_cli_error("unknown command '%s' (see 'psi --help')", argv[1]);
+    return CLI_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = psi_main_dispatch(argc, argv);
+
+    // A full disk or closed pipe must not pass for success.
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        psi_cli_error("cannot write to standard output");
+        return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
+    }
+    return rc;
+}

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Tests of the `psi` command line tool: help and usage errors, `vectors
+# check` on the shared sample vectors and on the fixtures in tests/cli/,
+# and small `psi demo` runs.
+#
+# Usage: tests/test_cli.sh PSI_BINARY REPO_ROOT
+# Prints one line per failed check and exits 1 if any check failed.
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 PSI_BINARY REPO_ROOT" >&2
+    exit 2
+fi
+psi=$1
+root=$2
+fixtures=$root/tests/cli
+sample=$root/../shared/reference/sample-vectors.json
+
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+out=$tmp/stdout
+err=$tmp/stderr
+checks=0
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+show_output() {
+    sed -n '1,15s/^/    stdout: /p' "$out"
+    sed -n '1,15s/^/    stderr: /p' "$err"
+}
+
+# run WANT_RC ARGS...: runs psi with ARGS, keeps its output in $out and
+# $err, and checks its exit code.  Returns 1 if the code differs.
+run() {
+    local want=$1 got
+    shift
+    checks=$((checks + 1))
+    "$psi" "$@" >"$out" 2>"$err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "psi $*: exit code $got, expected $want"
+        show_output
+        return 1
+    fi
+    return 0
+}
+
+# has_out REGEX / has_err REGEX: the last run printed a matching line.
+has_out() {
+    checks=$((checks + 1))
+    if ! grep -Eq -- "$1" "$out"; then
+        fail "stdout of the last run has no line matching '$1'"
+        show_output
+    fi
+}
+
+has_err() {
+    checks=$((checks + 1))
+    if ! grep -Eq -- "$1" "$err"; then
+        fail "stderr of the last run has no line matching '$1'"
+        show_output
+    fi
+}
+
+# no_out REGEX: the last run printed no matching line on stdout.
+no_out() {
+    checks=$((checks + 1))
+    if grep -Eq -- "$1" "$out"; then
+        fail "stdout of the last run has a line matching '$1'"
+        show_output
+    fi
+}
+
+empty_err() {
+    checks=$((checks + 1))
+    if [ -s "$err" ]; then
+        fail "stderr of the last run is not empty"
+        show_output
+    fi
+}
+
+# ------------------------------------------------------------ help, usage
+
+test_help() {
+    local args
+    for args in "--help" "-h" "help" "help help" "help vectors" "help demo" \
+                "vectors --help" "vectors -h" "vectors check --help" \
+                "demo --help" "demo -h"; do
+        # shellcheck disable=SC2086  # split the arguments on purpose
+        run 0 $args && has_out '^Usage: psi' && empty_err
+    done
+    run 0 --help && has_out 'vectors check' && has_out 'demo'
+    run 0 demo --help && has_out '--server-size' && has_out '--count-only'
+    run 0 vectors check --help && has_out 'N passed, M failed'
+    run 0 --version && has_out '^psi \(shardpsi\) [0-9]+\.[0-9]+' && empty_err
+}
+
+test_usage_errors() {
+    local args
+    run 2 && has_err 'missing command'
+    run 2 bogus && has_err "unknown command 'bogus'"
+    run 2 --bogus && has_err "unknown option '--bogus'"
+    run 2 help bogus && has_err "unknown command 'bogus'"
+    run 2 vectors && has_err 'missing subcommand'
+    run 2 vectors bogus && has_err "unknown subcommand 'bogus'"
+    run 2 vectors check && has_err 'no FILE'
+    run 2 vectors check --bogus "$sample" && has_err "unknown option '--bogus'"
+    for args in "--server-size abc" "--server-size -5" "--server-size 1.5" \
+                "--client-size x" "--client-size 99999999999999999999999" \
+                "--overlap 1.5" "--overlap -0.1" "--overlap abc" \
+                "--fpr 0" "--fpr 1" "--fpr -1" "--fpr nan" "--fpr x" \
+                "--structure cuckoo" "--seed x" "--seed -1" "--seed" \
+                "--server-size" "--bogus" "extra" "--count-only=1" \
+                "--server-size 10 --client-size 100 --overlap 0.5"; do
+        # shellcheck disable=SC2086
+        run 2 demo $args && has_err '^psi: '
+        no_out '.'
+    done
+}
+
+# ---------------------------------------------------------- vectors check
+
+test_vectors_sample() {
+    if [ ! -f "$sample" ]; then
+        fail "sample vectors not found at $sample"
+        return
+    fi
+    run 0 vectors check "$sample" && has_out '^[1-9][0-9]* passed, 0 failed$'
+    no_out '^FAIL'
+    run 0 vectors check --verbose "$sample" && has_out '^ok .*: basic/raw/reveal$'
+    run 0 vectors check --quiet "$sample" && no_out '^ok '
+}
+
+test_vectors_file_errors() {
+    local f
+    run 2 vectors check "$fixtures/bad_syntax.json" &&
+        has_err 'bad_syntax\.json: not valid JSON: .*line 9, column'
+    has_out '^0 passed, 0 failed$'
+    run 2 vectors check "$fixtures/wrong_format.json" &&
+        has_err 'wrong_format\.json: unknown format "psi-wire-vectors/2"'
+    run 2 vectors check "$fixtures/not_object.json" && has_err 'not a JSON object'
+    run 2 vectors check "$fixtures/missing_cases.json" && has_err '"cases" is missing'
+    run 0 vectors check "$fixtures/empty_cases.json" && has_out '^0 passed, 0 failed$'
+    : >"$tmp/empty.json"
+    run 2 vectors check "$tmp/empty.json" && has_err 'empty\.json: not valid JSON'
+    printf '{"format": "psi-wire-vectors/1", "cases": []} x\n' >"$tmp/trailing.json"
+    run 2 vectors check "$tmp/trailing.json" && has_err 'text after the value'
+    printf '{"format": "psi-wire-vectors/1", "cases": [], "a\\u0000b": 1}\n' >"$tmp/nulkey.json"
+    run 2 vectors check "$tmp/nulkey.json" && has_err 'key holds U\+0000'
+    run 2 vectors check "$tmp/does-not-exist.json" && has_err 'does-not-exist\.json: cannot open'
+    run 2 vectors check "$tmp" && has_err 'cannot read'
+    # A file error elsewhere still fails the run, and good files still count.
+    run 2 vectors check "$fixtures/bad_syntax.json" "$fixtures/nul_inside.json" &&
+        has_out '^4 passed, 0 failed$'
+    for f in bad_syntax wrong_format not_object missing_cases; do
+        run 2 vectors check "$fixtures/$f.json"
+        no_out '^[1-9][0-9]* passed'
+    done
+}
+
+test_vectors_malformed_cases() {
+    local name
+    run 2 vectors check "$fixtures/malformed_cases.json" &&
+        has_out '^1 passed, 13 failed$'
+    for name in missing-request fpr-string key-odd-hex request-not-hex \
+                unknown-structure key-zero key-too-large input-not-string \
+                intersection-missing num-client-inputs-fraction \
+                reveal-not-bool structure-nul; do
+        has_err "malformed_cases\.json: cases\[[0-9]+\] \($name\): malformed: "
+    done
+    has_err 'cases\[13\]: malformed: case is not an object'
+    has_err '\(key-zero\): malformed: client_key: '
+    has_err '\(request-not-hex\): malformed: field "request": bad hex digit'
+}
+
+test_vectors_altered() {
+    local f=$fixtures/altered_byte.json
+    run 1 vectors check "$f" && has_out '^1 passed, 1 failed$'
+    has_out '^FAIL .*/altered_byte\.json: trailing-byte/raw/reveal: response differs at byte 40 '
+    no_out '^FAIL .*empty-server'
+    f=$fixtures/altered_result.json
+    run 1 vectors check "$f" && has_out '^0 passed, 4 failed$'
+    has_out "^FAIL .*/altered_result\\.json: altered/intersection-order: intersection differs at position 1 "
+    has_out "^FAIL .*/altered_result\\.json: altered/intersection-size: intersection_size: expected 10, got 9$"
+    has_out "^FAIL .*/altered_result\\.json: altered/setup-length: server_setup differs at byte "
+    has_out "^FAIL .*/altered_result\\.json: altered/request-point: request differs at byte 2 .*response: error -10 "
+    # Altered at test time: one hex digit of the first stored response.
+    if [ -f "$sample" ]; then
+        sed '0,/"response": "0a21/s//"response": "0a20/' "$sample" >"$tmp/altered.json"
+        if cmp -s "$sample" "$tmp/altered.json"; then
+            fail "could not alter a response in $sample"
+        else
+            run 1 vectors check "$tmp/altered.json" &&
+                has_out '^FAIL .*altered\.json: basic/raw/reveal: response differs at byte 1 '
+            has_out '^[0-9]+ passed, [1-9][0-9]* failed$'
+        fi
+        run 1 vectors check "$fixtures/altered_byte.json" "$fixtures/nul_inside.json" &&
+            has_out '^5 passed, 1 failed$'
+    fi
+}
+
+test_vectors_nul() {
+    run 0 vectors check --verbose "$fixtures/nul_inside.json" &&
+        has_out '^4 passed, 0 failed$'
+    has_out '^ok .*: nul-inside/raw/reveal$'
+    has_out '^ok .*: trailing-byte-nul/gcs/reveal$'
+    run 1 vectors check "$fixtures/nul_dropped.json" && has_out '^0 passed, 2 failed$'
+    has_out '^FAIL .*: nul-dropped/gcs/reveal: request differs at byte '
+    has_out '^FAIL .*: nul-cut/raw/reveal: request differs at byte '
+}
+
+# ------------------------------------------------------------------- demo
+
+test_demo() {
+    local s
+    for s in raw gcs bloom_filter; do
+        run 0 demo --server-size 2000 --client-size 300 --structure "$s" &&
+            has_out '^intersection size: 150$'
+        has_out '^result: OK$'
+        run 0 demo --server-size 2000 --client-size 300 --structure "$s" --count-only &&
+            has_out '^intersection size: 150$'
+        has_out '^result: OK$'
+    done
+    run 0 demo --server-size 200 --client-size 50 --overlap 1 --structure raw --seed 9 &&
+        has_out '^intersection size: 50$'
+    run 0 demo --server-size=200 --client-size=50 --overlap=0 --seed=3 &&
+        has_out '^intersection size: 0$'
+    run 0 demo --server-size 0 --client-size 0 --structure bloom_filter &&
+        has_out '^intersection size: 0$'
+}
+
+test_help
+test_usage_errors
+test_vectors_sample
+test_vectors_file_errors
+test_vectors_malformed_cases
+test_vectors_altered
+test_vectors_nul
+test_demo
+
+echo "test_cli: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
