@@ -12,10 +12,11 @@
  *    psi_strerror() turns a code into a message.  Error numbers never change
  *    once released; new ones are only appended.
  *  - Output buffers are passed as (buf, size_t *len): *len holds the capacity
- *    on entry and the number of bytes (or items) written on return.  On entry
- *    every output is cleared and *len is set to 0 before any other work, so
- *    a failed call never leaves a partial result.  The *_bound() functions
- *    give a capacity that is always enough.
+ *    on entry and the number of bytes (or items) written on return.  *len
+ *    (and every other scalar output) is set to 0 on entry, before any other
+ *    work, and a failed call leaves *len at 0 and no partial result in the
+ *    buffer (nothing written, or wiped).  The *_bound() functions give a
+ *    capacity that is always enough.
  *  - The library keeps no pointer to caller memory after a call returns and
  *    hands no memory to the caller except opaque objects with their own
  *    *_free function.
