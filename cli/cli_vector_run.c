@@ -67,25 +67,65 @@ static void vrun_bytes(vrun_report *r, const char *what, int rc, const uint8_t *
                   what, i, want->len, got_len);
 }
 
+/* Formats at most VRUN_LIST_SHOWN items from index `from` on, as
+ * "[..., a, b, ...]". */
+static void vrun_list(char *out, size_t cap, const size_t *v, size_t n, size_t from)
+{
+    size_t len = (size_t)snprintf(out, cap, "[%s", from > 0 ? "..., " : "");
+    size_t i;
+
+    for (i = from; i < n && i < from + VRUN_LIST_SHOWN && len < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%zu",
+                                i > from ? ", " : "", v[i]);
+    if (len < cap)
+        snprintf(out + len, cap - len, "%s]", i < n ? ", ..." : "");
+}
+
+static void vrun_compare_list(vrun_report *r, const char *what, const size_t *got,
+                              size_t n, const size_t *want, size_t n_want)
+{
+    char want_s[256], got_s[256];
+    size_t i = 0, from;
+
+    while (i < n && i < n_want && got[i] == want[i])
+        i++;
+    if (i == n && n == n_want)
+        return;
+    // Show the lists from a little before the first difference.
+    from = i > 2 ? i - 2 : 0;
+    vrun_list(want_s, sizeof want_s, want, n_want, from);
+    vrun_list(got_s, sizeof got_s, got, n, from);
+    vrun_note(r, "%s differs at position %zu (expected %zu items %s, "
+              "got %zu items %s)", what, i, n_want, want_s, n, got_s);
+}
+
+/* For an association case also the permutation, compared with the stored one. */
 static void vrun_setup(vrun_report *r, const psi_engine *server, const psi_cli_case *c)
 {
     size_t bound = 0, len;
     uint8_t *buf;
+    size_t *perm = NULL;
     int rc = psi_setup_bound(&bound, &c->params, c->n_server);
 
     if (rc != PSI_OK) {
         vrun_error(r, "server_setup (size bound)", rc);
         return;
     }
-    if ((buf = psi_cli_alloc(bound, 1)) == NULL) {
+    buf = psi_cli_alloc(bound, 1);
+    if (c->association)
+        perm = psi_cli_alloc(c->n_server, sizeof *perm);
+    if (buf == NULL || (c->association && perm == NULL)) {
         vrun_note(r, "server_setup: out of memory");
-        return;
+    } else {
+        len = bound;
+        rc = psi_server_create_setup(server, buf, &len, perm, &c->params,
+                                     c->server_inputs, c->n_server);
+        vrun_bytes(r, "server_setup", rc, buf, len, &c->setup);
+        if (rc == PSI_OK && perm != NULL)
+            vrun_compare_list(r, "permutation", perm, c->n_server, c->perm, c->n_perm);
     }
-    len = bound;
-    rc = psi_server_create_setup(server, buf, &len, NULL, &c->params,
-                                 c->server_inputs, c->n_server);
-    vrun_bytes(r, "server_setup", rc, buf, len, &c->setup);
     free(buf);
+    free(perm);
 }
 
 static void vrun_request(vrun_report *r, const psi_engine *client,
@@ -121,38 +161,6 @@ static void vrun_response(vrun_report *r, const psi_engine *server,
     free(buf);
 }
 
-/* Formats at most VRUN_LIST_SHOWN items from index `from` on, as
- * "[..., a, b, ...]". */
-static void vrun_list(char *out, size_t cap, const size_t *v, size_t n, size_t from)
-{
-    size_t len = (size_t)snprintf(out, cap, "[%s", from > 0 ? "..., " : "");
-    size_t i;
-
-    for (i = from; i < n && i < from + VRUN_LIST_SHOWN && len < cap; i++)
-        len += (size_t)snprintf(out + len, cap - len, "%s%zu",
-                                i > from ? ", " : "", v[i]);
-    if (len < cap)
-        snprintf(out + len, cap - len, "%s]", i < n ? ", ..." : "");
-}
-
-static void vrun_compare_list(vrun_report *r, const size_t *got, size_t n,
-                              const psi_cli_case *c)
-{
-    char want_s[256], got_s[256];
-    size_t i = 0, from;
-
-    while (i < n && i < c->n_intersection && got[i] == c->intersection[i])
-        i++;
-    if (i == n && n == c->n_intersection)
-        return;
-    // Show the lists from a little before the first difference.
-    from = i > 2 ? i - 2 : 0;
-    vrun_list(want_s, sizeof want_s, c->intersection, c->n_intersection, from);
-    vrun_list(got_s, sizeof got_s, got, n, from);
-    vrun_note(r, "intersection differs at position %zu (expected %zu items %s, "
-              "got %zu items %s)", i, c->n_intersection, want_s, n, got_s);
-}
-
 /* Computed from the stored setup and response, with the client's key. */
 static void vrun_intersection(vrun_report *r, const psi_engine *client,
                               const psi_cli_case *c)
@@ -170,7 +178,8 @@ static void vrun_intersection(vrun_report *r, const psi_engine *client,
     if (rc != PSI_OK)
         vrun_error(r, "intersection", rc);
     else
-        vrun_compare_list(r, got, n, c);
+        vrun_compare_list(r, "intersection", got, n, c->intersection,
+                          c->n_intersection);
     free(got);
 }
 
@@ -187,6 +196,47 @@ static void vrun_size(vrun_report *r, const psi_engine *client,
     else if (count != c->intersection_size)
         vrun_note(r, "intersection_size: expected %zu, got %zu",
                   c->intersection_size, count);
+}
+
+/* Formats pair i of v, or "none" past the end. */
+static void vrun_pair(char *out, size_t cap, const psi_pair *v, size_t n, size_t i)
+{
+    if (i < n)
+        snprintf(out, cap, "(%zu, %zu)", v[i].client_index, v[i].server_index);
+    else
+        snprintf(out, cap, "none");
+}
+
+/* From the stored setup and response, mapped with the stored permutation. */
+static void vrun_association(vrun_report *r, const psi_engine *client,
+                             const psi_cli_case *c)
+{
+    size_t n = psi_message_element_bound(c->response.len), i = 0;
+    psi_pair *got = psi_cli_alloc(n, sizeof *got);
+    char want_s[64], got_s[64];
+    int rc;
+
+    if (got == NULL) {
+        vrun_note(r, "association: out of memory");
+        return;
+    }
+    rc = psi_client_get_association(client, got, &n, c->setup.data, c->setup.len,
+                                    c->response.data, c->response.len);
+    if (rc == PSI_OK)
+        rc = psi_association_map(got, n, c->perm, c->n_perm);
+    while (rc == PSI_OK && i < n && i < c->n_pairs &&
+           got[i].client_index == c->pairs[i].client_index &&
+           got[i].server_index == c->pairs[i].server_index)
+        i++;
+    if (rc != PSI_OK) {
+        vrun_error(r, "association", rc);
+    } else if (i < n || i < c->n_pairs) {
+        vrun_pair(want_s, sizeof want_s, c->pairs, c->n_pairs, i);
+        vrun_pair(got_s, sizeof got_s, got, n, i);
+        vrun_note(r, "association differs at pair %zu (expected %zu pairs, %s; "
+                  "got %zu pairs, %s)", i, c->n_pairs, want_s, n, got_s);
+    }
+    free(got);
 }
 
 static int vrun_engine(psi_engine **e, psi_role role, const psi_cli_case *c,
@@ -219,9 +269,13 @@ int psi_cli_case_run(const psi_cli_case *c, char *msg, size_t msg_len)
     vrun_setup(&r, server, c);
     vrun_request(&r, client, c);
     vrun_response(&r, server, c);
-    if (c->reveal)
-        vrun_intersection(&r, client, c);
-    vrun_size(&r, client, c);
+    if (c->association) {
+        vrun_association(&r, client, c);
+    } else {
+        if (c->reveal)
+            vrun_intersection(&r, client, c);
+        vrun_size(&r, client, c);
+    }
     psi_engine_free(server);
     psi_engine_free(client);
     return r.failed;

@@ -1,4 +1,5 @@
-/* `psi vectors check FILE...`: replays wire vector files. */
+/* `psi vectors check FILE...`: replays wire vector files and shardpsi's
+ * extra vector files. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,18 +8,28 @@
 #include "cli_vectors.h"
 
 #define VCHECK_FORMAT "psi-wire-vectors/1"
+#define VCHECK_EXTRA "shardpsi-extra-vectors/1"
 
 static const char vectors_usage[] =
     "Usage: psi vectors check [--quiet | --verbose] FILE...\n"
     "\n"
-    "Checks wire vector files (format \"" VCHECK_FORMAT "\") against this\n"
-    "library.  For every case it rebuilds the server setup, the request and\n"
-    "the response (from the stored request) from the case's keys and inputs,\n"
-    "and the intersection (when revealed) and its size from the stored setup\n"
-    "and response, and compares each with the stored value byte for byte.\n"
+    "Checks vector files against this library; each file's \"format\" says\n"
+    "what it holds.\n"
+    "\n"
+    "\"" VCHECK_FORMAT "\": for every case it rebuilds the server setup, the\n"
+    "request and the response (from the stored request) from the case's keys\n"
+    "and inputs, and the intersection (when revealed) and its size from the\n"
+    "stored setup and response, and compares each with the stored value byte\n"
+    "for byte.\n"
+    "\n"
+    "\"" VCHECK_EXTRA "\": each association case is checked like a wire\n"
+    "case with a raw setup, plus the setup's permutation, and the association\n"
+    "table computed from the stored setup, response and permutation; each\n"
+    "rejection case runs its operation on bad input, which must fail with\n"
+    "exactly the named PSI_E_* error.\n"
     "\n"
     "Prints \"FAIL <file>: <case>: <what differed>\" for each failing case and\n"
-    "a last line \"N passed, M failed\".\n"
+    "a last line \"N passed, M failed\" counting the cases of all files.\n"
     "\n"
     "Options:\n"
     "  --verbose   also print \"ok <file>: <case>\" for each passing case\n"
@@ -35,83 +46,148 @@ typedef struct vcheck_stats {
     int verbose;
 } vcheck_stats;
 
+/* What a case array holds. */
+typedef enum vcheck_kind { VCHECK_WIRE, VCHECK_ASSOC, VCHECK_REJECT } vcheck_kind;
+
+/* Where a case is, for messages. */
+typedef struct vcheck_where {
+    const char *path;
+    const char *array;
+    size_t index;
+} vcheck_where;
+
 void psi_cli_vectors_usage(FILE *out)
 {
     fputs(vectors_usage, out);
 }
 
-static void vcheck_case(vcheck_stats *st, const char *path, const psi_cli_json *j,
-                        const cJSON *obj, size_t index)
+/* Counts and reports one case whose read and run gave rc and msg. */
+static void vcheck_report(vcheck_stats *st, const vcheck_where *w, const char *name,
+                          int rc, const char *msg)
 {
-    psi_cli_case c;
-    char msg[1024];
-    int rc = psi_cli_case_read(&c, j, obj, msg, sizeof msg);
-
-    if (rc == 0)
-        rc = psi_cli_case_run(&c, msg, sizeof msg);
     if (rc < 0) {
-        psi_cli_error("%s: cases[%zu]%s%s%s: malformed: %s", path, index,
-                      c.name ? " (" : "", c.name ? c.name : "", c.name ? ")" : "", msg);
+        psi_cli_error("%s: %s[%zu]%s%s%s: malformed: %s", w->path, w->array, w->index,
+                      name ? " (" : "", name ? name : "", name ? ")" : "", msg);
         st->file_errors++;
         st->failed++;
     } else if (rc > 0) {
-        printf("FAIL %s: %s: %s\n", path, c.name, msg);
+        printf("FAIL %s: %s: %s\n", w->path, name, msg);
         st->failed++;
     } else {
         if (st->verbose)
-            printf("ok %s: %s\n", path, c.name);
+            printf("ok %s: %s\n", w->path, name);
         st->passed++;
     }
-    psi_cli_case_free(&c);
 }
 
-/* Returns: the "cases" array of a well-formed file, or NULL with a message. */
-static const cJSON *vcheck_cases(const char *path, const psi_cli_json *j)
+static void vcheck_case(vcheck_stats *st, const vcheck_where *w, vcheck_kind kind,
+                        const psi_cli_json *j, const cJSON *obj)
 {
-    const cJSON *format, *cases;
+    char msg[1024];
+    int rc;
+
+    if (kind == VCHECK_REJECT) {
+        psi_cli_reject r;
+        rc = psi_cli_reject_read(&r, j, obj, msg, sizeof msg);
+        if (rc == 0)
+            rc = psi_cli_reject_run(&r, msg, sizeof msg);
+        vcheck_report(st, w, r.name, rc, msg);
+        psi_cli_reject_free(&r);
+    } else {
+        psi_cli_case c;
+        rc = kind == VCHECK_WIRE ? psi_cli_case_read(&c, j, obj, msg, sizeof msg)
+                                 : psi_cli_assoc_read(&c, j, obj, msg, sizeof msg);
+        if (rc == 0)
+            rc = psi_cli_case_run(&c, msg, sizeof msg);
+        vcheck_report(st, w, c.name, rc, msg);
+        psi_cli_case_free(&c);
+    }
+}
+
+/* Returns: the array `name` of the file's top level, or NULL with a message. */
+static const cJSON *vcheck_array(const char *path, const psi_cli_json *j,
+                                 const char *name)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j->root, name);
+
+    if (!cJSON_IsArray(a)) {
+        psi_cli_error("%s: \"%s\" is %s", path, name, a ? "not an array" : "missing");
+        return NULL;
+    }
+    return a;
+}
+
+/* Returns: 1 for a wire file, 2 for an extra file, or 0 with a message. */
+static int vcheck_format(const char *path, const psi_cli_json *j)
+{
+    const cJSON *format;
     const char *text;
     size_t len;
 
     if (!cJSON_IsObject(j->root)) {
         psi_cli_error("%s: the top level is not a JSON object", path);
-        return NULL;
+        return 0;
     }
     format = cJSON_GetObjectItemCaseSensitive(j->root, "format");
     if (!cJSON_IsString(format)) {
-        psi_cli_error("%s: \"format\" is %s, expected \"%s\"", path,
-                      format ? "not a string" : "missing", VCHECK_FORMAT);
-        return NULL;
+        psi_cli_error("%s: \"format\" is %s, expected \"%s\" or \"%s\"", path,
+                      format ? "not a string" : "missing", VCHECK_FORMAT, VCHECK_EXTRA);
+        return 0;
     }
     psi_cli_json_bytes(j, format, &text, &len);
-    if (len != strlen(VCHECK_FORMAT) || memcmp(text, VCHECK_FORMAT, len) != 0) {
-        psi_cli_error("%s: unknown format \"%.60s\", expected \"%s\"", path,
-                      format->valuestring, VCHECK_FORMAT);
-        return NULL;
+    if (len == strlen(VCHECK_FORMAT) && memcmp(text, VCHECK_FORMAT, len) == 0)
+        return 1;
+    if (len == strlen(VCHECK_EXTRA) && memcmp(text, VCHECK_EXTRA, len) == 0)
+        return 2;
+    psi_cli_error("%s: unknown format \"%.60s\", expected \"%s\" or \"%s\"", path,
+                  format->valuestring, VCHECK_FORMAT, VCHECK_EXTRA);
+    return 0;
+}
+
+static void vcheck_cases(vcheck_stats *st, const char *path, const psi_cli_json *j,
+                         const cJSON *cases, const char *array, vcheck_kind kind)
+{
+    vcheck_where w = {path, array, 0};
+    const cJSON *obj;
+
+    cJSON_ArrayForEach(obj, cases) {
+        vcheck_case(st, &w, kind, j, obj);
+        w.index++;
     }
-    cases = cJSON_GetObjectItemCaseSensitive(j->root, "cases");
-    if (!cJSON_IsArray(cases)) {
-        psi_cli_error("%s: \"cases\" is %s", path,
-                      cases ? "not an array" : "missing");
-        return NULL;
-    }
-    return cases;
+}
+
+/* Both arrays of an extra file must be there before any case runs. */
+static int vcheck_extra(vcheck_stats *st, const char *path, const psi_cli_json *j)
+{
+    const cJSON *assoc = vcheck_array(path, j, "association_cases");
+    const cJSON *reject = assoc ? vcheck_array(path, j, "rejection_cases") : NULL;
+
+    if (reject == NULL)
+        return -1;
+    vcheck_cases(st, path, j, assoc, "association_cases", VCHECK_ASSOC);
+    vcheck_cases(st, path, j, reject, "rejection_cases", VCHECK_REJECT);
+    return 0;
 }
 
 static void vcheck_file(vcheck_stats *st, const char *path)
 {
     psi_cli_json j;
-    const cJSON *cases, *obj;
+    const cJSON *cases;
     char err[256];
-    size_t index = 0;
+    int format = 0;
 
     if (psi_cli_json_load(&j, path, err, sizeof err) != 0) {
         psi_cli_error("%s: %s", path, err);
         st->file_errors++;
-    } else if ((cases = vcheck_cases(path, &j)) == NULL) {
+    } else if ((format = vcheck_format(path, &j)) == 0) {
+        st->file_errors++;
+    } else if (format == 2) {
+        if (vcheck_extra(st, path, &j) != 0)
+            st->file_errors++;
+    } else if ((cases = vcheck_array(path, &j, "cases")) == NULL) {
         st->file_errors++;
     } else {
-        cJSON_ArrayForEach(obj, cases)
-            vcheck_case(st, path, &j, obj, index++);
+        vcheck_cases(st, path, &j, cases, "cases", VCHECK_WIRE);
     }
     psi_cli_json_free(&j);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests of the `psi` command line tool: help and usage errors, `vectors
-# check` on the shared sample vectors and on the fixtures in tests/cli/,
-# and small `psi demo` runs.
+# check` on the shared sample vectors, on shardpsi's extra vectors
+# (vectors/shardpsi-extra.json) and on the fixtures in tests/cli/, and small
+# `psi demo` runs.
 #
 # Usage: tests/test_cli.sh PSI_BINARY REPO_ROOT
 # Prints one line per failed check and exits 1 if any check failed.
@@ -15,6 +16,7 @@ psi=$1
 root=$2
 fixtures=$root/tests/cli
 sample=$root/../shared/reference/sample-vectors.json
+extra=$root/vectors/shardpsi-extra.json
 
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
@@ -213,6 +215,62 @@ test_vectors_nul() {
     has_out '^FAIL .*: nul-cut/raw/reveal: request differs at byte '
 }
 
+# ------------------------------------------------- shardpsi-extra-vectors/1
+
+test_vectors_extra() {
+    local f=$fixtures/extra_altered.json name
+    if [ ! -f "$extra" ]; then
+        fail "extra vectors not found at $extra"
+        return
+    fi
+    run 0 vectors check "$extra" && has_out '^[1-9][0-9]* passed, 0 failed$'
+    no_out '^FAIL'
+    empty_err
+    run 0 vectors check --verbose "$extra" && has_out '^ok .*: worked-example$'
+    has_out '^ok .*: duplicates-200$'
+    has_out '^ok .*: point/identity-00$'
+    has_out '^ok .*: setup_params/gcs/hash-range-overflow$'
+    # Cases of both formats add up on the last line.
+    run 0 vectors check "$extra" "$fixtures/nul_inside.json" &&
+        has_out '^[1-9][0-9]* passed, 0 failed$'
+
+    run 1 vectors check "$f" && has_out '^2 passed, 4 failed$'
+    has_out '^FAIL .*/extra_altered\.json: altered/association-pair: association differs at pair 1 '
+    has_out '^FAIL .*/extra_altered\.json: altered/permutation: permutation differs at position 3 '
+    has_out '^FAIL .*/extra_altered\.json: altered/expected-error: psi_point_check: expected PSI_E_POINT_LENGTH, got PSI_E_POINT_IDENTITY$'
+    has_out '^FAIL .*/extra_altered\.json: altered/intersection-error: psi_client_get_intersection_size: expected PSI_E_GCS_HASH_RANGE, got PSI_E_GCS_DIV$'
+    no_out '^FAIL .*: (worked-example|point/identity-00):'
+
+    # Altered at test time: the expected error of the first point case.
+    sed '0,/"error": "PSI_E_POINT_IDENTITY"/s//"error": "PSI_E_POINT_PREFIX"/' "$extra" >"$tmp/extra.json"
+    run 1 vectors check "$tmp/extra.json" &&
+        has_out '^FAIL .*extra\.json: point/identity-00: psi_point_check: expected PSI_E_POINT_PREFIX, got PSI_E_POINT_IDENTITY$'
+    has_out '^[0-9]+ passed, 1 failed$'
+    # An error name the library does not know makes the file malformed.
+    sed '0,/"error": "PSI_E_POINT_IDENTITY"/s//"error": "PSI_E_POINT_BOGUS"/' "$extra" >"$tmp/extra.json"
+    run 2 vectors check "$tmp/extra.json" &&
+        has_err 'rejection_cases\[[0-9]+\] \(point/identity-00\): malformed: field "error": "PSI_E_POINT_BOGUS" is not'
+    has_out '^[0-9]+ passed, 1 failed$'
+
+    run 2 vectors check "$fixtures/extra_malformed.json" && has_out '^2 passed, 8 failed$'
+    for name in pair-not-pair permutation-negative; do
+        has_err "extra_malformed\.json: association_cases\[[0-9]+\] \($name\): malformed: "
+    done
+    for name in unknown-error-name error-psi-ok unknown-operation fpr-lowercase-nan \
+                server-key-zero point-missing; do
+        has_err "extra_malformed\.json: rejection_cases\[[0-9]+\] \($name\): malformed: "
+    done
+    has_err '\(unknown-error-name\): malformed: field "error": "PSI_E_BOGUS" is not'
+    has_err '\(error-psi-ok\): malformed: field "error": "PSI_OK" is not'
+
+    printf '{"format": "shardpsi-extra-vectors/1", "association_cases": []}\n' >"$tmp/noreject.json"
+    run 2 vectors check "$tmp/noreject.json" && has_err '"rejection_cases" is missing'
+    printf '{"format": "shardpsi-extra-vectors/1", "association_cases": {}, "rejection_cases": []}\n' >"$tmp/assocobj.json"
+    run 2 vectors check "$tmp/assocobj.json" && has_err '"association_cases" is not an array'
+    printf '{"format": "shardpsi-extra-vectors/1", "association_cases": [], "rejection_cases": []}\n' >"$tmp/extraempty.json"
+    run 0 vectors check "$tmp/extraempty.json" && has_out '^0 passed, 0 failed$'
+}
+
 # ------------------------------------------------------------------- demo
 
 test_demo() {
@@ -240,6 +298,7 @@ test_vectors_file_errors
 test_vectors_malformed_cases
 test_vectors_altered
 test_vectors_nul
+test_vectors_extra
 test_demo
 
 echo "test_cli: $checks checks, $failures failed"

@@ -80,7 +80,8 @@ typedef enum psi_error {
     PSI_E_MSG_ONEOF_DOUBLED = -18, /* ServerSetup names more than one */
     PSI_E_MSG_ELEMENT_SIZE = -19,  /* an encrypted element is not 33 bytes */
     PSI_E_MSG_TOO_LARGE = -20,     /* counts or sizes past what fits */
-    PSI_E_FPR = -21,               /* fpr / num_client_inputs not in (0,1) */
+    PSI_E_FPR = -21,               /* num_client_inputs < 1, or fpr /
+                                      num_client_inputs not in (0,1) */
     PSI_E_PARAM_OVERFLOW = -22,    /* GCS hash_range or Bloom size overflows */
     PSI_E_STRUCTURE = -23,         /* unknown data structure value */
     PSI_E_GCS_HASH_RANGE = -24,    /* GCS hash_range < 1 */
