@@ -9,6 +9,7 @@
 
 #include <openssl/sha.h>
 
+#include "cxx_sort.h"
 #include "gcs.h"
 
 /* 2^63: the first double that no longer converts to int64. */
@@ -341,23 +342,18 @@ int psi_gcs_decode(uint64_t **values, size_t *count, int64_t hash_range, int32_t
     return PSI_OK;
 }
 
-/* A client hash and the element's index, sorted by (hash, index) so equal
- * hashes come out in index order whatever qsort does. */
-typedef struct gcs_pair {
-    uint64_t hash;
-    size_t index;
-} gcs_pair;
+/* The client's (hash, index) pairs are built in index order and sorted by
+ * hash alone with libc++'s std::sort, exactly as the reference's
+ * GCS::Intersect: equal hashes keep the (unstable) order that sort leaves
+ * them in, which is the order psi.js emits their indices (cxx_sort.h). */
+typedef psi_hash_index gcs_pair;
 
-static int gcs_cmp_pair(const void *a, const void *b)
-{
-    const gcs_pair *x = a, *y = b;
-    if (x->hash != y->hash)
-        return (x->hash > y->hash) - (x->hash < y->hash);
-    return (x->index > y->index) - (x->index < y->index);
-}
-
-/* The merge of §9.2: every pair whose hash is among the ascending values,
- * in pair order.  Writes at most cap indices; returns how many matched. */
+/* The merge of §9.2 (the reference's golomb_intersect): for each value in
+ * ascending order, skip the pairs with a smaller hash and emit every pair
+ * with an equal one, stopping when the pairs run out; so indices come out in
+ * pair order, and a value repeated in the stream (which the decoder drops
+ * anyway) could not emit anything twice.  Writes at most cap indices;
+ * returns how many matched. */
 static size_t gcs_merge(size_t *out, size_t cap, const gcs_pair *pairs, size_t n,
                         const uint64_t *values, size_t n_values)
 {
@@ -391,7 +387,7 @@ int psi_gcs_match(size_t *out, size_t *out_count, const uint64_t *values, size_t
     }
     for (size_t i = 0; i < n; i++)
         pairs[i] = (gcs_pair){psi_gcs_hash(elements + i * PSI_ELEMENT_BYTES, hash_range), i};
-    qsort(pairs, n, sizeof *pairs, gcs_cmp_pair);
+    psi_cxx_sort_by_hash(pairs, n);
     size_t m = gcs_merge(out, cap, pairs, n, values, n_values);
     if (m > cap) {
         memset(out, 0, cap * sizeof *out); /* no partial result */

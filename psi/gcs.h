@@ -48,9 +48,11 @@ int psi_gcs_encode_values(int32_t *div, uint8_t *bits, size_t *bits_len, uint64_
 int psi_gcs_decode(uint64_t **values, size_t *count, int64_t hash_range, int32_t div,
                    const uint8_t *bits, size_t bits_len);
 
-/* Indices of the elements whose hash is among `values`, ordered by
- * (hash, index).  Out: out, *out_count (capacity n is enough; cleared on
- * entry). */
+/* Indices of the elements whose hash is among `values` (distinct,
+ * ascending), ordered by hash; equal hashes come in the order libc++'s
+ * unstable std::sort leaves them, as the reference and psi.js emit them
+ * (cxx_sort.h), not necessarily by index.  Out: out, *out_count (capacity
+ * n is enough; cleared on entry). */
 int psi_gcs_match(size_t *out, size_t *out_count, const uint64_t *values, size_t n_values,
                   int64_t hash_range, const uint8_t *elements, size_t n);
 
