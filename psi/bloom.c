@@ -21,16 +21,11 @@ int psi_bloom_params(int32_t *k, size_t *n_bytes, double fpr, int64_t num_client
     PSI_CHECK_ARG(k != NULL && n_bytes != NULL);
     *k = 0;
     *n_bytes = 0;
-    /* As for GCS: a non-positive count only passes with a negative fpr. */
-    if (num_client_inputs <= 0)
-        return PSI_E_FPR;
-    double fpr_c = fpr / (double)num_client_inputs;
-    if (!(fpr_c > 0.0 && fpr_c < 1.0)) /* also refuses NaN */
-        return PSI_E_FPR;
-    uint64_t ns64 = ns;
-    if (ns64 > (uint64_t)INT64_MAX)
-        return PSI_E_PARAM_OVERFLOW;
-    int64_t m = num_client_inputs > (int64_t)ns64 ? num_client_inputs : (int64_t)ns64;
+    double fpr_c;
+    int64_t m;
+    int rc = psi_filter_params(&fpr_c, &m, fpr, num_client_inputs, ns);
+    if (rc != PSI_OK)
+        return rc;
     /* fpr_c in (0,1) puts k in [1, 1075]: it always fits. */
     double hashes = ceil(-log2(fpr_c));
     /* Left to right, as the reference writes it; do not simplify. */

@@ -68,9 +68,27 @@ done:
     return rc;
 }
 
-int psi_client_get_intersection(const psi_engine *e, size_t *out, size_t *out_count,
-                                const uint8_t *setup, size_t setup_len,
-                                const uint8_t *response, size_t response_len)
+/* The match step of a result that reveals indices: the intersection or
+ * the association table, each writing into the caller's array. */
+typedef int (*reveal_fn)(const psi_setup *s, void *out, size_t *out_count,
+                         const uint8_t *elements, size_t n);
+
+static int match_indices(const psi_setup *s, void *out, size_t *out_count,
+                         const uint8_t *elements, size_t n)
+{
+    return psi_setup_match(s, out, out_count, elements, n);
+}
+
+static int match_pairs(const psi_setup *s, void *out, size_t *out_count,
+                       const uint8_t *elements, size_t n)
+{
+    return psi_setup_associate(s, out, out_count, elements, n);
+}
+
+/* Shared by the revealing calls: needs a client engine with reveal on. */
+static int client_reveal(const psi_engine *e, reveal_fn fn, void *out, size_t *out_count,
+                         const uint8_t *setup, size_t setup_len, const uint8_t *response,
+                         size_t response_len)
 {
     PSI_CHECK_ARG(out_count != NULL);
     size_t cap = *out_count;
@@ -82,10 +100,18 @@ int psi_client_get_intersection(const psi_engine *e, size_t *out, size_t *out_co
     int rc = round_start(&r, e, setup, setup_len, response, response_len);
     if (rc == PSI_OK) {
         *out_count = cap;
-        rc = psi_setup_match(r.setup, out, out_count, r.unmasked, r.n);
+        rc = fn(r.setup, out, out_count, r.unmasked, r.n);
     }
     round_free(&r);
     return rc;
+}
+
+int psi_client_get_intersection(const psi_engine *e, size_t *out, size_t *out_count,
+                                const uint8_t *setup, size_t setup_len,
+                                const uint8_t *response, size_t response_len)
+{
+    return client_reveal(e, match_indices, out, out_count, setup, setup_len, response,
+                         response_len);
 }
 
 int psi_client_get_intersection_size(const psi_engine *e, size_t *count,
@@ -106,18 +132,6 @@ int psi_client_get_association(const psi_engine *e, psi_pair *out, size_t *out_c
                                const uint8_t *setup, size_t setup_len,
                                const uint8_t *response, size_t response_len)
 {
-    PSI_CHECK_ARG(out_count != NULL);
-    size_t cap = *out_count;
-    *out_count = 0;
-    PSI_CHECK_ARG(e != NULL && (out != NULL || cap == 0));
-    if (psi_engine_role(e) == PSI_ROLE_CLIENT && !psi_engine_reveal(e))
-        return PSI_E_REVEAL_DISABLED;
-    client_round r;
-    int rc = round_start(&r, e, setup, setup_len, response, response_len);
-    if (rc == PSI_OK) {
-        *out_count = cap;
-        rc = psi_setup_associate(r.setup, out, out_count, r.unmasked, r.n);
-    }
-    round_free(&r);
-    return rc;
+    return client_reveal(e, match_pairs, out, out_count, setup, setup_len, response,
+                         response_len);
 }

@@ -19,22 +19,33 @@
 /* gcs_div_of() for a div the reference cannot produce (infinite or > 63). */
 #define GCS_DIV_OVERFLOW (GCS_DIV_MAX + 1)
 
+int psi_filter_params(double *fpr_c, int64_t *m, double fpr, int64_t num_client_inputs,
+                      size_t ns)
+{
+    /* nc <= 0 passes the (0,1) test only with a negative fpr, which no
+     * caller of the reference means; refuse it outright. */
+    if (num_client_inputs <= 0)
+        return PSI_E_FPR;
+    *fpr_c = fpr / (double)num_client_inputs;
+    if (!(*fpr_c > 0.0 && *fpr_c < 1.0)) /* also refuses NaN */
+        return PSI_E_FPR;
+    uint64_t ns64 = ns;
+    if (ns64 > (uint64_t)INT64_MAX)
+        return PSI_E_PARAM_OVERFLOW;
+    *m = num_client_inputs > (int64_t)ns64 ? num_client_inputs : (int64_t)ns64;
+    return PSI_OK;
+}
+
 int psi_gcs_hash_range(int64_t *hash_range, double fpr, int64_t num_client_inputs,
                        size_t ns)
 {
     PSI_CHECK_ARG(hash_range != NULL);
     *hash_range = 0;
-    /* nc <= 0 passes the (0,1) test only with a negative fpr, which no
-     * caller of the reference means; refuse it outright. */
-    if (num_client_inputs <= 0)
-        return PSI_E_FPR;
-    double fpr_c = fpr / (double)num_client_inputs;
-    if (!(fpr_c > 0.0 && fpr_c < 1.0)) /* also refuses NaN */
-        return PSI_E_FPR;
-    uint64_t ns64 = ns;
-    if (ns64 > (uint64_t)INT64_MAX)
-        return PSI_E_PARAM_OVERFLOW;
-    int64_t m = num_client_inputs > (int64_t)ns64 ? num_client_inputs : (int64_t)ns64;
+    double fpr_c;
+    int64_t m;
+    int rc = psi_filter_params(&fpr_c, &m, fpr, num_client_inputs, ns);
+    if (rc != PSI_OK)
+        return rc;
     double q = (double)m / fpr_c;
     /* The reference casts unchecked: >= 2^63 is undefined there. */
     if (!(q < TWO_POW_63))

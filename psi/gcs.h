@@ -4,6 +4,13 @@
 
 #include "common.h"
 
+/* The part of §7 both filters share: fpr_c = fpr / num_client_inputs must
+ * be in (0,1) (PSI_E_FPR otherwise, also for num_client_inputs < 1 and for
+ * NaN) and m = max(num_client_inputs, ns) (PSI_E_PARAM_OVERFLOW past
+ * int64). */
+int psi_filter_params(double *fpr_c, int64_t *m, double fpr, int64_t num_client_inputs,
+                      size_t ns);
+
 /* hash_range = (int64) trunc(max(num_client_inputs, ns) / (fpr /
  * num_client_inputs)), with exactly the reference's double arithmetic.
  * Returns PSI_OK, PSI_E_FPR (fpr_c NaN or outside (0,1)),
