@@ -16,100 +16,34 @@
 // (keys and inputs come from SHA-256 of fixed labels): two runs give byte-identical files.
 // This source file is ASCII only; non-ASCII test strings are written with \u escapes.
 
-import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync, renameSync, existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import {
+  HERE, PKG_NAME, PKG_VERSION, check, runMain, sha256, hex, fromHex, big, be32hex, cmpHex, sameJson,
+  P, N, CURVE_B, modpow, derivedKey, CounterRng, loadPsi, elementsOf, withParties, writeJson, sizeHashTime,
+} from './psijs-common.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const PKG_NAME = '@openmined/psi.js';
-const PKG_VERSION = '2.0.6';
-const PKG_INTEGRITY =
-  'sha512-ZJVe0AXGx5cvSaHbVGBiV1UEDLzWU0S8KYqKux6l1b8/9nYMhrthKuPNGdRT5VBBLj161xsZiwV27AQuxnKUrQ==';
 const OUT_FILE = path.join(HERE, 'shardpsi-extra.json');
 const FORMAT = 'shardpsi-extra-vectors/1';
 const GENERATOR = `vectors/generate-extra.mjs with ${PKG_NAME} ${PKG_VERSION}`;
 
 // ---------------------------------------------------------------------------------------
-// Helpers
+// Helpers (the ones shared with generate.mjs are in psijs-common.mjs)
 
-class ExtraError extends Error {}
-function check(cond, msg) {
-  if (!cond) throw new ExtraError(msg);
-}
-
-const te = new TextEncoder();
-const utf8 = (s) => Buffer.from(te.encode(s));
-function sha256(...parts) {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(typeof p === 'string' ? utf8(p) : p);
-  return h.digest();
-}
-const hex = (u8) => Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength).toString('hex');
-const fromHex = (s) => Uint8Array.from(Buffer.from(s, 'hex'));
-const big = (buf) => (buf.length ? BigInt('0x' + hex(buf)) : 0n);
-const be32hex = (x) => x.toString(16).padStart(64, '0');
-const cmpHex = (a, b) => (a < b ? -1 : a > b ? 1 : 0); // equal-length lowercase hex: byte order
-const sameJson = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-
-// P-256 (PROTOCOL.md section 1).
-const P = BigInt('0xffffffff00000001000000000000000000000000ffffffffffffffffffffffff');
-const N = BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551');
-const CURVE_B = BigInt('0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b');
+// The P-256 generator (PROTOCOL.md section 1).
 const GX = '6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296';
 const GY = '4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5';
 
-function modpow(b, e, m) {
-  let r = 1n;
-  b %= m;
-  while (e > 0n) {
-    if (e & 1n) r = (r * b) % m;
-    b = (b * b) % m;
-    e >>= 1n;
-  }
-  return r;
-}
 const curveRhs = (x) => (((x * x * x - 3n * x + CURVE_B) % P) + P) % P;
 const isSquare = (t) => t === 0n || modpow(t, (P - 1n) / 2n, P) === 1n;
 
-// Keys: SHA-256 of a label, retried until in [1, n-1] (as generate.mjs does).
-function derivedKey(label) {
-  for (let i = 0; ; i++) {
-    const d = sha256(label + (i ? `#${i}` : ''));
-    const k = big(d);
-    if (k > 0n && k < N) return hex(d);
-  }
-}
-
-// Deterministic randomness: SHA-256 in counter mode over a label.
-class Rng {
+// Deterministic randomness: SHA-256 in counter mode over a label, one block per 32-bit word
+// (its first 4 bytes).
+class Rng extends CounterRng {
   constructor(label) {
-    this.seed = sha256('shardpsi-extra/' + label);
-    this.ctr = 0n;
+    super('shardpsi-extra/' + label);
   }
   u32() {
-    const c = Buffer.alloc(8);
-    c.writeBigUInt64BE(this.ctr++);
-    return sha256(this.seed, c).readUInt32BE(0);
-  }
-  below(n) {
-    const lim = 2 ** 32 - (2 ** 32 % n);
-    for (;;) {
-      const v = this.u32();
-      if (v < lim) return v % n;
-    }
-  }
-  pick(arr) {
-    return arr[this.below(arr.length)];
-  }
-  shuffle(arr) {
-    const a = arr.slice();
-    for (let i = a.length - 1; i > 0; i--) {
-      const j = this.below(i + 1);
-      [a[i], a[j]] = [a[j], a[i]];
-    }
-    return a;
+    return this.block().readUInt32BE(0);
   }
 }
 
@@ -160,52 +94,14 @@ function elementsOfHex(h, field) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Loading psi.js (same checks as generate.mjs)
-
-function loadPsiModule() {
-  const require = createRequire(path.join(HERE, 'package.json'));
-  let pkgJsonPath;
-  try {
-    pkgJsonPath = require.resolve(`${PKG_NAME}/package.json`);
-  } catch {
-    throw new ExtraError(`${PKG_NAME} is not installed: run "npm install --ignore-scripts" in ${HERE}`);
-  }
-  check(pkgJsonPath.startsWith(path.join(HERE, 'node_modules') + path.sep),
-    `${PKG_NAME} resolved outside vectors/node_modules (${pkgJsonPath})`);
-  const pkg = JSON.parse(readFileSync(pkgJsonPath, 'utf8'));
-  check(pkg.version === PKG_VERSION, `installed ${PKG_NAME} is ${pkg.version}, expected ${PKG_VERSION}`);
-  const lockPath = path.join(HERE, 'node_modules', '.package-lock.json');
-  if (existsSync(lockPath)) {
-    const lock = JSON.parse(readFileSync(lockPath, 'utf8'));
-    const entry = lock.packages && lock.packages[`node_modules/${PKG_NAME}`];
-    check(entry && entry.integrity === PKG_INTEGRITY,
-      `integrity of installed ${PKG_NAME} is ${entry && entry.integrity}, expected ${PKG_INTEGRITY}`);
-  } else {
-    console.warn(`warning: ${lockPath} missing, cannot check the package integrity`);
-  }
-  return require(PKG_NAME);
-}
-
-// ---------------------------------------------------------------------------------------
 // psi.js runs
 
 let psi; // the loaded library
 let RAW; // psi.dataStructure.Raw
 
-function withParties(serverKey, clientKey, reveal, fn) {
-  const server = psi.server.createFromKey(fromHex(serverKey), reveal);
-  const client = psi.client.createFromKey(fromHex(clientKey), reveal);
-  try {
-    return fn(server, client);
-  } finally {
-    server.delete();
-    client.delete();
-  }
-}
-
 // The whole protocol with a raw setup, every message going through its bytes.
 function runRaw(serverKey, clientKey, reveal, server, client, ds = RAW, fpr = 0.001, nc = 1) {
-  return withParties(serverKey, clientKey, reveal, (s, c) => {
+  return withParties(psi, serverKey, clientKey, reveal, (s, c) => {
     const setupBytes = s.createSetupMessage(fpr, nc, server, ds).serializeBinary();
     const reqBytes = c.createRequest(client).serializeBinary();
     const respBytes = s.processRequest(psi.request.deserializeBinary(reqBytes)).serializeBinary();
@@ -226,7 +122,7 @@ function masked(serverKey, x) {
     const s = psi.server.createFromKey(fromHex(serverKey), true);
     try {
       const setup = s.createSetupMessage(0.001, 1, [x], RAW);
-      const list = setup.getRaw().getEncryptedElementsList_asU8().map(hex);
+      const list = elementsOf(setup.getRaw());
       check(list.length === 1 && /^0[23][0-9a-f]{64}$/.test(list[0]), 'one-element setup is not one point');
       maskCache.set(key, list[0]);
     } finally {
@@ -267,8 +163,7 @@ function associationCase(name, server, client, keys = {}) {
   const perm = permutationOf(serverKey, server);
   const pairs = associationOf(server, client);
   // psi.js's setup is the masked server values in the order perm gives.
-  const setupEl = psi.serverSetup.deserializeBinary(fromHex(run.setup)).getRaw()
-    .getEncryptedElementsList_asU8().map(hex);
+  const setupEl = elementsOf(psi.serverSetup.deserializeBinary(fromHex(run.setup)).getRaw());
   check(sameJson(setupEl, perm.map((j) => masked(serverKey, server[j]))), `${name}: setup != sorted masked values`);
   check(run.setup === rawSetup(setupEl), `${name}: psi.js setup is not the canonical raw encoding`);
   // psi.js's raw intersection holds exactly the client indices of the table.
@@ -411,7 +306,7 @@ function checkPsiJsAcceptsUncompressed() {
   const s = psi.server.createFromKey(fromHex(b.sk), true);
   try {
     const req = psi.request.deserializeBinary(fromHex(vfield(1, 1) + bfield(2, '04' + GX + GY)));
-    const el = s.processRequest(req).getEncryptedElementsList_asU8().map(hex);
+    const el = elementsOf(s.processRequest(req));
     check(el.length === 1 && /^0[23]/.test(el[0]) && el[0].length === 66, 'psi.js answer to a 04 point');
   } finally {
     s.delete();
@@ -579,9 +474,7 @@ function setupParamCases(reject) {
 
 async function main() {
   const t0 = process.hrtime.bigint();
-  const factory = loadPsiModule();
-  psi = await factory();
-  check(psi.package.version === PKG_VERSION, `psi.js reports version ${psi.package.version}`);
+  psi = await loadPsi();
   RAW = psi.dataStructure.Raw;
 
   const association = buildAssociationCases();
@@ -591,19 +484,9 @@ async function main() {
   check(names.size === association.length, 'duplicate association case name');
 
   const out = { format: FORMAT, generator: GENERATOR, association_cases: association, rejection_cases: rejection };
-  const text = JSON.stringify(out, null, 2) + '\n';
-  check(sameJson(JSON.parse(text), out), 'output does not survive a JSON round trip');
-  const tmp = OUT_FILE + '.tmp';
-  writeFileSync(tmp, text);
-  renameSync(tmp, OUT_FILE);
-
-  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  const text = writeJson(OUT_FILE, out);
   console.log(`${path.basename(OUT_FILE)}: ${association.length} association cases, ` +
-    `${rejection.length} rejection cases, ${Buffer.byteLength(text)} bytes, ` +
-    `sha256 ${sha256(text).toString('hex')}, ${(ms / 1000).toFixed(1)} s`);
+    `${rejection.length} rejection cases, ${sizeHashTime(text, t0)}`);
 }
 
-main().catch((e) => {
-  console.error(e instanceof ExtraError ? `generate-extra.mjs: ${e.message}` : e);
-  process.exit(1);
-});
+runMain('generate-extra.mjs', main);

@@ -13,65 +13,29 @@
 //
 // This source file is ASCII only; non-ASCII test strings are written with \u escapes.
 
-import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync, renameSync, existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import {
+  HERE, PKG_NAME, PKG_VERSION, check, runMain, utf8, sha256, hex, big, be32hex, cmpHex, sameJson,
+  P, N, CURVE_B, modpow, derivedKey, CounterRng, loadPsi, elementsOf, withParties, writeJson, sizeHashTime,
+} from './psijs-common.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const PKG_NAME = '@openmined/psi.js';
-const PKG_VERSION = '2.0.6';
-const PKG_INTEGRITY =
-  'sha512-ZJVe0AXGx5cvSaHbVGBiV1UEDLzWU0S8KYqKux6l1b8/9nYMhrthKuPNGdRT5VBBLj161xsZiwV27AQuxnKUrQ==';
 const OUT_FILE = path.join(HERE, 'openmined-psi-2.0.6.json');
 const FORMAT = 'psi-wire-vectors/1';
 const GENERATOR = `${PKG_NAME} ${PKG_VERSION}`;
 
 // ---------------------------------------------------------------------------------------
-// Small helpers
+// Small helpers (the ones shared with generate-extra.mjs are in psijs-common.mjs)
 
-class VectorError extends Error {}
-function check(cond, msg) {
-  if (!cond) throw new VectorError(msg);
-}
-
-const te = new TextEncoder();
-const utf8 = (s) => Buffer.from(te.encode(s));
-const sha256 = (...parts) => {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(typeof p === 'string' ? utf8(p) : p);
-  return h.digest();
-};
-const hex = (u8) => Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength).toString('hex');
-const fromHex = (s) => Uint8Array.from(Buffer.from(s, 'hex'));
-const big = (u8) => (u8.length ? BigInt('0x' + hex(u8)) : 0n);
-const be32hex = (x) => x.toString(16).padStart(64, '0');
-const cmpHex = (a, b) => (a < b ? -1 : a > b ? 1 : 0); // equal-length lowercase hex = bytewise order
-const sameJson = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 // With the u flag a surrogate pair is one code point, so this only matches lone surrogates,
 // which have no UTF-8 encoding (psi.js would silently turn them into U+FFFD).
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 // ---------------------------------------------------------------------------------------
-// P-256 constants and OpenMined's hash-to-curve (reference doc section 3), used only to check
-// that psi.js hashes exactly the UTF-8 bytes of every input string.
+// OpenMined's hash-to-curve on P-256 (reference doc section 3; P, N and CURVE_B come from
+// psijs-common.mjs), used only to check that psi.js hashes exactly the UTF-8 bytes of every input.
 
-const P = BigInt('0xffffffff00000001000000000000000000000000ffffffffffffffffffffffff');
-const N = BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551');
 const CURVE_A = P - 3n;
-const CURVE_B = BigInt('0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b');
 
-function modpow(b, e, m) {
-  let r = 1n;
-  b %= m;
-  while (e > 0n) {
-    if (e & 1n) r = (r * b) % m;
-    b = (b * b) % m;
-    e >>= 1n;
-  }
-  return r;
-}
 function minbe(x) {
   if (x === 0n) return Buffer.alloc(0);
   let h = x.toString(16);
@@ -109,21 +73,19 @@ function selfTestHashToCurve() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Deterministic randomness: SHA-256 in counter mode over a label.
+// Deterministic randomness: SHA-256 in counter mode over a label. The blocks are used as one
+// byte stream (every byte is used, in order).
 
-class Rng {
+class Rng extends CounterRng {
   constructor(label) {
-    this.seed = sha256('shardpsi-vectors/' + label);
-    this.ctr = 0n;
+    super('shardpsi-vectors/' + label);
     this.pool = Buffer.alloc(0);
   }
   bytes(n) {
     const blocks = [this.pool];
     let have = this.pool.length;
     while (have < n) {
-      const c = Buffer.alloc(8);
-      c.writeBigUInt64BE(this.ctr++);
-      blocks.push(sha256(this.seed, c));
+      blocks.push(this.block());
       have += 32;
     }
     const all = Buffer.concat(blocks);
@@ -133,27 +95,8 @@ class Rng {
   u32() {
     return this.bytes(4).readUInt32BE(0);
   }
-  below(n) {
-    // uniform integer in [0, n), 1 <= n <= 2^32
-    const lim = 2 ** 32 - (2 ** 32 % n);
-    for (;;) {
-      const v = this.u32();
-      if (v < lim) return v % n;
-    }
-  }
   range(lo, hi) {
     return lo + this.below(hi - lo + 1);
-  }
-  pick(arr) {
-    return arr[this.below(arr.length)];
-  }
-  shuffle(arr) {
-    const a = arr.slice();
-    for (let i = a.length - 1; i > 0; i--) {
-      const j = this.below(i + 1);
-      [a[i], a[j]] = [a[j], a[i]];
-    }
-    return a;
   }
 }
 
@@ -161,13 +104,6 @@ class Rng {
 // Keys
 
 const KEY_ONE = be32hex(1n);
-function derivedKey(label) {
-  for (let i = 0; ; i++) {
-    const d = sha256(label + (i ? `#${i}` : ''));
-    const k = big(d);
-    if (k > 0n && k < N) return hex(d);
-  }
-}
 function keyHex(x) {
   check(x > 0n && x < N, `key out of range: ${x.toString(16)}`);
   return be32hex(x);
@@ -524,56 +460,19 @@ function buildCases() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Loading psi.js
-
-function loadPsiModule() {
-  const require = createRequire(path.join(HERE, 'package.json'));
-  let pkgJsonPath;
-  try {
-    pkgJsonPath = require.resolve(`${PKG_NAME}/package.json`);
-  } catch {
-    throw new VectorError(`${PKG_NAME} is not installed: run "npm install --ignore-scripts" in ${HERE}`);
-  }
-  check(pkgJsonPath.startsWith(path.join(HERE, 'node_modules') + path.sep),
-    `${PKG_NAME} resolved outside vectors/node_modules (${pkgJsonPath}); run "npm install --ignore-scripts" in ${HERE}`);
-  const pkg = JSON.parse(readFileSync(pkgJsonPath, 'utf8'));
-  check(pkg.version === PKG_VERSION, `installed ${PKG_NAME} is ${pkg.version}, expected ${PKG_VERSION}`);
-  // npm records the tarball integrity of what it installed in its hidden lock file.
-  const hidden = path.join(HERE, 'node_modules', '.package-lock.json');
-  if (existsSync(hidden)) {
-    const lock = JSON.parse(readFileSync(hidden, 'utf8'));
-    const entry = lock.packages && lock.packages[`node_modules/${PKG_NAME}`];
-    check(entry && entry.integrity === PKG_INTEGRITY,
-      `integrity of installed ${PKG_NAME} is ${entry && entry.integrity}, expected ${PKG_INTEGRITY}`);
-  } else {
-    console.warn(`warning: ${hidden} missing, cannot check the package integrity`);
-  }
-  return require(PKG_NAME); // psi_wasm_node.js: a factory returning a Promise of the library
-}
-
-// ---------------------------------------------------------------------------------------
 // Running and validating one case
-
-function elementsOf(msg) {
-  return msg.getEncryptedElementsList_asU8().map(hex);
-}
 
 // s*H(x) for every input, in input order, computed with psi.js itself: a client with key 1
 // sends H(x) (checked against our own hash-to-curve), the server multiplies by s.
 function serverEncrypt(psi, serverKey, inputs) {
-  const hc = psi.client.createFromKey(fromHex(KEY_ONE), true);
-  const hs = psi.server.createFromKey(fromHex(serverKey), true);
-  try {
+  return withParties(psi, serverKey, KEY_ONE, true, (hs, hc) => {
     const req = hc.createRequest(inputs);
     const hashes = elementsOf(req);
     check(hashes.length === inputs.length, 'helper request has the wrong length');
     inputs.forEach((s, i) => check(hashes[i] === hashToCurve(utf8(s)),
       `psi.js does not hash the UTF-8 bytes of input ${JSON.stringify(s).slice(0, 60)}`));
     return { hashes, enc: elementsOf(hs.processRequest(req)) };
-  } finally {
-    hc.delete();
-    hs.delete();
-  }
+  });
 }
 
 function gcsHash(elemHex, hashRange) {
@@ -664,9 +563,7 @@ function runCase(psi, DS, c) {
   for (const s of [...c.server, ...c.client]) {
     check(typeof s === 'string' && !LONE_SURROGATE.test(s), `${where}: input is not well-formed Unicode`);
   }
-  const server = psi.server.createFromKey(fromHex(c.serverKey), c.reveal);
-  const client = psi.client.createFromKey(fromHex(c.clientKey), c.reveal);
-  try {
+  return withParties(psi, c.serverKey, c.clientKey, c.reveal, (server, client) => {
     check(hex(server.getPrivateKeyBytes()) === c.serverKey, `${where}: server key does not round-trip`);
     check(hex(client.getPrivateKeyBytes()) === c.clientKey, `${where}: client key does not round-trip`);
 
@@ -710,7 +607,7 @@ function runCase(psi, DS, c) {
     let expected;
     let sameAsSet = false; // true when the order of equal-hash entries is unspecified (GCS)
     if (c.ds === 'raw') {
-      const setupEl = setup.getRaw().getEncryptedElementsList_asU8().map(hex);
+      const setupEl = elementsOf(setup.getRaw());
       check(sameJson(setupEl, E.slice().sort(cmpHex)), `${where}: Raw setup is not sort(s*H(server inputs))`);
       expected = rawMerge(D, setupEl);
     } else if (c.ds === 'gcs') {
@@ -772,9 +669,7 @@ function runCase(psi, DS, c) {
 
     // --- size-only: the same parties with reveal = true must agree on everything but order/flag
     if (!c.reveal) {
-      const s2 = psi.server.createFromKey(fromHex(c.serverKey), true);
-      const c2 = psi.client.createFromKey(fromHex(c.clientKey), true);
-      try {
+      withParties(psi, c.serverKey, c.clientKey, true, (s2, c2) => {
         const setup2 = s2.createSetupMessage(c.fpr, c.nc, c.server, DS[c.ds]);
         check(hex(setup2.serializeBinary()) === hex(setupBytes), `${where}: setup depends on the reveal flag`);
         const req2 = c2.createRequest(c.client);
@@ -782,10 +677,7 @@ function runCase(psi, DS, c) {
         const resp2 = s2.processRequest(req2);
         check(sameJson(elementsOf(resp2).sort(cmpHex), respEl), `${where}: size-only response != sorted reveal response`);
         check(c2.getIntersection(setup2, resp2).length === size, `${where}: size differs from the reveal twin`);
-      } finally {
-        s2.delete();
-        c2.delete();
-      }
+      });
     }
 
     // --- the vector, keys in the order of the format
@@ -806,10 +698,7 @@ function runCase(psi, DS, c) {
     if (c.reveal) v.intersection = intersection;
     v.intersection_size = size;
     return v;
-  } finally {
-    server.delete();
-    client.delete();
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -817,30 +706,17 @@ function runCase(psi, DS, c) {
 async function main() {
   const t0 = process.hrtime.bigint();
   selfTestHashToCurve();
-  const factory = loadPsiModule();
-  const psi = await factory();
-  check(psi.package.version === PKG_VERSION, `psi.js reports version ${psi.package.version}`);
+  const psi = await loadPsi();
   const DS = { raw: psi.dataStructure.Raw, gcs: psi.dataStructure.GCS, bloom_filter: psi.dataStructure.BloomFilter };
 
   const cases = buildCases();
   const out = { format: FORMAT, generator: GENERATOR, cases: cases.map((c) => runCase(psi, DS, c)) };
-  const text = JSON.stringify(out, null, 2) + '\n';
-  check(sameJson(JSON.parse(text), out), 'output does not survive a JSON round trip');
-
-  const tmp = OUT_FILE + '.tmp';
-  writeFileSync(tmp, text);
-  renameSync(tmp, OUT_FILE);
-
-  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-  console.log(`${path.basename(OUT_FILE)}: ${cases.length} cases, ${Buffer.byteLength(text)} bytes, ` +
-    `sha256 ${sha256(text).toString('hex')}, ${(ms / 1000).toFixed(1)} s`);
+  const text = writeJson(OUT_FILE, out);
+  console.log(`${path.basename(OUT_FILE)}: ${cases.length} cases, ${sizeHashTime(text, t0)}`);
   console.log(`false positives across reveal cases: ${stats.falsePositives}`);
   if (stats.gcsTieOrderNotByIndex.length) {
     console.log(`note: GCS cases where equal-hash entries are not in index order: ${[...new Set(stats.gcsTieOrderNotByIndex)].join(', ')}`);
   }
 }
 
-main().catch((e) => {
-  console.error(e instanceof VectorError ? `generate.mjs: ${e.message}` : e);
-  process.exit(1);
-});
+runMain('generate.mjs', main);
