@@ -311,6 +311,15 @@ static void test_protocol_roles_and_flags(void **state)
     psi_engine_free(s0);
 }
 
+/* Element j of a raw setup: after the tag and the varint length of the
+ * RawInfo (1 or 2 bytes here), each element is `0a 21 <33 bytes>`. */
+static const uint8_t *raw_element(msg setup, size_t j)
+{
+    size_t header = setup.len - 2 < 128 ? 2 : 3;
+    assert_true(setup.len - header < 16384);
+    return setup.p + header + j * 35 + 2;
+}
+
 /* Expected table: for each value, its client copies (ascending) pair with
  * its server copies (ascending) in turn; ordered by server index. */
 static size_t brute_force(psi_pair *out, const uint32_t *cv, size_t nc, const uint32_t *sv,
@@ -366,7 +375,7 @@ static void test_protocol_association_matches_brute_force(void **state)
         assert_memory_equal(got, want, m * sizeof *got);
         /* The permutation is a stable sort: equal values keep input order. */
         for (size_t k = 1; k < ns; k++)
-            if (memcmp(setup.p + 3 + (k - 1) * 35 + 2, setup.p + 3 + k * 35 + 2, 33) == 0)
+            if (memcmp(raw_element(setup, k - 1), raw_element(setup, k), 33) == 0)
                 assert_true(perm[k - 1] < perm[k]);
         free(setup.p);
         free(req.p);
