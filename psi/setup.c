@@ -73,6 +73,18 @@ static int match_all(const psi_setup *s, size_t *idx, size_t *count, const uint8
     return PSI_E_STRUCTURE;
 }
 
+/* Hands a complete result to the caller, or nothing if it does not fit. */
+static int deliver(void *out, size_t *out_count, size_t cap, const void *result, size_t m,
+                   size_t item)
+{
+    if (m > cap)
+        return PSI_E_BUFFER_TOO_SMALL;
+    if (m > 0)
+        memcpy(out, result, m * item);
+    *out_count = m;
+    return PSI_OK;
+}
+
 int psi_setup_match(const psi_setup *s, size_t *out, size_t *out_count,
                     const uint8_t *elements, size_t n)
 {
@@ -84,13 +96,8 @@ int psi_setup_match(const psi_setup *s, size_t *out, size_t *out_count,
     if (idx == NULL && n > 0)
         return PSI_E_NOMEM;
     rc = match_all(s, idx, &m, elements, n);
-    if (rc == PSI_OK && m > cap)
-        rc = PSI_E_BUFFER_TOO_SMALL;
-    if (rc == PSI_OK) {
-        if (m > 0)
-            memcpy(out, idx, m * sizeof *idx);
-        *out_count = m;
-    }
+    if (rc == PSI_OK)
+        rc = deliver(out, out_count, cap, idx, m, sizeof *idx);
     psi_free(idx);
     return rc;
 }
@@ -126,13 +133,8 @@ int psi_setup_associate(const psi_setup *s, psi_pair *out, size_t *out_count,
     if (pairs == NULL && n > 0)
         return PSI_E_NOMEM;
     rc = raw_walk(s, NULL, pairs, &m, elements, n);
-    if (rc == PSI_OK && m > cap)
-        rc = PSI_E_BUFFER_TOO_SMALL;
-    if (rc == PSI_OK) {
-        if (m > 0)
-            memcpy(out, pairs, m * sizeof *pairs);
-        *out_count = m;
-    }
+    if (rc == PSI_OK)
+        rc = deliver(out, out_count, cap, pairs, m, sizeof *pairs);
     psi_free(pairs);
     return rc;
 }
