@@ -40,8 +40,9 @@ static int raw_walk(const psi_setup *s, size_t *idx_out, psi_pair *pair_out, siz
     return PSI_OK;
 }
 
-/* Checks the common arguments of the match calls and clears the output. */
-static int match_begin(const psi_setup *s, void *out, size_t *out_count, size_t item,
+/* Checks the common arguments of the match calls.  The output needs no
+ * clearing: results are handed over whole by deliver() or not at all. */
+static int match_begin(const psi_setup *s, const void *out, size_t *out_count,
                        const uint8_t *elements, size_t n, size_t *cap)
 {
     PSI_CHECK_ARG(out_count != NULL);
@@ -49,25 +50,26 @@ static int match_begin(const psi_setup *s, void *out, size_t *out_count, size_t 
     *out_count = 0;
     PSI_CHECK_ARG(s != NULL && (elements != NULL || n == 0) && (out != NULL || *cap == 0));
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
-    if (*cap > 0)
-        memset(out, 0, (*cap < n ? *cap : n) * item);
     return PSI_OK;
 }
 
-/* Runs the structure's matcher into a buffer of n indices. */
-static int match_all(const psi_setup *s, size_t *idx, size_t *count, const uint8_t *elements,
+/* Runs the structure's matcher into a fresh array of n indices, *idx,
+ * which the caller frees; *count gets the number of matches. */
+static int match_all(const psi_setup *s, size_t **idx, size_t *count, const uint8_t *elements,
                      size_t n)
 {
+    *idx = psi_calloc(n, sizeof **idx);
+    if (*idx == NULL)
+        return PSI_E_NOMEM;
+    *count = n;
     switch (s->structure) {
     case PSI_STRUCTURE_RAW:
-        return raw_walk(s, idx, NULL, count, elements, n);
+        return raw_walk(s, *idx, NULL, count, elements, n);
     case PSI_STRUCTURE_GCS:
-        *count = n;
-        return psi_gcs_match(idx, count, s->gcs_values, s->gcs_count, s->gcs_hash_range,
+        return psi_gcs_match(*idx, count, s->gcs_values, s->gcs_count, s->gcs_hash_range,
                              elements, n);
     case PSI_STRUCTURE_BLOOM_FILTER:
-        *count = n;
-        return psi_bloom_match(idx, count, s->bloom_k, s->bloom_bits, s->bloom_bytes,
+        return psi_bloom_match(*idx, count, s->bloom_k, s->bloom_bits, s->bloom_bytes,
                                elements, n);
     }
     return PSI_E_STRUCTURE;
@@ -89,13 +91,11 @@ int psi_setup_match(const psi_setup *s, size_t *out, size_t *out_count,
                     const uint8_t *elements, size_t n)
 {
     size_t cap;
-    int rc = match_begin(s, out, out_count, sizeof *out, elements, n, &cap);
+    int rc = match_begin(s, out, out_count, elements, n, &cap);
     if (rc != PSI_OK)
         return rc;
-    size_t *idx = psi_calloc(n, sizeof *idx), m = 0;
-    if (idx == NULL && n > 0)
-        return PSI_E_NOMEM;
-    rc = match_all(s, idx, &m, elements, n);
+    size_t *idx = NULL, m = 0;
+    rc = match_all(s, &idx, &m, elements, n);
     if (rc == PSI_OK)
         rc = deliver(out, out_count, cap, idx, m, sizeof *idx);
     psi_free(idx);
@@ -109,10 +109,8 @@ int psi_setup_count(const psi_setup *s, size_t *count, const uint8_t *elements, 
     PSI_CHECK_ARG(s != NULL && (elements != NULL || n == 0));
     if (s->structure == PSI_STRUCTURE_RAW)
         return raw_walk(s, NULL, NULL, count, elements, n);
-    size_t *idx = psi_calloc(n, sizeof *idx), m = 0;
-    if (idx == NULL && n > 0)
-        return PSI_E_NOMEM;
-    int rc = match_all(s, idx, &m, elements, n);
+    size_t *idx = NULL, m = 0;
+    int rc = match_all(s, &idx, &m, elements, n);
     if (rc == PSI_OK)
         *count = m;
     psi_free(idx);
@@ -123,7 +121,7 @@ int psi_setup_associate(const psi_setup *s, psi_pair *out, size_t *out_count,
                         const uint8_t *elements, size_t n)
 {
     size_t cap;
-    int rc = match_begin(s, out, out_count, sizeof *out, elements, n, &cap);
+    int rc = match_begin(s, out, out_count, elements, n, &cap);
     if (rc != PSI_OK)
         return rc;
     if (s->structure != PSI_STRUCTURE_RAW)
