@@ -132,11 +132,21 @@ int psi_engine_create(psi_engine **out, const psi_settings *s)
 
 int psi_engine_clone(psi_engine **out, const psi_engine *e)
 {
+    if (e == NULL) {
+        PSI_CHECK_ARG(out != NULL);
+        *out = NULL;
+        PSI_CHECK_ARG(e != NULL);
+    }
+    return psi_engine_clone_with(out, e, &e->settings);
+}
+
+int psi_engine_clone_with(psi_engine **out, const psi_engine *e, const psi_settings *s)
+{
     PSI_CHECK_ARG(out != NULL);
     *out = NULL;
-    PSI_CHECK_ARG(e != NULL);
+    PSI_CHECK_ARG(e != NULL && s != NULL && settings_valid(s));
     psi_engine *c = NULL;
-    int rc = engine_alloc(&c, &e->settings);
+    int rc = engine_alloc(&c, s);
     if (rc != PSI_OK)
         return rc;
     memcpy(c->secret, e->secret, sizeof *c->secret);

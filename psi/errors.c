@@ -36,6 +36,7 @@ static const char *const messages[] = {
     [28] = "malformed Bloom filter setup: the bit array is empty",
     [29] = "malformed raw setup: elements are not sorted by bytes",
     [30] = "hash to curve found no point",
+    [31] = "a thread, mutex or condition variable could not be created",
 };
 
 static const char *const names[] = {
@@ -48,6 +49,7 @@ static const char *const names[] = {
     "PSI_E_MSG_TOO_LARGE", "PSI_E_FPR", "PSI_E_PARAM_OVERFLOW", "PSI_E_STRUCTURE",
     "PSI_E_GCS_HASH_RANGE", "PSI_E_GCS_DIV", "PSI_E_GCS_STREAM", "PSI_E_BLOOM_HASHES",
     "PSI_E_BLOOM_BITS", "PSI_E_SETUP_UNSORTED", "PSI_E_HASH_TO_CURVE",
+    "PSI_E_THREAD",
 };
 
 _Static_assert(sizeof names / sizeof names[0] == sizeof messages / sizeof messages[0],

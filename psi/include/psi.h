@@ -91,8 +91,11 @@ typedef enum psi_error {
     PSI_E_BLOOM_HASHES = -27,      /* Bloom num_hash_functions < 1 */
     PSI_E_BLOOM_BITS = -28,        /* Bloom bit array empty */
     PSI_E_SETUP_UNSORTED = -29,    /* raw setup elements not in byte order */
-    PSI_E_HASH_TO_CURVE = -30      /* hash-to-curve found no point (never
+    PSI_E_HASH_TO_CURVE = -30,     /* hash-to-curve found no point (never
                                       expected: probability 2^-512) */
+    PSI_E_THREAD = -31             /* a thread, mutex or condition variable
+                                      could not be created (sharding layer,
+                                      psi_shard.h) */
 } psi_error;
 
 /** Returns: a static, NUL-terminated English message for `code`; unknown
@@ -160,6 +163,15 @@ PSI_API int psi_engine_create_from_key(psi_engine **out, const psi_settings *s,
  *  thread or shard.  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_NOMEM,
  *  PSI_E_CRYPTO.  Ownership: the caller frees *out. */
 PSI_API int psi_engine_clone(psi_engine **out, const psi_engine *e);
+
+/** Creates a second engine with the same key and the settings `s` (role,
+ *  reveal flag, progress callback), for a worker that reports progress to
+ *  its own callback.  The key is copied from guarded memory to guarded
+ *  memory and never passes through the caller.
+ *  Returns: PSI_OK, PSI_E_INVALID_ARG (also for a bad role or reveal flag
+ *  in `s`), PSI_E_NOMEM, PSI_E_CRYPTO.  Ownership: the caller frees *out. */
+PSI_API int psi_engine_clone_with(psi_engine **out, const psi_engine *e,
+                                  const psi_settings *s);
 
 /** Wipes the key and frees the engine.  NULL is a no-op. */
 PSI_API void psi_engine_free(psi_engine *e);
