@@ -1,5 +1,6 @@
 /* The library's allocator.  Every allocation passes through psi_alloc so
  * that the fault-injection tests can fail each one in turn. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,23 +10,33 @@
 
 #include "common.h"
 
-/* Test-only state; the library itself never sets it.  Not thread-safe by
- * design: fault injection runs single-threaded. */
-static uint64_t fail_countdown;
-static uint64_t alloc_count;
+/* Test-only state; the library itself never sets it.  Atomic, because
+ * the sharding layer calls the engine from several threads while a fault
+ * test counts down. */
+static _Atomic uint64_t fail_countdown;
+static _Atomic uint64_t alloc_count;
 
 uint64_t psi_alloc_fail_after(uint64_t countdown)
 {
-    uint64_t counted = alloc_count;
-    fail_countdown = countdown;
-    alloc_count = 0;
-    return counted;
+    atomic_store(&fail_countdown, countdown);
+    return atomic_exchange(&alloc_count, 0);
+}
+
+/* Decrements the countdown if armed; true when this call must fail. */
+static int injected_failure(void)
+{
+    uint64_t c = atomic_load(&fail_countdown);
+    while (c != 0) {
+        if (atomic_compare_exchange_weak(&fail_countdown, &c, c - 1))
+            return c == 1;
+    }
+    return 0;
 }
 
 void *psi_alloc(size_t n)
 {
-    alloc_count++;
-    if (fail_countdown != 0 && --fail_countdown == 0)
+    atomic_fetch_add(&alloc_count, 1);
+    if (injected_failure())
         return NULL;
     return malloc(n == 0 ? 1 : n);
 }

@@ -1,0 +1,49 @@
+/* The psi_shards object shared by the executor (shard_exec.c) and the
+ * sharded message calls (shard_ops.c).  Not installed. */
+#ifndef PSI_SHARD_EXEC_H
+#define PSI_SHARD_EXEC_H
+
+#include "shard_pool.h"
+#include "shard_thread.h"
+#include "shard_util.h"
+
+/* One shard: its engine and its part of the current call. */
+typedef struct shard_unit {
+    psi_pool_job job;        /* first member: the pool hands back &job */
+    /* Set by psi_shards_create, read by the worker. */
+    psi_shards *group;
+    psi_engine *engine;      /* this shard's own clone of the key */
+    /* Written by the submitter before submit, read by the worker. */
+    psi_shard_slice slice;
+    uint8_t *out;            /* slice.count * 33 bytes of the call's output */
+    size_t *perm;            /* MASK_SORT: slice.count entries */
+    /* Written by the worker, read by the submitter after psi_pool_wait. */
+    int rc;
+    /* Values this shard last reported; under group->progress_lock. */
+    uint64_t reported;
+} shard_unit;
+
+struct psi_shards {
+    psi_pool *pool;
+    shard_unit *units;
+    size_t n_units;
+    psi_role role;           /* of the engine the shards were cloned from */
+    int reveal;
+    psi_progress_fn progress;
+    void *progress_arg;
+    int has_lock;            /* progress_lock initialised */
+    psi_mutex progress_lock; /* guards the three fields below and the
+                                user's callback */
+    uint64_t progress_done;  /* sum of the units' `reported` */
+    uint64_t progress_total; /* inputs of the current call */
+};
+
+/* Runs `step` over n inputs on every shard, each writing its slice of
+ * out (n * 33 bytes) and, for MASK_SORT, of perm (n entries, global
+ * indices).  values or points as the step needs; n <= SIZE_MAX / 33.
+ * Returns PSI_OK or the lowest-numbered failing shard's error, after
+ * every job has finished; on failure out is wiped. */
+int psi_shards_run(psi_shards *g, psi_shard_step step, uint8_t *out, size_t *perm,
+                   const psi_value *values, const uint8_t *points, size_t n);
+
+#endif /* PSI_SHARD_EXEC_H */

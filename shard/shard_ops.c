@@ -1,0 +1,280 @@
+/* The sharded form of every engine operation of psi.h (PROTOCOL.md §14).
+ * Each mirrors the single engine's call step for step, with the same
+ * argument checks and errors in the same order; only the expensive batch
+ * step runs on the shards, and the merge rules put its parts together. */
+#include <string.h>
+
+#include "shard_exec.h"
+
+/* ------------------------------------------------------ batch primitives */
+
+/* The checks of psi.h's batch calls, then the step over all shards. */
+static int batch(psi_shards *g, psi_shard_step step, uint8_t *out, size_t *out_len,
+                 const psi_value *values, const uint8_t *points, size_t n)
+{
+    SHARD_CHECK_ARG(out_len != NULL);
+    size_t cap = *out_len;
+    *out_len = 0;
+    SHARD_CHECK_ARG(g != NULL && (values != NULL || points != NULL || n == 0));
+    SHARD_CHECK_ARG(out != NULL || cap == 0);
+    if (n > SIZE_MAX / PSI_ELEMENT_BYTES || cap < n * PSI_ELEMENT_BYTES)
+        return PSI_E_BUFFER_TOO_SMALL;
+    for (size_t i = 0; values != NULL && i < n; i++)
+        SHARD_CHECK_ARG(values[i].data != NULL || values[i].len == 0);
+    int rc = psi_shards_run(g, step, out, NULL, values, points, n);
+    if (rc == PSI_OK)
+        *out_len = n * PSI_ELEMENT_BYTES;
+    return rc;
+}
+
+int psi_shards_mask(psi_shards *g, uint8_t *out, size_t *out_len, const psi_value *values,
+                    size_t n)
+{
+    return batch(g, PSI_SHARD_MASK, out, out_len, values, NULL, n);
+}
+
+int psi_shards_remask(psi_shards *g, uint8_t *out, size_t *out_len, const uint8_t *points,
+                      size_t n)
+{
+    return batch(g, PSI_SHARD_REMASK, out, out_len, NULL, points, n);
+}
+
+int psi_shards_unmask(psi_shards *g, uint8_t *out, size_t *out_len, const uint8_t *points,
+                      size_t n)
+{
+    return batch(g, PSI_SHARD_UNMASK, out, out_len, NULL, points, n);
+}
+
+/* --------------------------------------------------------------- server */
+
+/* Masks on the shards; for the raw structure each shard also sorts its
+ * slice and the slices are merged (§14.2), perm receiving the merged
+ * permutation when not NULL. */
+static int setup_elements(psi_shards *g, uint8_t *elements, size_t *perm,
+                          const psi_setup_params *p, const psi_value *values, size_t n)
+{
+    if (p->structure != PSI_STRUCTURE_RAW)
+        return psi_shards_run(g, PSI_SHARD_MASK, elements, NULL, values, NULL, n);
+    int rc;
+    size_t *local = psi_shard_calloc(n, sizeof *local);
+    size_t *merged = psi_shard_calloc(n, sizeof *merged);
+    uint8_t *sorted = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
+    if (local == NULL || merged == NULL || sorted == NULL)
+        SHARD_TRY(PSI_E_NOMEM);
+    SHARD_TRY(psi_shards_run(g, PSI_SHARD_MASK_SORT, sorted, local, values, NULL, n));
+    SHARD_TRY(psi_shard_merge_sorted(elements, merged, sorted, local, n, g->n_units));
+    if (perm != NULL && n > 0)
+        memcpy(perm, merged, n * sizeof *perm);
+done:
+    psi_shard_free(local);
+    psi_shard_free(merged);
+    psi_shard_free(sorted);
+    return rc;
+}
+
+int psi_shards_server_create_setup(psi_shards *g, uint8_t *out, size_t *out_len, size_t *perm,
+                                   const psi_setup_params *p, const psi_value *values,
+                                   size_t n)
+{
+    SHARD_CHECK_ARG(out_len != NULL);
+    size_t cap = *out_len, bound;
+    *out_len = 0;
+    SHARD_CHECK_ARG(g != NULL && p != NULL && (out != NULL || cap == 0));
+    SHARD_CHECK_ARG((values != NULL || n == 0) && n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    if (g->role != PSI_ROLE_SERVER)
+        return PSI_E_WRONG_ROLE;
+    int rc = psi_setup_bound(&bound, p, n); /* bad parameters before masking */
+    if (rc != PSI_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++) /* checked where the engine checks them */
+        SHARD_CHECK_ARG(values[i].data != NULL || values[i].len == 0);
+    uint8_t *elements = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
+    if (elements == NULL)
+        return PSI_E_NOMEM;
+    rc = setup_elements(g, elements, perm, p, values, n);
+    if (rc == PSI_OK) {
+        *out_len = cap;
+        rc = psi_setup_encode(out, out_len, p, elements, n);
+    }
+    psi_shard_free(elements);
+    return rc;
+}
+
+/* Decodes the request's elements and checks its reveal flag (§8). */
+static int request_elements(psi_shards *g, uint8_t **elements, size_t *n,
+                            const uint8_t *request, size_t request_len)
+{
+    int reveal = 0;
+    *n = psi_message_element_bound(request_len);
+    *elements = psi_shard_calloc(*n, PSI_ELEMENT_BYTES);
+    if (*elements == NULL)
+        return PSI_E_NOMEM;
+    int rc = psi_request_decode(*elements, n, &reveal, request, request_len);
+    if (rc == PSI_OK && reveal != g->reveal)
+        rc = PSI_E_REVEAL_MISMATCH;
+    return rc;
+}
+
+int psi_shards_server_process_request(psi_shards *g, uint8_t *out, size_t *out_len,
+                                      const uint8_t *request, size_t request_len)
+{
+    SHARD_CHECK_ARG(out_len != NULL);
+    size_t cap = *out_len, n = 0;
+    *out_len = 0;
+    SHARD_CHECK_ARG(g != NULL && (out != NULL || cap == 0));
+    SHARD_CHECK_ARG(request != NULL || request_len == 0);
+    if (g->role != PSI_ROLE_SERVER)
+        return PSI_E_WRONG_ROLE;
+    uint8_t *in = NULL, *masked = NULL;
+    int rc;
+    SHARD_TRY(request_elements(g, &in, &n, request, request_len));
+    if (cap < psi_response_bound(n))
+        SHARD_TRY(PSI_E_BUFFER_TOO_SMALL);
+    masked = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
+    if (masked == NULL)
+        SHARD_TRY(PSI_E_NOMEM);
+    /* Concatenated in shard order (§14.3); sorted whole when not revealing. */
+    SHARD_TRY(psi_shards_run(g, PSI_SHARD_REMASK, masked, NULL, NULL, in, n));
+    if (!g->reveal)
+        SHARD_TRY(psi_elements_sort(masked, NULL, n));
+    *out_len = cap;
+    rc = psi_response_encode(out, out_len, masked, n);
+done:
+    psi_shard_free(in);
+    psi_shard_free(masked);
+    return rc;
+}
+
+/* --------------------------------------------------------------- client */
+
+int psi_shards_client_create_request(psi_shards *g, uint8_t *out, size_t *out_len,
+                                     const psi_value *values, size_t n)
+{
+    SHARD_CHECK_ARG(out_len != NULL);
+    size_t cap = *out_len;
+    *out_len = 0;
+    SHARD_CHECK_ARG(g != NULL && (out != NULL || cap == 0));
+    SHARD_CHECK_ARG((values != NULL || n == 0) && n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    if (g->role != PSI_ROLE_CLIENT)
+        return PSI_E_WRONG_ROLE;
+    if (psi_request_bound(n) == 0 || cap < psi_request_bound(n))
+        return PSI_E_BUFFER_TOO_SMALL;
+    for (size_t i = 0; i < n; i++)
+        SHARD_CHECK_ARG(values[i].data != NULL || values[i].len == 0);
+    uint8_t *elements = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
+    if (elements == NULL)
+        return PSI_E_NOMEM;
+    int rc = psi_shards_run(g, PSI_SHARD_MASK, elements, NULL, values, NULL, n);
+    if (rc == PSI_OK) {
+        *out_len = cap;
+        rc = psi_request_encode(out, out_len, g->reveal, elements, n);
+    }
+    psi_shard_free(elements);
+    return rc;
+}
+
+/* The first half of every client result (§9 steps 2-3): parse the setup,
+ * decode the response, unmask it on the shards into one array in response
+ * order (§14.3). */
+typedef struct client_round {
+    psi_setup *setup;
+    uint8_t *unmasked;
+    size_t n;
+} client_round;
+
+static void round_free(client_round *r)
+{
+    psi_setup_free(r->setup);
+    psi_shard_free(r->unmasked);
+}
+
+static int round_start(client_round *r, psi_shards *g, const uint8_t *setup, size_t setup_len,
+                       const uint8_t *response, size_t response_len)
+{
+    memset(r, 0, sizeof *r);
+    SHARD_CHECK_ARG(g != NULL && (setup != NULL || setup_len == 0));
+    SHARD_CHECK_ARG(response != NULL || response_len == 0);
+    if (g->role != PSI_ROLE_CLIENT)
+        return PSI_E_WRONG_ROLE;
+    int rc;
+    uint8_t *masked = NULL;
+    SHARD_TRY(psi_setup_parse(&r->setup, setup, setup_len));
+    r->n = psi_message_element_bound(response_len);
+    masked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
+    r->unmasked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
+    if (masked == NULL || r->unmasked == NULL)
+        SHARD_TRY(PSI_E_NOMEM);
+    SHARD_TRY(psi_response_decode(masked, &r->n, response, response_len));
+    rc = psi_shards_run(g, PSI_SHARD_UNMASK, r->unmasked, NULL, NULL, masked, r->n);
+done:
+    psi_shard_free(masked);
+    return rc;
+}
+
+/* The match step runs once over all unmasked elements (§14.4): the raw
+ * walk pairs each setup copy with one client copy across shards, and the
+ * GCS order of equal hashes depends on the whole list. */
+typedef int (*reveal_fn)(const psi_setup *s, void *out, size_t *out_count,
+                         const uint8_t *elements, size_t n);
+
+static int match_indices(const psi_setup *s, void *out, size_t *out_count,
+                         const uint8_t *elements, size_t n)
+{
+    return psi_setup_match(s, out, out_count, elements, n);
+}
+
+static int match_pairs(const psi_setup *s, void *out, size_t *out_count,
+                       const uint8_t *elements, size_t n)
+{
+    return psi_setup_associate(s, out, out_count, elements, n);
+}
+
+static int client_reveal(psi_shards *g, reveal_fn fn, void *out, size_t *out_count,
+                         const uint8_t *setup, size_t setup_len, const uint8_t *response,
+                         size_t response_len)
+{
+    SHARD_CHECK_ARG(out_count != NULL);
+    size_t cap = *out_count;
+    *out_count = 0;
+    SHARD_CHECK_ARG(g != NULL && (out != NULL || cap == 0));
+    if (g->role == PSI_ROLE_CLIENT && !g->reveal)
+        return PSI_E_REVEAL_DISABLED;
+    client_round r;
+    int rc = round_start(&r, g, setup, setup_len, response, response_len);
+    if (rc == PSI_OK) {
+        *out_count = cap;
+        rc = fn(r.setup, out, out_count, r.unmasked, r.n);
+    }
+    round_free(&r);
+    return rc;
+}
+
+int psi_shards_client_get_intersection(psi_shards *g, size_t *out, size_t *out_count,
+                                       const uint8_t *setup, size_t setup_len,
+                                       const uint8_t *response, size_t response_len)
+{
+    return client_reveal(g, match_indices, out, out_count, setup, setup_len, response,
+                         response_len);
+}
+
+int psi_shards_client_get_intersection_size(psi_shards *g, size_t *count, const uint8_t *setup,
+                                            size_t setup_len, const uint8_t *response,
+                                            size_t response_len)
+{
+    SHARD_CHECK_ARG(count != NULL);
+    *count = 0;
+    client_round r;
+    int rc = round_start(&r, g, setup, setup_len, response, response_len);
+    if (rc == PSI_OK)
+        rc = psi_setup_count(r.setup, count, r.unmasked, r.n);
+    round_free(&r);
+    return rc;
+}
+
+int psi_shards_client_get_association(psi_shards *g, psi_pair *out, size_t *out_count,
+                                      const uint8_t *setup, size_t setup_len,
+                                      const uint8_t *response, size_t response_len)
+{
+    return client_reveal(g, match_pairs, out, out_count, setup, setup_len, response,
+                         response_len);
+}
