@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli_party.h"
 #include "psi.h"
 
 typedef struct psi_cli_demo_opts {
@@ -18,6 +19,8 @@ typedef struct psi_cli_demo_opts {
     psi_structure structure;
     int reveal;           // 0 with --count-only
     double fpr;           // for the whole client query, as OpenMined
+    psi_cli_shard_opts shard;  // both parties: one engine, or shards
+    int single;                // --single-engine
 } psi_cli_demo_opts;
 
 /* Two sets of distinct strings, and the true intersection found by plain

@@ -13,6 +13,10 @@
 #define CLI_EXIT_FAIL 1   /* runtime failure or a failed check */
 #define CLI_EXIT_USAGE 2  /* bad command line or unreadable input file */
 
+/* The value of a macro as a string literal, for help texts. */
+#define PSI_CLI_STR(x) PSI_CLI_STR_(x)
+#define PSI_CLI_STR_(x) #x
+
 /** Prints "psi: <message>\n" on stderr. */
 void psi_cli_error(const char *fmt, ...)
 #if defined(__GNUC__)

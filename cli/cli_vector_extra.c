@@ -151,6 +151,17 @@ static int vx_expect(const psi_cli_reject *r, const char *call, int rc,
     return 1;
 }
 
+/* As vx_expect for the call psi_<name> of a party, or psi_shards_<name>
+ * when it is sharded. */
+static int vx_expect_party(const psi_cli_reject *r, const psi_cli_party *p,
+                           const char *name, int rc, char *msg, size_t msg_len)
+{
+    char call[80];
+
+    snprintf(call, sizeof call, "%s%s", psi_cli_party_api(p), name);
+    return vx_expect(r, call, rc, msg, msg_len);
+}
+
 static int vx_key(const psi_cli_reject *r, char *msg, size_t msg_len)
 {
     psi_settings s;
@@ -163,7 +174,7 @@ static int vx_key(const psi_cli_reject *r, char *msg, size_t msg_len)
     return vx_expect(r, "psi_engine_create_from_key", rc, msg, msg_len);
 }
 
-static int vx_request(const psi_cli_reject *r, const psi_engine *server,
+static int vx_request(const psi_cli_reject *r, const psi_cli_party *server,
                       char *msg, size_t msg_len)
 {
     size_t len = psi_response_bound(psi_message_element_bound(r->data.len));
@@ -174,36 +185,36 @@ static int vx_request(const psi_cli_reject *r, const psi_engine *server,
         snprintf(msg, msg_len, "out of memory");
         return 1;
     }
-    rc = psi_server_process_request(server, buf, &len, r->data.data, r->data.len);
+    rc = psi_cli_party_process_request(server, buf, &len, r->data.data, r->data.len);
     free(buf);
-    return vx_expect(r, "psi_server_process_request", rc, msg, msg_len);
+    return vx_expect_party(r, server, "server_process_request", rc, msg, msg_len);
 }
 
 /* The size, and with reveal on the intersection: both must fail. */
-static int vx_intersection(const psi_cli_reject *r, const psi_engine *client,
+static int vx_intersection(const psi_cli_reject *r, const psi_cli_party *client,
                            char *msg, size_t msg_len)
 {
     size_t count = 0, n = psi_message_element_bound(r->response.len);
     size_t *got;
-    int rc = psi_client_get_intersection_size(client, &count, r->data.data, r->data.len,
-                                              r->response.data, r->response.len);
+    int rc = psi_cli_party_intersection_size(client, &count, r->data.data, r->data.len,
+                                             r->response.data, r->response.len);
 
-    if (vx_expect(r, "psi_client_get_intersection_size", rc, msg, msg_len) != 0 ||
-        !r->reveal)
+    if (vx_expect_party(r, client, "client_get_intersection_size", rc, msg,
+                        msg_len) != 0 || !r->reveal)
         return rc == r->error ? 0 : 1;
     if ((got = psi_cli_alloc(n, sizeof *got)) == NULL) {
         snprintf(msg, msg_len, "out of memory");
         return 1;
     }
-    rc = psi_client_get_intersection(client, got, &n, r->data.data, r->data.len,
-                                     r->response.data, r->response.len);
+    rc = psi_cli_party_intersection(client, got, &n, r->data.data, r->data.len,
+                                    r->response.data, r->response.len);
     free(got);
-    return vx_expect(r, "psi_client_get_intersection", rc, msg, msg_len);
+    return vx_expect_party(r, client, "client_get_intersection", rc, msg, msg_len);
 }
 
 /* When psi_setup_bound refuses the parameters it must give the same error,
  * and psi_server_create_setup must refuse them even with no capacity. */
-static int vx_setup(const psi_cli_reject *r, const psi_engine *server,
+static int vx_setup(const psi_cli_reject *r, const psi_cli_party *server,
                     char *msg, size_t msg_len)
 {
     size_t bound = 0, len;
@@ -217,39 +228,34 @@ static int vx_setup(const psi_cli_reject *r, const psi_engine *server,
         return 1;
     }
     len = bound;
-    rc = psi_server_create_setup(server, buf, &len, NULL, &r->params,
-                                 r->server_inputs, r->n_server);
+    rc = psi_cli_party_create_setup(server, buf, &len, NULL, &r->params,
+                                    r->server_inputs, r->n_server);
     free(buf);
-    return vx_expect(r, "psi_server_create_setup", rc, msg, msg_len);
+    return vx_expect_party(r, server, "server_create_setup", rc, msg, msg_len);
 }
 
-/* Runs an operation that needs an engine made from the case's key. */
-static int vx_with_engine(const psi_cli_reject *r, char *msg, size_t msg_len)
+/* Runs an operation that needs a party made from the case's key. */
+static int vx_with_party(const psi_cli_reject *r, const psi_cli_shard_opts *so,
+                         char *msg, size_t msg_len)
 {
-    psi_settings s;
-    psi_engine *e = NULL;
-    int rc;
+    psi_cli_party p;
+    int client = r->op == VX_INTERSECTION;
+    int rc = psi_cli_vparty(&p, so, client ? PSI_ROLE_CLIENT : PSI_ROLE_SERVER,
+                            r->op == VX_SETUP ? 1 : r->reveal, &r->key,
+                            client ? "client_key" : "server_key", msg, msg_len);
 
-    psi_settings_default(&s);
-    s.role = r->op == VX_INTERSECTION ? PSI_ROLE_CLIENT : PSI_ROLE_SERVER;
-    s.reveal_intersection = r->op == VX_SETUP ? 1 : r->reveal;
-    rc = psi_engine_create_from_key(&e, &s, r->key.data, r->key.len);
-    if (rc != PSI_OK) {
-        snprintf(msg, msg_len, "%s: %s", r->op == VX_INTERSECTION ? "client_key"
-                 : "server_key", psi_strerror(rc));
-        return rc == PSI_E_KEY_OUT_OF_RANGE || rc == PSI_E_INVALID_ARG ? -1 : 1;
-    }
-    if (r->op == VX_REQUEST)
-        rc = vx_request(r, e, msg, msg_len);
-    else if (r->op == VX_INTERSECTION)
-        rc = vx_intersection(r, e, msg, msg_len);
-    else
-        rc = vx_setup(r, e, msg, msg_len);
-    psi_engine_free(e);
+    if (rc == 0 && r->op == VX_REQUEST)
+        rc = vx_request(r, &p, msg, msg_len);
+    else if (rc == 0 && client)
+        rc = vx_intersection(r, &p, msg, msg_len);
+    else if (rc == 0)
+        rc = vx_setup(r, &p, msg, msg_len);
+    psi_cli_party_free(&p);
     return rc;
 }
 
-int psi_cli_reject_run(const psi_cli_reject *r, char *msg, size_t msg_len)
+int psi_cli_reject_run(const psi_cli_reject *r, const psi_cli_shard_opts *so,
+                       char *msg, size_t msg_len)
 {
     msg[0] = '\0';
     if (r->op == VX_KEY)
@@ -257,5 +263,5 @@ int psi_cli_reject_run(const psi_cli_reject *r, char *msg, size_t msg_len)
     if (r->op == VX_POINT)
         return vx_expect(r, "psi_point_check",
                          psi_point_check(r->data.data, r->data.len), msg, msg_len);
-    return vx_with_engine(r, msg, msg_len);
+    return vx_with_party(r, so, msg, msg_len);
 }

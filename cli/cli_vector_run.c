@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli_util.h"
 #include "cli_vectors.h"
@@ -100,7 +101,7 @@ static void vrun_compare_list(vrun_report *r, const char *what, const size_t *go
 }
 
 /* For an association case also the permutation, compared with the stored one. */
-static void vrun_setup(vrun_report *r, const psi_engine *server, const psi_cli_case *c)
+static void vrun_setup(vrun_report *r, const psi_cli_party *server, const psi_cli_case *c)
 {
     size_t bound = 0, len;
     uint8_t *buf;
@@ -118,8 +119,8 @@ static void vrun_setup(vrun_report *r, const psi_engine *server, const psi_cli_c
         vrun_note(r, "server_setup: out of memory");
     } else {
         len = bound;
-        rc = psi_server_create_setup(server, buf, &len, perm, &c->params,
-                                     c->server_inputs, c->n_server);
+        rc = psi_cli_party_create_setup(server, buf, &len, perm, &c->params,
+                                        c->server_inputs, c->n_server);
         vrun_bytes(r, "server_setup", rc, buf, len, &c->setup);
         if (rc == PSI_OK && perm != NULL)
             vrun_compare_list(r, "permutation", perm, c->n_server, c->perm, c->n_perm);
@@ -128,7 +129,7 @@ static void vrun_setup(vrun_report *r, const psi_engine *server, const psi_cli_c
     free(perm);
 }
 
-static void vrun_request(vrun_report *r, const psi_engine *client,
+static void vrun_request(vrun_report *r, const psi_cli_party *client,
                          const psi_cli_case *c)
 {
     size_t len = psi_request_bound(c->n_client);
@@ -139,13 +140,13 @@ static void vrun_request(vrun_report *r, const psi_engine *client,
         vrun_note(r, "request: out of memory");
         return;
     }
-    rc = psi_client_create_request(client, buf, &len, c->client_inputs, c->n_client);
+    rc = psi_cli_party_create_request(client, buf, &len, c->client_inputs, c->n_client);
     vrun_bytes(r, "request", rc, buf, len, &c->request);
     free(buf);
 }
 
 /* The response is recomputed from the stored request, not our own. */
-static void vrun_response(vrun_report *r, const psi_engine *server,
+static void vrun_response(vrun_report *r, const psi_cli_party *server,
                           const psi_cli_case *c)
 {
     size_t len = psi_response_bound(psi_message_element_bound(c->request.len));
@@ -156,13 +157,14 @@ static void vrun_response(vrun_report *r, const psi_engine *server,
         vrun_note(r, "response: out of memory");
         return;
     }
-    rc = psi_server_process_request(server, buf, &len, c->request.data, c->request.len);
+    rc = psi_cli_party_process_request(server, buf, &len, c->request.data,
+                                       c->request.len);
     vrun_bytes(r, "response", rc, buf, len, &c->response);
     free(buf);
 }
 
 /* Computed from the stored setup and response, with the client's key. */
-static void vrun_intersection(vrun_report *r, const psi_engine *client,
+static void vrun_intersection(vrun_report *r, const psi_cli_party *client,
                               const psi_cli_case *c)
 {
     size_t n = psi_message_element_bound(c->response.len);
@@ -173,8 +175,8 @@ static void vrun_intersection(vrun_report *r, const psi_engine *client,
         vrun_note(r, "intersection: out of memory");
         return;
     }
-    rc = psi_client_get_intersection(client, got, &n, c->setup.data, c->setup.len,
-                                     c->response.data, c->response.len);
+    rc = psi_cli_party_intersection(client, got, &n, c->setup.data, c->setup.len,
+                                    c->response.data, c->response.len);
     if (rc != PSI_OK)
         vrun_error(r, "intersection", rc);
     else
@@ -183,13 +185,13 @@ static void vrun_intersection(vrun_report *r, const psi_engine *client,
     free(got);
 }
 
-static void vrun_size(vrun_report *r, const psi_engine *client,
+static void vrun_size(vrun_report *r, const psi_cli_party *client,
                       const psi_cli_case *c)
 {
     size_t count = 0;
-    int rc = psi_client_get_intersection_size(client, &count, c->setup.data,
-                                              c->setup.len, c->response.data,
-                                              c->response.len);
+    int rc = psi_cli_party_intersection_size(client, &count, c->setup.data,
+                                             c->setup.len, c->response.data,
+                                             c->response.len);
 
     if (rc != PSI_OK)
         vrun_error(r, "intersection_size", rc);
@@ -208,7 +210,7 @@ static void vrun_pair(char *out, size_t cap, const psi_pair *v, size_t n, size_t
 }
 
 /* From the stored setup and response, mapped with the stored permutation. */
-static void vrun_association(vrun_report *r, const psi_engine *client,
+static void vrun_association(vrun_report *r, const psi_cli_party *client,
                              const psi_cli_case *c)
 {
     size_t n = psi_message_element_bound(c->response.len), i = 0;
@@ -220,8 +222,8 @@ static void vrun_association(vrun_report *r, const psi_engine *client,
         vrun_note(r, "association: out of memory");
         return;
     }
-    rc = psi_client_get_association(client, got, &n, c->setup.data, c->setup.len,
-                                    c->response.data, c->response.len);
+    rc = psi_cli_party_association(client, got, &n, c->setup.data, c->setup.len,
+                                   c->response.data, c->response.len);
     if (rc == PSI_OK)
         rc = psi_association_map(got, n, c->perm, c->n_perm);
     while (rc == PSI_OK && i < n && i < c->n_pairs &&
@@ -239,44 +241,59 @@ static void vrun_association(vrun_report *r, const psi_engine *client,
     free(got);
 }
 
-static int vrun_engine(psi_engine **e, psi_role role, const psi_cli_case *c,
-                       const psi_cli_bytes *key)
+int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, psi_role role,
+                   int reveal, const psi_cli_bytes *key, const char *what,
+                   char *msg, size_t msg_len)
 {
     psi_settings s;
+    psi_engine *e = NULL;
+    int rc;
 
+    memset(p, 0, sizeof *p);
     psi_settings_default(&s);
     s.role = role;
-    s.reveal_intersection = c->reveal;
-    return psi_engine_create_from_key(e, &s, key->data, key->len);
+    s.reveal_intersection = reveal;
+    rc = psi_engine_create_from_key(&e, &s, key->data, key->len);
+    if (rc != PSI_OK) {
+        snprintf(msg, msg_len, "%s: %s", what, psi_strerror(rc));
+        return rc == PSI_E_KEY_OUT_OF_RANGE || rc == PSI_E_INVALID_ARG ? -1 : 1;
+    }
+    rc = psi_cli_party_init(p, e, so);
+    if (rc != PSI_OK) {
+        snprintf(msg, msg_len, "%s: psi_shards_create: %s", what, psi_strerror(rc));
+        return 1;
+    }
+    return 0;
 }
 
-int psi_cli_case_run(const psi_cli_case *c, char *msg, size_t msg_len)
+int psi_cli_case_run(const psi_cli_case *c, const psi_cli_shard_opts *so,
+                     char *msg, size_t msg_len)
 {
     vrun_report r = {msg, msg_len, 0, 0};
-    psi_engine *server = NULL, *client = NULL;
+    psi_cli_party server, client;
     int rc;
 
     msg[0] = '\0';
-    rc = vrun_engine(&server, PSI_ROLE_SERVER, c, &c->server_key);
-    if (rc == PSI_OK)
-        rc = vrun_engine(&client, PSI_ROLE_CLIENT, c, &c->client_key);
-    if (rc != PSI_OK) {
-        snprintf(msg, msg_len, "%s: %s", server == NULL ? "server_key" : "client_key",
-                 psi_strerror(rc));
-        psi_engine_free(server);
-        return rc == PSI_E_KEY_OUT_OF_RANGE || rc == PSI_E_INVALID_ARG ? -1 : 1;
+    memset(&client, 0, sizeof client);
+    rc = psi_cli_vparty(&server, so, PSI_ROLE_SERVER, c->reveal, &c->server_key,
+                        "server_key", msg, msg_len);
+    if (rc == 0)
+        rc = psi_cli_vparty(&client, so, PSI_ROLE_CLIENT, c->reveal, &c->client_key,
+                            "client_key", msg, msg_len);
+    if (rc == 0) {
+        vrun_setup(&r, &server, c);
+        vrun_request(&r, &client, c);
+        vrun_response(&r, &server, c);
+        if (c->association) {
+            vrun_association(&r, &client, c);
+        } else {
+            if (c->reveal)
+                vrun_intersection(&r, &client, c);
+            vrun_size(&r, &client, c);
+        }
+        rc = r.failed;
     }
-    vrun_setup(&r, server, c);
-    vrun_request(&r, client, c);
-    vrun_response(&r, server, c);
-    if (c->association) {
-        vrun_association(&r, client, c);
-    } else {
-        if (c->reveal)
-            vrun_intersection(&r, client, c);
-        vrun_size(&r, client, c);
-    }
-    psi_engine_free(server);
-    psi_engine_free(client);
-    return r.failed;
+    psi_cli_party_free(&server);
+    psi_cli_party_free(&client);
+    return rc;
 }

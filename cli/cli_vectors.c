@@ -11,7 +11,8 @@
 #define VCHECK_EXTRA "shardpsi-extra-vectors/1"
 
 static const char vectors_usage[] =
-    "Usage: psi vectors check [--quiet | --verbose] FILE...\n"
+    "Usage: psi vectors check [--quiet | --verbose] [--shards N] [--threads T]\n"
+    "                          FILE...\n"
     "\n"
     "Checks vector files against this library; each file's \"format\" says\n"
     "what it holds.\n"
@@ -31,10 +32,24 @@ static const char vectors_usage[] =
     "Prints \"FAIL <file>: <case>: <what differed>\" for each failing case and\n"
     "a last line \"N passed, M failed\" counting the cases of all files.\n"
     "\n"
+    "With --shards or --threads, every engine operation of every case runs\n"
+    "through the sharding layer (psi_shard.h) instead of the single engine:\n"
+    "each party's engine, made from the case's key, is split into N engines\n"
+    "on a pool of T threads, and every case must pass exactly as it does on\n"
+    "one engine (same bytes, indices, tables and errors).  A line \"sharded:\n"
+    "N shards, T threads\" comes first.\n"
+    "\n"
     "Options:\n"
-    "  --verbose   also print \"ok <file>: <case>\" for each passing case\n"
-    "  --quiet     print nothing for passing cases (the default)\n"
-    "  -h, --help  show this help\n"
+    "  --verbose    also print \"ok <file>: <case>\" for each passing case\n"
+    "  --quiet      print nothing for passing cases (the default)\n"
+    "  --shards N   run each party on N shards, 1 to "
+    PSI_CLI_STR(PSI_SHARD_MAX_SHARDS) " (default with\n"
+    "               --threads: T)\n"
+    "  --threads T  on T worker threads, 1 to " PSI_CLI_STR(PSI_SHARD_MAX_THREADS)
+    " (default with --shards: the\n"
+    "               online CPUs, at most N); 1 runs the shards in turn on\n"
+    "               the calling thread\n"
+    "  -h, --help   show this help\n"
     "\n"
     "Exit status: 0 if every case passed; 1 if a case failed; 2 on a usage\n"
     "error or a file that cannot be read, is not valid JSON, has another\n"
@@ -44,6 +59,7 @@ typedef struct vcheck_stats {
     size_t passed, failed;
     int file_errors;  // unreadable files and malformed cases
     int verbose;
+    psi_cli_shard_opts shard;  // how each case's parties run
 } vcheck_stats;
 
 /* What a case array holds. */
@@ -90,7 +106,7 @@ static void vcheck_case(vcheck_stats *st, const vcheck_where *w, vcheck_kind kin
         psi_cli_reject r;
         rc = psi_cli_reject_read(&r, j, obj, msg, sizeof msg);
         if (rc == 0)
-            rc = psi_cli_reject_run(&r, msg, sizeof msg);
+            rc = psi_cli_reject_run(&r, &st->shard, msg, sizeof msg);
         vcheck_report(st, w, r.name, rc, msg);
         psi_cli_reject_free(&r);
     } else {
@@ -98,7 +114,7 @@ static void vcheck_case(vcheck_stats *st, const vcheck_where *w, vcheck_kind kin
         rc = kind == VCHECK_WIRE ? psi_cli_case_read(&c, j, obj, msg, sizeof msg)
                                  : psi_cli_assoc_read(&c, j, obj, msg, sizeof msg);
         if (rc == 0)
-            rc = psi_cli_case_run(&c, msg, sizeof msg);
+            rc = psi_cli_case_run(&c, &st->shard, msg, sizeof msg);
         vcheck_report(st, w, c.name, rc, msg);
         psi_cli_case_free(&c);
     }
@@ -192,13 +208,43 @@ static void vcheck_file(vcheck_stats *st, const char *path)
     psi_cli_json_free(&j);
 }
 
+/* Says how the parties will run, as the library reports it for a party
+ * built like theirs.  Returns: 0, or -1 when it cannot be built. */
+static int vcheck_shard_header(const psi_cli_shard_opts *so)
+{
+    psi_settings s;
+    psi_engine *e = NULL;
+    psi_cli_party p;
+    char what[96];
+    int rc;
+
+    psi_settings_default(&s);
+    rc = psi_engine_create(&e, &s);
+    if (rc == PSI_OK)
+        rc = psi_cli_party_init(&p, e, so);
+    else
+        memset(&p, 0, sizeof p);
+    if (rc == PSI_OK) {
+        psi_cli_party_describe(&p, what, sizeof what);
+        printf("sharded: %s\n", what);
+    } else {
+        psi_cli_error("vectors check: cannot build the shards: %s", psi_strerror(rc));
+    }
+    psi_cli_party_free(&p);
+    return rc == PSI_OK ? 0 : -1;
+}
+
 static int vcheck_run(int argc, char **argv)
 {
-    vcheck_stats st = {0, 0, 0, 0};
-    int i = 1;
+    vcheck_stats st;
+    int i = 1, rc;
 
+    memset(&st, 0, sizeof st);
     for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
-        if (psi_cli_is_help(argv[i])) {
+        if ((rc = psi_cli_shard_opt(&st.shard, argc, argv, &i, "vectors check")) != 0) {
+            if (rc < 0)
+                return CLI_EXIT_USAGE;
+        } else if (psi_cli_is_help(argv[i])) {
             psi_cli_vectors_usage(stdout);
             return CLI_EXIT_OK;
         } else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) {
@@ -217,6 +263,8 @@ static int vcheck_run(int argc, char **argv)
         psi_cli_error("vectors check: no FILE given (see 'psi vectors check --help')");
         return CLI_EXIT_USAGE;
     }
+    if (st.shard.sharded && vcheck_shard_header(&st.shard) != 0)
+        return CLI_EXIT_FAIL;
     for (; i < argc; i++)
         vcheck_file(&st, argv[i]);
     printf("%zu passed, %zu failed\n", st.passed, st.failed);

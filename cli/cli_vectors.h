@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cli_json.h"
+#include "cli_party.h"
 #include "psi.h"
 
 /* A byte string decoded from hex, owned by the case. */
@@ -59,10 +60,12 @@ void psi_cli_case_free(psi_cli_case *c);
 /** Replays a case: recomputes setup (and for an association case the
  *  permutation), request and response from the keys and inputs, and the
  *  intersection (if revealed) and its size, or the association table, from
- *  the stored messages; compares each with the stored value.
+ *  the stored messages; compares each with the stored value.  Each party
+ *  runs on one engine or, as `so` asks, on shards (cli_party.h).
  *  Returns: 0 if all agree; 1 if something differed, described in msg; -1
  *  if the case itself is invalid (a key out of range), described in msg. */
-int psi_cli_case_run(const psi_cli_case *c, char *msg, size_t msg_len);
+int psi_cli_case_run(const psi_cli_case *c, const psi_cli_shard_opts *so,
+                     char *msg, size_t msg_len);
 
 /* One rejection case: an operation on bad input and the error it must give.
  * Which fields are used depends on the operation (vectors/README.md). */
@@ -87,10 +90,21 @@ int psi_cli_reject_read(psi_cli_reject *r, const psi_cli_json *j, const cJSON *o
 /** Frees what psi_cli_reject_read allocated; a zeroed *r is fine. */
 void psi_cli_reject_free(psi_cli_reject *r);
 
-/** Runs the operation.  Returns: 0 if it failed with exactly the expected
- *  error; 1 otherwise, described in msg; -1 if the case is invalid (a
- *  server or client key out of range), described in msg. */
-int psi_cli_reject_run(const psi_cli_reject *r, char *msg, size_t msg_len);
+/** Runs the operation, with an engine operation on one engine or on shards
+ *  as `so` asks.  Returns: 0 if it failed with exactly the expected error;
+ *  1 otherwise, described in msg; -1 if the case is invalid (a server or
+ *  client key out of range), described in msg. */
+int psi_cli_reject_run(const psi_cli_reject *r, const psi_cli_shard_opts *so,
+                       char *msg, size_t msg_len);
+
+/** Makes a party for a case from its key, named `what` in messages
+ *  ("server_key"): psi_engine_create_from_key, then psi_cli_party_init.
+ *  Returns: 0; -1 if the key is invalid (out of range, bad length); 1 if
+ *  the shards could not be built; both described in msg.
+ *  Out: *p, freed with psi_cli_party_free (also after a failure). */
+int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, psi_role role,
+                   int reveal, const psi_cli_bytes *key, const char *what,
+                   char *msg, size_t msg_len);
 
 /* Field readers shared by the case readers (cli_vector_case.c).  Each
  * returns 0, or -1 with the reason in err. */

@@ -97,7 +97,10 @@ test_help() {
     done
     run 0 --help && has_out 'vectors check' && has_out 'demo'
     run 0 demo --help && has_out '--server-size' && has_out '--count-only'
+    has_out '--shards N' && has_out '--threads T' && has_out '--single-engine'
     run 0 vectors check --help && has_out 'N passed, M failed'
+    has_out '--shards N' && has_out '--threads T'
+    run 0 --help && has_out '--shards N and --threads T'
     run 0 --version && has_out '^psi \(shardpsi\) [0-9]+\.[0-9]+' && empty_err
 }
 
@@ -117,11 +120,41 @@ test_usage_errors() {
                 "--fpr 0" "--fpr 1" "--fpr -1" "--fpr nan" "--fpr x" \
                 "--structure cuckoo" "--seed x" "--seed -1" "--seed" \
                 "--server-size" "--bogus" "extra" "--count-only=1" \
-                "--server-size 10 --client-size 100 --overlap 0.5"; do
+                "--server-size 10 --client-size 100 --overlap 0.5" \
+                "--shards 0" "--threads 0" "--shards x" "--threads -2" \
+                "--shards 4097" "--threads 257" "--shards 1.5" "--shards" \
+                "--threads" "--single-engine --shards 2" \
+                "--threads 2 --single-engine"; do
         # shellcheck disable=SC2086
         run 2 demo $args && has_err '^psi: '
         no_out '.'
     done
+    run 2 demo --shards 0 && has_err '^psi: demo: --shards: 0 is not allowed, give 1 to 4096$'
+    run 2 demo --threads 257 && has_err '^psi: demo: --threads: 257 is larger than the limit 256$'
+    run 2 demo --single-engine --threads 2 &&
+        has_err '^psi: demo: --single-engine excludes --shards and --threads$'
+}
+
+# Bad --shards and --threads values are usage errors before any file is read.
+test_shard_usage_errors() {
+    local args
+    for args in "--shards 0" "--threads 0" "--shards x" "--threads x" \
+                "--shards -1" "--shards 1.5" "--shards=" "--shards 4097" \
+                "--threads 257" "--shards 99999999999999999999999"; do
+        # shellcheck disable=SC2086
+        run 2 vectors check $args "$sample" && has_err '^psi: vectors check: --(shards|threads): '
+        no_out '.'
+    done
+    run 2 vectors check --shards 0 "$sample" &&
+        has_err '^psi: vectors check: --shards: 0 is not allowed, give 1 to 4096$'
+    run 2 vectors check --threads 0 "$sample" &&
+        has_err '^psi: vectors check: --threads: 0 is not allowed, give 1 to 256$'
+    run 2 vectors check --shards 4097 "$sample" &&
+        has_err '^psi: vectors check: --shards: 4097 is larger than the limit 4096$'
+    run 2 vectors check --shards x "$sample" &&
+        has_err "^psi: vectors check: --shards: 'x' is not a non-negative integer"
+    run 2 vectors check --shards && has_err '^psi: option --shards needs a value$'
+    run 2 vectors check --shards 2 && has_err 'no FILE'
 }
 
 # ---------------------------------------------------------- vectors check
@@ -271,6 +304,54 @@ test_vectors_extra() {
     run 0 vectors check "$tmp/extraempty.json" && has_out '^0 passed, 0 failed$'
 }
 
+# ------------------------------------------------------ sharded vectors
+
+# same_sharded FILE: `vectors check --shards 3 FILE` gives the exit code and
+# the output of the single engine, apart from its "sharded:" line and the
+# psi_shards_ names of the calls.  (Passing vector files on N = 1..8 shards
+# are the 'shard' suite of tests/meson.build.)
+same_sharded() {
+    local f=$1 rc1 rc3
+    checks=$((checks + 1))
+    "$psi" vectors check "$f" >"$tmp/single.out" 2>"$tmp/single.err"
+    rc1=$?
+    "$psi" vectors check --shards 3 "$f" >"$out" 2>"$err"
+    rc3=$?
+    if [ "$rc1" -ne "$rc3" ]; then
+        fail "vectors check --shards 3 $f: exit code $rc3, single engine $rc1"
+        show_output
+        return
+    fi
+    if ! head -n 1 "$out" | grep -Eq '^sharded: 3 shards, [1-3] threads?$'; then
+        fail "vectors check --shards 3 $f: no 'sharded: 3 shards' first line"
+        show_output
+        return
+    fi
+    sed -e 1d -e 's/psi_shards_/psi_/' "$out" >"$tmp/sharded.out"
+    if ! cmp -s "$tmp/single.out" "$tmp/sharded.out" ||
+       ! cmp -s "$tmp/single.err" "$err"; then
+        fail "vectors check --shards 3 $f: output differs from the single engine"
+        diff "$tmp/single.out" "$tmp/sharded.out" | sed -n '1,15s/^/    /p'
+        diff "$tmp/single.err" "$err" | sed -n '1,15s/^/    /p'
+    fi
+}
+
+test_vectors_sharded() {
+    local f
+    for f in altered_byte altered_result extra_altered extra_malformed \
+             malformed_cases nul_dropped nul_inside bad_syntax; do
+        same_sharded "$fixtures/$f.json"
+    done
+    run 1 vectors check --shards 3 "$fixtures/extra_altered.json" &&
+        has_out '^FAIL .*: altered/intersection-error: psi_shards_client_get_intersection_size: expected PSI_E_GCS_HASH_RANGE, got PSI_E_GCS_DIV$'
+    run 0 vectors check --threads 1 "$fixtures/nul_inside.json" &&
+        has_out '^sharded: 1 shard, inline \(no worker thread\)$'
+    has_out '^4 passed, 0 failed$'
+    run 0 vectors check --shards 2 --threads 2 --verbose "$fixtures/nul_inside.json" &&
+        has_out '^sharded: 2 shards, 2 threads$'
+    has_out '^ok .*: nul-inside/raw/reveal$'
+}
+
 # ------------------------------------------------------------------- demo
 
 test_demo() {
@@ -291,15 +372,38 @@ test_demo() {
         has_out '^intersection size: 0$'
 }
 
+test_demo_sharded() {
+    local s
+    for s in raw gcs; do
+        run 0 demo --server-size 2000 --client-size 300 --structure "$s" \
+            --threads 2 --shards 5 && has_out '^parties: server and client each on 5 shards, 2 threads, made in '
+        has_out '^intersection size: 150$'
+        has_out '^server setup +2000 values .* ms '
+        has_out '^result: OK$'
+    done
+    run 0 demo --server-size 500 --client-size 100 --count-only --shards 3 --threads 1 &&
+        has_out '^parties: .* each on 3 shards, inline \(no worker thread\), made in '
+    has_out '^intersection size: 50$'
+    run 0 demo --server-size 500 --client-size 100 --single-engine &&
+        has_out '^parties: server and client each on a single engine, made in '
+    has_out '^result: OK$'
+    # The default is sharded, one shard per online CPU.
+    run 0 demo --server-size 500 --client-size 100 && has_out '^parties: .* each on [0-9]+ shards?, '
+    no_out 'single engine'
+}
+
 test_help
 test_usage_errors
+test_shard_usage_errors
 test_vectors_sample
 test_vectors_file_errors
 test_vectors_malformed_cases
 test_vectors_altered
 test_vectors_nul
 test_vectors_extra
+test_vectors_sharded
 test_demo
+test_demo_sharded
 
 echo "test_cli: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,0 +1,161 @@
+/* One party on a single engine or on shards; see cli_party.h. */
+#include "cli_party.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_util.h"
+
+/* Parses a count in [1, max] for option `name` of command `cmd`. */
+static int party_parse_count(size_t *out, const char *text, size_t max,
+                             const char *cmd, const char *name)
+{
+    char what[64];
+
+    snprintf(what, sizeof what, "%s: %s", cmd, name);
+    if (psi_cli_parse_size(out, text, max, what) != 0)
+        return -1;
+    if (*out == 0) {
+        psi_cli_error("%s: 0 is not allowed, give 1 to %zu", what, max);
+        return -1;
+    }
+    return 0;
+}
+
+int psi_cli_shard_opt(psi_cli_shard_opts *o, int argc, char **argv, int *i,
+                      const char *cmd)
+{
+    const char *v = NULL;
+
+    int rc = 0;
+
+    if (psi_cli_opt_value(argc, argv, i, "--shards", &v))
+        rc = v && party_parse_count(&o->shards, v, PSI_SHARD_MAX_SHARDS, cmd,
+                                    "--shards") == 0 ? 1 : -1;
+    else if (psi_cli_opt_value(argc, argv, i, "--threads", &v))
+        rc = v && party_parse_count(&o->threads, v, PSI_SHARD_MAX_THREADS, cmd,
+                                    "--threads") == 0 ? 1 : -1;
+    if (rc > 0)
+        o->sharded = 1;
+    return rc;
+}
+
+int psi_cli_party_init(psi_cli_party *p, psi_engine *e, const psi_cli_shard_opts *o)
+{
+    psi_shard_settings s;
+    int rc;
+
+    memset(p, 0, sizeof *p);
+    if (!o->sharded) {
+        p->engine = e;
+        return PSI_OK;
+    }
+    psi_shard_settings_default(&s);
+    s.shards = o->shards > 0 ? o->shards : o->threads;
+    s.threads = o->threads;
+    // Left to the library, threads are the online CPUs; more than there
+    // are shards would only idle.
+    if (o->threads == 0 && s.shards > 0)
+        s.max_threads = s.shards < PSI_SHARD_MAX_THREADS ? s.shards
+                                                         : PSI_SHARD_MAX_THREADS;
+    rc = psi_shards_create(&p->shards, e, &s);
+    psi_engine_free(e);
+    return rc;
+}
+
+void psi_cli_party_free(psi_cli_party *p)
+{
+    psi_engine_free(p->engine);
+    psi_shards_free(p->shards);
+    memset(p, 0, sizeof *p);
+}
+
+size_t psi_cli_party_shards(const psi_cli_party *p)
+{
+    return psi_shards_count(p->shards);
+}
+
+size_t psi_cli_party_threads(const psi_cli_party *p)
+{
+    return psi_shards_threads(p->shards);
+}
+
+const char *psi_cli_party_api(const psi_cli_party *p)
+{
+    return p->shards != NULL ? "psi_shards_" : "psi_";
+}
+
+void psi_cli_party_describe(const psi_cli_party *p, char *out, size_t cap)
+{
+    size_t n = psi_cli_party_shards(p), t = psi_cli_party_threads(p);
+
+    if (p->shards == NULL)
+        snprintf(out, cap, "a single engine");
+    else if (t == 0)
+        snprintf(out, cap, "%zu shard%s, inline (no worker thread)", n,
+                 n == 1 ? "" : "s");
+    else
+        snprintf(out, cap, "%zu shard%s, %zu thread%s", n, n == 1 ? "" : "s", t,
+                 t == 1 ? "" : "s");
+}
+
+int psi_cli_party_create_setup(const psi_cli_party *p, uint8_t *out, size_t *out_len,
+                               size_t *perm, const psi_setup_params *params,
+                               const psi_value *values, size_t n)
+{
+    if (p->shards != NULL)
+        return psi_shards_server_create_setup(p->shards, out, out_len, perm, params,
+                                              values, n);
+    return psi_server_create_setup(p->engine, out, out_len, perm, params, values, n);
+}
+
+int psi_cli_party_process_request(const psi_cli_party *p, uint8_t *out, size_t *out_len,
+                                  const uint8_t *request, size_t request_len)
+{
+    if (p->shards != NULL)
+        return psi_shards_server_process_request(p->shards, out, out_len, request,
+                                                 request_len);
+    return psi_server_process_request(p->engine, out, out_len, request, request_len);
+}
+
+int psi_cli_party_create_request(const psi_cli_party *p, uint8_t *out, size_t *out_len,
+                                 const psi_value *values, size_t n)
+{
+    if (p->shards != NULL)
+        return psi_shards_client_create_request(p->shards, out, out_len, values, n);
+    return psi_client_create_request(p->engine, out, out_len, values, n);
+}
+
+int psi_cli_party_intersection(const psi_cli_party *p, size_t *out, size_t *out_count,
+                               const uint8_t *setup, size_t setup_len,
+                               const uint8_t *response, size_t response_len)
+{
+    if (p->shards != NULL)
+        return psi_shards_client_get_intersection(p->shards, out, out_count, setup,
+                                                  setup_len, response, response_len);
+    return psi_client_get_intersection(p->engine, out, out_count, setup, setup_len,
+                                       response, response_len);
+}
+
+int psi_cli_party_intersection_size(const psi_cli_party *p, size_t *count,
+                                    const uint8_t *setup, size_t setup_len,
+                                    const uint8_t *response, size_t response_len)
+{
+    if (p->shards != NULL)
+        return psi_shards_client_get_intersection_size(p->shards, count, setup,
+                                                       setup_len, response,
+                                                       response_len);
+    return psi_client_get_intersection_size(p->engine, count, setup, setup_len,
+                                            response, response_len);
+}
+
+int psi_cli_party_association(const psi_cli_party *p, psi_pair *out, size_t *out_count,
+                              const uint8_t *setup, size_t setup_len,
+                              const uint8_t *response, size_t response_len)
+{
+    if (p->shards != NULL)
+        return psi_shards_client_get_association(p->shards, out, out_count, setup,
+                                                 setup_len, response, response_len);
+    return psi_client_get_association(p->engine, out, out_count, setup, setup_len,
+                                      response, response_len);
+}
