@@ -40,10 +40,12 @@ prefix=$(pkg-config --variable=prefix shardpsi) || die "pkg-config cannot read $
 staged=$destdir$prefix
 [ -d "$staged" ] || die "staged prefix $staged does not exist"
 pcflags="--define-variable=prefix=$staged"
-cflags=$(pkg-config "$pcflags" --cflags shardpsi) || die "pkg-config --cflags failed"
-libs=$(pkg-config "$pcflags" --libs shardpsi) || die "pkg-config --libs failed"
+# shardpsi-shard requires shardpsi, so its flags carry both libraries.
+cflags=$(pkg-config "$pcflags" --cflags shardpsi-shard) || die "pkg-config --cflags failed"
+libs=$(pkg-config "$pcflags" --libs shardpsi-shard) || die "pkg-config --libs failed"
 libdir=$(pkg-config "$pcflags" --variable=libdir shardpsi) || die "no libdir in $pc"
 [ -f "$libdir/libpsi.so" ] || die "libpsi.so not installed in $libdir"
+[ -f "$libdir/libpsi_shard.so" ] || die "libpsi_shard.so not installed in $libdir"
 case "$cflags $libs" in
     *"$staged"*) ;;
     *) die "pkg-config flags do not point into the staging prefix: $cflags $libs" ;;

@@ -2,10 +2,12 @@
  * An outside program using the installed library: built by
  * tests/test_consumer.sh against a staged `meson install` with only
  * pkg-config's flags, never the build tree.  One raw PSI round with random
- * keys: the client holds 3 values, the server 3, 2 shared.  Exit status 0
- * only if the intersection has exactly 2 elements.
+ * keys: the client holds 3 values, the server 3, 2 shared; the server
+ * answers through the sharding layer (3 shards on 2 threads).  Exit status
+ * 0 only if the intersection has exactly 2 elements.
  */
 #include <psi.h>
+#include <psi_shard.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +39,8 @@ int main(void)
     psi_value cv[N], sv[N];
     psi_settings s;
     psi_engine *client = NULL, *server = NULL;
+    psi_shards *shards = NULL;
+    psi_shard_settings ss;
     psi_setup_params p = { PSI_STRUCTURE_RAW, 1e-9, N };
     uint8_t setup[1024], request[1024], response[1024];
     size_t setup_len = sizeof setup, request_len = sizeof request;
@@ -60,8 +64,12 @@ int main(void)
                                                sv, N), "server setup");
     bad = bad || check(psi_client_create_request(client, request, &request_len,
                                                  cv, N), "client request");
-    bad = bad || check(psi_server_process_request(server, response, &response_len,
-                                                  request, request_len), "response");
+    psi_shard_settings_default(&ss);
+    ss.shards = 3;
+    ss.threads = 2;
+    bad = bad || check(psi_shards_create(&shards, server, &ss), "create shards");
+    bad = bad || check(psi_shards_server_process_request(shards, response, &response_len,
+                                                         request, request_len), "response");
     bad = bad || check(psi_client_get_intersection(client, idx, &count, setup,
                                                    setup_len, response, response_len),
                        "intersection");
@@ -74,6 +82,7 @@ int main(void)
         fprintf(stderr, "consumer: wrong indices %zu, %zu\n", idx[0], idx[1]);
         bad = 1;
     }
+    psi_shards_free(shards);
     psi_engine_free(client);
     psi_engine_free(server);
     if (!bad)
