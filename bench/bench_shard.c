@@ -1,0 +1,574 @@
+/*
+ * bench_shard: scaling of the sharding layer in shards N and threads T,
+ * against the single engine measured in the same run.
+ *
+ *   bench_shard [FILTER...]   run the cases whose name contains any FILTER
+ *                             (all cases when none is given)
+ *   bench_shard help          list the cases
+ *
+ * Cases are engine_<op>_100k (psi.h, the baseline) and
+ * shard_<op>_100k_n<N>_t<T> (psi_shards_*) for N/T in 1/1, 2/2, 8/2, with
+ * op: setup (GCS setup of 100k server values, fpr 1e-6 for 100k client
+ * inputs), request (100k values), response (to a 100k request) and match
+ * (psi_client_get_intersection of a 100k response against the GCS setup).
+ * The client and server share half their values.  Values, engines, shards
+ * and prerequisite messages are built beforehand, untimed; each timed run is
+ * one call.  Every output is compared with the single engine's, untimed, so
+ * a fast wrong answer fails the case.  A selected shard case runs its
+ * baseline first if the filter left it out.
+ *
+ * Output (stdout): one CSV row per case,
+ *
+ *   name,min_s,avg_s,max_s,values_per_s,speedup_vs_engine
+ *
+ * where speedup_vs_engine = baseline avg_s / avg_s.  The shard_memory case
+ * prints its own block, `name,bytes`: resident memory (VmRSS) added per
+ * extra shard, from psi_shards of 1, 9 and 65 shards (threads 1), and the
+ * peak resident growth (VmHWM over VmRSS before the call, the peak reset
+ * through /proc/self/clear_refs) of a 100k request with N=1/T=1 and
+ * N=8/T=2 (with glibc's mmap threshold fixed at 64 KiB, so that freed
+ * blocks return to the system).  Linux only.
+ *
+ * PSI_BENCH_ITERS sets the runs per case (default 1: a 100k engine call
+ * takes ~10 s).  Errors go to stderr and the exit status is 1.
+ */
+#include "psi.h"
+#include "psi_shard.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "bench.h"
+
+#define N_VALUES 100000
+#define FPR 1e-6
+#define VALUE_MAX 32        /* bytes of one generated value, NUL included */
+
+typedef enum op_kind { OP_SETUP, OP_REQUEST, OP_RESPONSE, OP_MATCH, OP_COUNT } op_kind;
+
+/* Everything the cases share, built on first use. */
+typedef struct fixture {
+    size_t n;
+    psi_engine *client, *server;
+    char *text;                 /* 2n values of VALUE_MAX bytes */
+    psi_value *cv, *sv;
+    uint8_t *msg[OP_COUNT];     /* the engine's setup, request, response and
+                                   intersection (as bytes): prerequisites
+                                   and the reference for every check */
+    size_t msg_len[OP_COUNT];   /* bytes (items for OP_MATCH) */
+    double baseline[OP_COUNT];  /* the engine's avg_s, 0 until measured */
+} fixture;
+
+static fixture fx;
+
+typedef struct shard_case {
+    const char *name;
+    op_kind op;
+    size_t shards;              /* 0: the single engine */
+    size_t threads;
+} shard_case;
+
+/* Per-case state: shards (NULL for the engine) and the output buffer. */
+typedef struct state {
+    const shard_case *c;
+    psi_shards *g;
+    psi_setup_params params;
+    uint8_t *out;
+    size_t cap, len;            /* bytes, or items for OP_MATCH */
+} state;
+
+static int fail(const char *what, int rc)
+{
+    fprintf(stderr, "bench_shard: %s: %s (%d)\n", what, psi_strerror(rc), rc);
+    return 1;
+}
+
+static int make_engine(psi_engine **e, psi_role role)
+{
+    psi_settings s;
+    int rc;
+
+    psi_settings_default(&s);
+    s.role = role;
+    rc = psi_engine_create(e, &s);
+    return rc == PSI_OK ? 0 : fail("psi_engine_create", rc);
+}
+
+/* Value k is "user<k>@example.com"; the client holds 0..n-1 and the server
+ * n/2..n/2+n-1. */
+static int make_values(size_t n)
+{
+    size_t i;
+
+    fx.text = malloc(2 * n * VALUE_MAX);
+    fx.cv = malloc(n * sizeof *fx.cv);
+    fx.sv = malloc(n * sizeof *fx.sv);
+    if (fx.text == NULL || fx.cv == NULL || fx.sv == NULL)
+        return 1;
+    for (i = 0; i < 2 * n; i++) {
+        char *v = fx.text + i * VALUE_MAX;
+        size_t k = i < n ? i : i - n + n / 2;
+        int len = snprintf(v, VALUE_MAX, "user%zu@example.com", k);
+        psi_value *out = i < n ? &fx.cv[i] : &fx.sv[i - n];
+        if (len < 0 || len >= VALUE_MAX)
+            return 1;
+        out->data = (const uint8_t *)v;
+        out->len = (size_t)len;
+    }
+    return 0;
+}
+
+static int fixture_init(void)
+{
+    if (fx.n != 0)
+        return 0;
+    fx.n = N_VALUES;
+    if (make_engine(&fx.client, PSI_ROLE_CLIENT) != 0
+        || make_engine(&fx.server, PSI_ROLE_SERVER) != 0 || make_values(fx.n) != 0) {
+        fprintf(stderr, "bench_shard: cannot prepare %zu values\n", (size_t)N_VALUES);
+        return 1;
+    }
+    return 0;
+}
+
+static void fixture_clear(void)
+{
+    int i;
+
+    psi_engine_free(fx.client);
+    psi_engine_free(fx.server);
+    free(fx.text);
+    free(fx.cv);
+    free(fx.sv);
+    for (i = 0; i < OP_COUNT; i++)
+        free(fx.msg[i]);
+    memset(&fx, 0, sizeof fx);
+}
+
+static psi_setup_params gcs_params(void)
+{
+    psi_setup_params p;
+
+    p.structure = PSI_STRUCTURE_GCS;
+    p.fpr = FPR;
+    p.num_client_inputs = N_VALUES;
+    return p;
+}
+
+/* ---------------------------------------------------------- the calls */
+
+static int call_setup(state *st)
+{
+    if (st->g != NULL)
+        return psi_shards_server_create_setup(st->g, st->out, &st->len, NULL, &st->params,
+                                              fx.sv, fx.n);
+    return psi_server_create_setup(fx.server, st->out, &st->len, NULL, &st->params, fx.sv,
+                                   fx.n);
+}
+
+static int call_request(state *st)
+{
+    if (st->g != NULL)
+        return psi_shards_client_create_request(st->g, st->out, &st->len, fx.cv, fx.n);
+    return psi_client_create_request(fx.client, st->out, &st->len, fx.cv, fx.n);
+}
+
+static int call_response(state *st)
+{
+    const uint8_t *req = fx.msg[OP_REQUEST];
+    size_t req_len = fx.msg_len[OP_REQUEST];
+
+    if (st->g != NULL)
+        return psi_shards_server_process_request(st->g, st->out, &st->len, req, req_len);
+    return psi_server_process_request(fx.server, st->out, &st->len, req, req_len);
+}
+
+static int call_match(state *st)
+{
+    size_t *idx = (size_t *)(void *)st->out;
+    const uint8_t *setup = fx.msg[OP_SETUP], *resp = fx.msg[OP_RESPONSE];
+    size_t setup_len = fx.msg_len[OP_SETUP], resp_len = fx.msg_len[OP_RESPONSE];
+
+    if (st->g != NULL)
+        return psi_shards_client_get_intersection(st->g, idx, &st->len, setup, setup_len,
+                                                  resp, resp_len);
+    return psi_client_get_intersection(fx.client, idx, &st->len, setup, setup_len, resp,
+                                       resp_len);
+}
+
+static int (*const calls[OP_COUNT])(state *) = {call_setup, call_request, call_response,
+                                                call_match};
+static const char *const call_names[OP_COUNT] = {"create_setup", "create_request",
+                                                 "process_request", "get_intersection"};
+
+/* The output capacity of an op, in bytes (items for OP_MATCH). */
+static size_t op_capacity(op_kind op)
+{
+    psi_setup_params p = gcs_params();
+    size_t cap = 0;
+
+    switch (op) {
+    case OP_SETUP:
+        return psi_setup_bound(&cap, &p, fx.n) == PSI_OK ? cap : 0;
+    case OP_REQUEST:
+        return psi_request_bound(fx.n);
+    case OP_RESPONSE:
+        return psi_response_bound(fx.n);
+    default:
+        return psi_message_element_bound(fx.msg_len[OP_RESPONSE]);
+    }
+}
+
+/* ------------------------------------------------------- prerequisites */
+
+static int reference(op_kind op);
+
+/* The messages an op reads: the response needs the request, the match the
+ * setup and the response. */
+static int prerequisites(op_kind op)
+{
+    static const op_kind needs[OP_COUNT][2] = {
+        {OP_COUNT, OP_COUNT}, {OP_COUNT, OP_COUNT}, {OP_REQUEST, OP_COUNT},
+        {OP_SETUP, OP_RESPONSE}};
+    int i;
+
+    for (i = 0; i < 2; i++)
+        if (needs[op][i] != OP_COUNT && reference(needs[op][i]) != 0)
+            return 1;
+    return 0;
+}
+
+/* Runs the engine's call once, untimed, to hold its output as a message
+ * for later ops and as the reference, unless the engine's timed case
+ * already left it. */
+static int reference(op_kind op)
+{
+    state st;
+    int rc;
+
+    if (fx.msg[op] != NULL)
+        return 0;
+    if (prerequisites(op) != 0)
+        return 1;
+    memset(&st, 0, sizeof st);
+    st.params = gcs_params();
+    st.cap = st.len = op_capacity(op);
+    st.out = malloc(op == OP_MATCH ? st.cap * sizeof(size_t) : st.cap);
+    if (st.cap == 0 || st.out == NULL)
+        return fail("reference buffer", PSI_E_NOMEM);
+    rc = calls[op](&st);
+    fx.msg[op] = st.out;
+    fx.msg_len[op] = st.len;
+    return rc == PSI_OK ? 0 : fail(call_names[op], rc);
+}
+
+static void state_free(state *st)
+{
+    if (st == NULL)
+        return;
+    psi_shards_free(st->g);
+    free(st->out);
+    free(st);
+}
+
+static state *state_new(const shard_case *c)
+{
+    state *st = calloc(1, sizeof *st);
+    psi_shard_settings s;
+    size_t item = c->op == OP_MATCH ? sizeof(size_t) : 1;
+    int rc;
+
+    if (st == NULL)
+        return NULL;
+    st->c = c;
+    st->params = gcs_params();
+    if (prerequisites(c->op) != 0) {
+        state_free(st);
+        return NULL;
+    }
+    st->cap = op_capacity(c->op);
+    st->out = malloc(st->cap * item);
+    if (c->shards > 0) {
+        psi_shard_settings_default(&s);
+        s.shards = c->shards;
+        s.threads = c->threads;
+        rc = psi_shards_create(&st->g, c->op == OP_SETUP || c->op == OP_RESPONSE ? fx.server
+                                                                                  : fx.client,
+                               &s);
+        if (rc != PSI_OK)
+            fail("psi_shards_create", rc);
+        if (rc != PSI_OK || st->cap == 0 || st->out == NULL) {
+            state_free(st);
+            return NULL;
+        }
+    }
+    return st;
+}
+
+/* The output equals the engine's, byte for byte. */
+static int check(const state *st)
+{
+    op_kind op = st->c->op;
+    size_t item = op == OP_MATCH ? sizeof(size_t) : 1;
+
+    if (reference(op) != 0)
+        return 1;
+    return st->len != fx.msg_len[op] || memcmp(st->out, fx.msg[op], st->len * item) != 0;
+}
+
+/* ------------------------------------------------------------- running */
+
+/* Times `iters` calls; avg, min and max in seconds.  Returns 0 or 1. */
+static int time_case(const shard_case *c, unsigned iters, double *min, double *avg,
+                     double *max)
+{
+    state *st = state_new(c);
+    double sum = 0.0;
+    unsigned i;
+    int rc = 1;
+
+    if (st == NULL) {
+        fprintf(stderr, "%s: setup failed\n", c->name);
+        return 1;
+    }
+    for (i = 0; i < iters; i++) {
+        double t0, dt;
+        st->len = st->cap;
+        t0 = bench_now();
+        rc = calls[c->op](st);
+        dt = bench_now() - t0;
+        if (rc != PSI_OK) {
+            fail(c->name, rc);
+            rc = 1;
+            goto done;
+        }
+        *min = i == 0 || dt < *min ? dt : *min;
+        *max = i == 0 || dt > *max ? dt : *max;
+        sum += dt;
+    }
+    *avg = sum / iters;
+    if (c->shards == 0 && fx.msg[c->op] == NULL) {
+        /* The engine's output is the reference: keep it. */
+        fx.msg[c->op] = st->out;
+        fx.msg_len[c->op] = st->len;
+        st->out = NULL;
+        goto done;
+    }
+    rc = check(st);
+    if (rc != 0)
+        fprintf(stderr, "%s: output differs from the single engine's\n", c->name);
+done:
+    state_free(st);
+    return rc;
+}
+
+static int run_case(const shard_case *c, unsigned iters)
+{
+    double min = 0.0, avg = 0.0, max = 0.0;
+
+    if (time_case(c, iters, &min, &avg, &max) != 0)
+        return 1;
+    if (c->shards == 0)
+        fx.baseline[c->op] = avg;
+    printf("%s,%.6f,%.6f,%.6f,%.1f,%.3f\n", c->name, min, avg, max,
+           avg > 0.0 ? (double)fx.n / avg : 0.0, avg > 0.0 ? fx.baseline[c->op] / avg : 0.0);
+    fflush(stdout);
+    return 0;
+}
+
+/* ---------------------------------------------------------- shard_memory */
+
+/* A "Vm...:" line of /proc/self/status in bytes, or -1. */
+static long long status_bytes(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kb = -1;
+    size_t n = strlen(field);
+
+    if (f == NULL)
+        return -1;
+    while (kb < 0 && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            kb = strtoll(line + n + 1, NULL, 10);
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Resets VmHWM to the current VmRSS (Linux >= 4.0).  Returns 0 or 1. */
+static int reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    int bad;
+
+    if (f == NULL)
+        return 1;
+    bad = fputs("5", f) < 0;
+    return fclose(f) != 0 || bad;
+}
+
+/* RSS added by psi_shards of 1, 9 and 65 shards (threads 1), all kept
+ * alive so freed memory cannot be reused; bytes per extra shard from the
+ * differences. */
+static int memory_per_shard(void)
+{
+    static const size_t counts[3] = {1, 9, 65};
+    psi_shards *g[3] = {NULL, NULL, NULL};
+    long long grew[3];
+    psi_shard_settings s;
+    int i, rc = 0;
+
+    for (i = 0; i < 3 && rc == 0; i++) {
+        long long before = status_bytes("VmRSS");
+        psi_shard_settings_default(&s);
+        s.shards = counts[i];
+        s.threads = 1;
+        rc = psi_shards_create(&g[i], fx.server, &s);
+        grew[i] = status_bytes("VmRSS") - before;
+    }
+    if (rc != PSI_OK)
+        fail("psi_shards_create", rc);
+    else
+        for (i = 1; i < 3; i++)
+            printf("shard_memory_rss_per_extra_shard_1_to_%zu,%lld\n", counts[i],
+                   (grew[i] - grew[0]) / (long long)(counts[i] - 1));
+    for (i = 0; i < 3; i++)
+        psi_shards_free(g[i]);
+    return rc != PSI_OK;
+}
+
+/* Peak RSS growth of one 100k request on shards (n, t); the output buffer
+ * is allocated before, so only the library's working memory counts. */
+static int memory_request_peak(size_t n, size_t t)
+{
+    state st;
+    psi_shard_settings s;
+    long long before, peak;
+    int rc;
+
+    memset(&st, 0, sizeof st);
+    psi_shard_settings_default(&s);
+    s.shards = n;
+    s.threads = t;
+    st.cap = st.len = psi_request_bound(fx.n);
+    st.out = malloc(st.cap);
+    rc = psi_shards_create(&st.g, fx.client, &s);
+    if (st.out == NULL || rc != PSI_OK) {
+        psi_shards_free(st.g);
+        free(st.out);
+        return fail("memory_request_peak", rc == PSI_OK ? PSI_E_NOMEM : rc);
+    }
+    memset(st.out, 0, st.cap); /* resident before the measurement */
+    if (reset_peak() != 0)
+        fprintf(stderr, "bench_shard: cannot reset VmHWM; peak is the process's\n");
+    before = status_bytes("VmRSS");
+    rc = call_request(&st);
+    peak = status_bytes("VmHWM");
+    if (rc == PSI_OK)
+        printf("shard_memory_request_100k_n%zu_t%zu_peak_rss_growth,%lld\n", n, t,
+               peak - before);
+    psi_shards_free(st.g);
+    free(st.out);
+    return rc == PSI_OK ? 0 : fail("psi_shards_client_create_request", rc);
+}
+
+static int run_memory(void)
+{
+#if defined(__GLIBC__)
+    /* A fixed threshold: every large block is mapped on allocation and
+     * unmapped on free, so the peak is not hidden by reused heap pages. */
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+#endif
+    printf("\nname,bytes\n");
+    if (memory_per_shard() != 0 || memory_request_peak(1, 1) != 0
+        || memory_request_peak(8, 2) != 0)
+        return 1;
+    fflush(stdout);
+    return 0;
+}
+
+/* ----------------------------------------------------------------- cases */
+
+#define OP_CASES(op, kind) \
+    { "engine_" op "_100k", kind, 0, 0 }, \
+    { "shard_" op "_100k_n1_t1", kind, 1, 1 }, \
+    { "shard_" op "_100k_n2_t2", kind, 2, 2 }, \
+    { "shard_" op "_100k_n8_t2", kind, 8, 2 }
+
+static const shard_case cases[] = {
+    OP_CASES("setup", OP_SETUP),
+    OP_CASES("request", OP_REQUEST),
+    OP_CASES("response", OP_RESPONSE),
+    OP_CASES("match", OP_MATCH),
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+#define MEMORY_CASE "shard_memory"
+
+static void usage(void)
+{
+    size_t i;
+
+    printf("usage: bench_shard [FILTER...]  run cases whose name contains a FILTER\n"
+           "       bench_shard help         this list\n"
+           "PSI_BENCH_ITERS=k runs each timed case k times (default 1).\ncases:\n");
+    for (i = 0; i < N_CASES; i++)
+        printf("  %s\n", cases[i].name);
+    printf("  %s\n", MEMORY_CASE);
+}
+
+/* The engine case of op, run first when the filter left it out. */
+static int ensure_baseline(op_kind op, unsigned iters)
+{
+    size_t i;
+
+    if (fx.baseline[op] > 0.0)
+        return 0;
+    for (i = 0; i < N_CASES; i++)
+        if (cases[i].op == op && cases[i].shards == 0)
+            return run_case(&cases[i], iters);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned iters = bench_iters(1);
+    size_t i;
+    int ran = 0, rc = 0;
+
+    if (argc > 1 && (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "-h") == 0
+                     || strcmp(argv[1], "--help") == 0)) {
+        usage();
+        return 0;
+    }
+    if (iters == 0) {
+        fprintf(stderr, "bench_shard: PSI_BENCH_ITERS must be a positive integer\n");
+        return 1;
+    }
+    for (i = 0; i < N_CASES && rc == 0; i++) {
+        if (!bench_selected(cases[i].name, argc - 1, argv + 1))
+            continue;
+        if (ran++ == 0) {
+            printf("name,min_s,avg_s,max_s,values_per_s,speedup_vs_engine\n");
+            rc = fixture_init();
+        }
+        if (rc == 0)
+            rc = ensure_baseline(cases[i].op, iters);
+        if (rc == 0 && cases[i].shards > 0)
+            rc = run_case(&cases[i], iters);
+    }
+    if (rc == 0 && bench_selected(MEMORY_CASE, argc - 1, argv + 1)) {
+        ran++;
+        rc = fixture_init() != 0 || run_memory() != 0;
+    }
+    fixture_clear();
+    if (ran == 0) {
+        fprintf(stderr, "bench_shard: no case matches; try 'bench_shard help'\n");
+        return 1;
+    }
+    return rc;
+}
