@@ -96,7 +96,9 @@ typedef struct psi_shard_settings {
                                 0 = PSI_SHARD_MAX_THREADS */
     size_t shards;           /* engines; default 0 = as many as threads.
                                 More shards than threads is allowed: a thread
-                                then runs several in turn. */
+                                then runs several in turn.  No more threads
+                                than shards are started: threads beyond the
+                                shard count are dropped. */
     psi_progress_fn progress;/* may be NULL (default): called with the
                                 values done over all shards of the current
                                 call, from worker threads but never two at a
@@ -127,8 +129,9 @@ PSI_API void psi_shards_free(psi_shards *g);
 
 /** Returns: the number of shards (engines), 0 for NULL. */
 PSI_API size_t psi_shards_count(const psi_shards *g);
-/** Returns: the number of worker threads (0 for the inline executor and
- *  for NULL). */
+/** Returns: the number of worker threads: min(threads, max_threads,
+ *  shards) after defaults, or 0 for the inline executor (that minimum is
+ *  1) and for NULL. */
 PSI_API size_t psi_shards_threads(const psi_shards *g);
 
 /*
