@@ -14,21 +14,22 @@
 // This source file is ASCII only; non-ASCII test strings are written with \u escapes.
 
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import {
   HERE, PKG_NAME, PKG_VERSION, check, runMain, utf8, sha256, hex, big, be32hex, cmpHex, sameJson,
   P, N, CURVE_B, modpow, derivedKey, CounterRng, loadPsi, elementsOf, withParties, writeJson, sizeHashTime,
 } from './psijs-common.mjs';
 
 const OUT_FILE = path.join(HERE, 'openmined-psi-2.0.6.json');
-const FORMAT = 'psi-wire-vectors/1';
-const GENERATOR = `${PKG_NAME} ${PKG_VERSION}`;
+export const FORMAT = 'psi-wire-vectors/1';
+export const GENERATOR = `${PKG_NAME} ${PKG_VERSION}`;
 
 // ---------------------------------------------------------------------------------------
 // Small helpers (the ones shared with generate-extra.mjs are in psijs-common.mjs)
 
 // With the u flag a surrogate pair is one code point, so this only matches lone surrogates,
 // which have no UTF-8 encoding (psi.js would silently turn them into U+FFFD).
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+export const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 // ---------------------------------------------------------------------------------------
 // OpenMined's hash-to-curve on P-256 (reference doc section 3; P, N and CURVE_B come from
@@ -58,7 +59,7 @@ function hashToCurve(msgBytes) {
   h2cCache.set(key, out);
   return out;
 }
-function selfTestHashToCurve() {
+export function selfTestHashToCurve() {
   const known = [
     ['', '026b51b9d722460e1f8073e65a824ebe2282f2d7d945491f150c1c04e6e553bb23'],
     ['a', '02a2584c304a4a67a0ce0e30fa6788f41bc4ff173d354eded0c89575b5c0a099c7'],
@@ -74,11 +75,11 @@ function selfTestHashToCurve() {
 
 // ---------------------------------------------------------------------------------------
 // Deterministic randomness: SHA-256 in counter mode over a label. The blocks are used as one
-// byte stream (every byte is used, in order).
+// byte stream (every byte is used, in order). generate-random.mjs passes its own prefix.
 
-class Rng extends CounterRng {
-  constructor(label) {
-    super('shardpsi-vectors/' + label);
+export class Rng extends CounterRng {
+  constructor(label, prefix = 'shardpsi-vectors/') {
+    super(prefix + label);
     this.pool = Buffer.alloc(0);
   }
   bytes(n) {
@@ -116,7 +117,7 @@ const NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi
   'mallory', 'niaj', 'olivia', 'peggy', 'rupert', 'sybil', 'trent', 'victor', 'walter', 'zoe'];
 const DOMAINS = ['example.org', 'example.com', 'mail.test', 'corp.invalid'];
 
-function ident(rng) {
+export function ident(rng) {
   switch (rng.below(6)) {
     case 0: return `${rng.pick(NAMES)}${rng.below(1000000)}`;
     case 1: return `${rng.pick(NAMES)}.${rng.below(100000)}@${rng.pick(DOMAINS)}`;
@@ -151,13 +152,13 @@ function overlapSets(rng, ns, nc, common) {
 
 // random printable ASCII (no control characters)
 const ASCII = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .:-_/@+';
-function asciiString(rng, len) {
+export function asciiString(rng, len) {
   let s = '';
   for (let i = 0; i < len; i++) s += ASCII[rng.below(ASCII.length)];
   return s;
 }
 // random well-formed Unicode scalar values, mixing 1-, 2-, 3- and 4-byte UTF-8 sequences
-function randomUnicode(rng, ncp) {
+export function randomUnicode(rng, ncp) {
   let s = '';
   for (let i = 0; i < ncp; i++) {
     let cp;
@@ -184,7 +185,7 @@ function addDuplicates(rng, arr, extra) {
 }
 
 // Fixed Unicode corner cases (both spellings of visually identical strings are distinct inputs).
-const UNICODE_FIXED = [
+export const UNICODE_FIXED = [
   'caf\u00e9', // NFC
   'cafe\u0301', // NFD (combining acute)
   '\u00df', 'SS', 'ss', '\u1e9e', // sharp s, capital sharp s
@@ -216,7 +217,7 @@ const UNICODE_FIXED = [
 ];
 
 // Values around the empty string and U+0000.
-const NUL_FIXED = [
+export const NUL_FIXED = [
   '', '\u0000', '\u0000\u0000', 'a', 'a\u0000', 'a\u0000\u0000', '\u0000a', 'a\u0000b', 'ab',
   'abc', 'abc\u0000', 'abc\u0000def', 'abcdef', '\u0000abc', ' ', '0', 'null', '\u0000\u00e9',
 ];
@@ -224,8 +225,8 @@ const NUL_FIXED = [
 // ---------------------------------------------------------------------------------------
 // Case list
 
-const DSS = ['raw', 'gcs', 'bloom_filter'];
-const mode = (reveal) => (reveal ? 'reveal' : 'size-only');
+export const DSS = ['raw', 'gcs', 'bloom_filter'];
+export const mode = (reveal) => (reveal ? 'reveal' : 'size-only');
 
 function buildCases() {
   const cases = [];
@@ -556,9 +557,9 @@ function rawMerge(dec, setupElems) {
   return out;
 }
 
-const stats = { gcsTieOrderNotByIndex: [], falsePositives: 0 };
+export const stats = { gcsTieOrderNotByIndex: [], falsePositives: 0 };
 
-function runCase(psi, DS, c) {
+export function runCase(psi, DS, c) {
   const where = `case ${c.name}`;
   for (const s of [...c.server, ...c.client]) {
     check(typeof s === 'string' && !LONE_SURROGATE.test(s), `${where}: input is not well-formed Unicode`);
@@ -719,4 +720,8 @@ async function main() {
   }
 }
 
-runMain('generate.mjs', main);
+// generate-random.mjs imports runCase() and the input helpers from this file; only a direct
+// `node generate.mjs` writes openmined-psi-2.0.6.json.
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  runMain('generate.mjs', main);
+}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Code shared by generate.mjs and generate-extra.mjs. Both generators must load psi.js with the
+// Code shared by generate.mjs and generate-extra.mjs (generate-random.mjs reuses generate.mjs). Both generators must load psi.js with the
 // same version and integrity checks and encode bytes, keys and output files the same way, so
 // that code lives here once instead of being copied into each generator.
 // This source file is ASCII only.
