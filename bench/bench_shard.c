@@ -6,8 +6,11 @@
  *                             (all cases when none is given)
  *   bench_shard help          list the cases
  *
- * Cases are engine_<op>_100k (psi.h, the baseline) and
- * shard_<op>_100k_n<N>_t<T> (psi_shards_*) for N/T in 1/1, 2/2, 8/2, with
+ * Cases are engine_<op>_100k (psi.h, the baseline),
+ * shard_<op>_100k_n<N>_t<T> (psi_shards_*) for N/T in 1/1, 2/2, 8/2, and
+ * procs_<op>_100k_p2: the engine's call in two processes, each on half the
+ * values, which share nothing at all: the ceiling of any sharding on this
+ * machine at that moment (on shared virtual CPUs it can be well below 2), with
  * op: setup (GCS setup of 100k server values, fpr 1e-6 for 100k client
  * inputs), request (100k values), response (to a 100k request) and match
  * (psi_client_get_intersection of a 100k response against the GCS setup).
@@ -42,6 +45,8 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -71,6 +76,9 @@ typedef struct shard_case {
     op_kind op;
     size_t shards;              /* 0: the single engine */
     size_t threads;
+    size_t procs;               /* > 0: the engine's call in this many
+                                   processes, each on its slice (the
+                                   ceiling case, see call_procs) */
 } shard_case;
 
 /* Per-case state: shards (NULL for the engine) and the output buffer. */
@@ -80,6 +88,7 @@ typedef struct state {
     psi_setup_params params;
     uint8_t *out;
     size_t cap, len;            /* bytes, or items for OP_MATCH */
+    double proc_seconds;        /* procs cases: fork to last exit */
 } state;
 
 static int fail(const char *what, int rc)
@@ -199,6 +208,107 @@ static int call_match(state *st)
                                                   resp, resp_len);
     return psi_client_get_intersection(fx.client, idx, &st->len, setup, setup_len, resp,
                                        resp_len);
+}
+
+/* The ceiling: the single engine's call on slice k of `procs` (the plan
+ * of psi_shard_plan), in a child process of its own.  Separate processes
+ * share nothing, not even an allocator, so their speed-up over one engine
+ * is the most any sharding can reach on this machine at that moment.  The
+ * slices' messages (request, response) are built untimed in prepare_procs. */
+static int prerequisites(op_kind op);
+
+typedef struct proc_slice {
+    size_t off, count;
+    uint8_t *msg;               /* OP_RESPONSE: the slice's request;
+                                   OP_MATCH: the slice's response */
+    size_t msg_len;
+} proc_slice;
+
+static int proc_call(op_kind op, const proc_slice *sl, uint8_t *out, size_t cap)
+{
+    psi_setup_params p = gcs_params();
+    size_t len = cap, count = cap / sizeof(size_t);
+
+    switch (op) {
+    case OP_SETUP:
+        return psi_server_create_setup(fx.server, out, &len, NULL, &p, fx.sv + sl->off,
+                                       sl->count);
+    case OP_REQUEST:
+        return psi_client_create_request(fx.client, out, &len, fx.cv + sl->off, sl->count);
+    case OP_RESPONSE:
+        return psi_server_process_request(fx.server, out, &len, sl->msg, sl->msg_len);
+    default:
+        return psi_client_get_intersection(fx.client, (size_t *)(void *)out, &count,
+                                           fx.msg[OP_SETUP], fx.msg_len[OP_SETUP], sl->msg,
+                                           sl->msg_len);
+    }
+}
+
+/* Re-encodes slice sl of the request (OP_RESPONSE) or response (OP_MATCH)
+ * as a message of its own. */
+static int slice_message(op_kind op, proc_slice *sl)
+{
+    const uint8_t *src = fx.msg[op == OP_RESPONSE ? OP_REQUEST : OP_RESPONSE];
+    size_t src_len = fx.msg_len[op == OP_RESPONSE ? OP_REQUEST : OP_RESPONSE];
+    size_t n = psi_message_element_bound(src_len);
+    uint8_t *el = malloc(n * PSI_ELEMENT_BYTES + 1);
+    int reveal = 0, rc;
+
+    sl->msg_len = psi_request_bound(sl->count) + 1;
+    sl->msg = malloc(sl->msg_len);
+    if (el == NULL || sl->msg == NULL) {
+        free(el);
+        return fail("slice buffers", PSI_E_NOMEM);
+    }
+    rc = op == OP_RESPONSE ? psi_request_decode(el, &n, &reveal, src, src_len)
+                           : psi_response_decode(el, &n, src, src_len);
+    if (rc == PSI_OK)
+        rc = op == OP_RESPONSE
+                 ? psi_request_encode(sl->msg, &sl->msg_len, reveal,
+                                      el + sl->off * PSI_ELEMENT_BYTES, sl->count)
+                 : psi_response_encode(sl->msg, &sl->msg_len,
+                                       el + sl->off * PSI_ELEMENT_BYTES, sl->count);
+    free(el);
+    return rc == PSI_OK ? 0 : fail("slice message", rc);
+}
+
+/* Forks one child per slice; each runs its call and exits 0 on success.
+ * Returns PSI_OK when every child did. */
+static int call_procs(state *st)
+{
+    const shard_case *c = st->c;
+    proc_slice sl[8];
+    pid_t pid[8];
+    size_t k, started = 0;
+    int rc = PSI_OK, status;
+
+    if (c->procs > 8 || prerequisites(c->op) != 0)
+        return PSI_E_INVALID_ARG;
+    for (k = 0; k < c->procs; k++) {
+        memset(&sl[k], 0, sizeof sl[k]);
+        psi_shard_plan(&sl[k].off, &sl[k].count, fx.n, c->procs, k);
+        if ((c->op == OP_RESPONSE || c->op == OP_MATCH) && slice_message(c->op, &sl[k]) != 0)
+            rc = PSI_E_NOMEM;
+    }
+    double t0 = bench_now();
+    for (k = 0; rc == PSI_OK && k < c->procs; k++, started++) {
+        pid[k] = fork();
+        if (pid[k] < 0) {
+            rc = PSI_E_THREAD;
+            break;
+        }
+        if (pid[k] == 0)
+            _exit(proc_call(c->op, &sl[k], st->out, st->cap * (c->op == OP_MATCH
+                                                                    ? sizeof(size_t) : 1))
+                  == PSI_OK ? 0 : 1);
+    }
+    for (k = 0; k < started; k++)
+        if (waitpid(pid[k], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            rc = PSI_E_CRYPTO;
+    st->proc_seconds = bench_now() - t0;
+    for (k = 0; k < c->procs; k++)
+        free(sl[k].msg);
+    return rc;
 }
 
 static int (*const calls[OP_COUNT])(state *) = {call_setup, call_request, call_response,
@@ -340,8 +450,8 @@ static int time_case(const shard_case *c, unsigned iters, double *min, double *a
         double t0, dt;
         st->len = st->cap;
         t0 = bench_now();
-        rc = calls[c->op](st);
-        dt = bench_now() - t0;
+        rc = c->procs > 0 ? call_procs(st) : calls[c->op](st);
+        dt = c->procs > 0 ? st->proc_seconds : bench_now() - t0;
         if (rc != PSI_OK) {
             fail(c->name, rc);
             rc = 1;
@@ -352,6 +462,10 @@ static int time_case(const shard_case *c, unsigned iters, double *min, double *a
         sum += dt;
     }
     *avg = sum / iters;
+    if (c->procs > 0) {
+        rc = 0; /* the children checked their own calls' success */
+        goto done;
+    }
     if (c->shards == 0 && fx.msg[c->op] == NULL) {
         /* The engine's output is the reference: keep it. */
         fx.msg[c->op] = st->out;
@@ -373,7 +487,7 @@ static int run_case(const shard_case *c, unsigned iters)
 
     if (time_case(c, iters, &min, &avg, &max) != 0)
         return 1;
-    if (c->shards == 0)
+    if (c->shards == 0 && c->procs == 0)
         fx.baseline[c->op] = avg;
     printf("%s,%.6f,%.6f,%.6f,%.1f,%.3f\n", c->name, min, avg, max,
            avg > 0.0 ? (double)fx.n / avg : 0.0, avg > 0.0 ? fx.baseline[c->op] / avg : 0.0);
@@ -495,10 +609,11 @@ static int run_memory(void)
 /* ----------------------------------------------------------------- cases */
 
 #define OP_CASES(op, kind) \
-    { "engine_" op "_100k", kind, 0, 0 }, \
-    { "shard_" op "_100k_n1_t1", kind, 1, 1 }, \
-    { "shard_" op "_100k_n2_t2", kind, 2, 2 }, \
-    { "shard_" op "_100k_n8_t2", kind, 8, 2 }
+    { "engine_" op "_100k", kind, 0, 0, 0 }, \
+    { "shard_" op "_100k_n1_t1", kind, 1, 1, 0 }, \
+    { "shard_" op "_100k_n2_t2", kind, 2, 2, 0 }, \
+    { "shard_" op "_100k_n8_t2", kind, 8, 2, 0 }, \
+    { "procs_" op "_100k_p2", kind, 0, 0, 2 }
 
 static const shard_case cases[] = {
     OP_CASES("setup", OP_SETUP),
@@ -529,7 +644,7 @@ static int ensure_baseline(op_kind op, unsigned iters)
     if (fx.baseline[op] > 0.0)
         return 0;
     for (i = 0; i < N_CASES; i++)
-        if (cases[i].op == op && cases[i].shards == 0)
+        if (cases[i].op == op && cases[i].shards == 0 && cases[i].procs == 0)
             return run_case(&cases[i], iters);
     return 1;
 }
@@ -558,7 +673,7 @@ int main(int argc, char **argv)
         }
         if (rc == 0)
             rc = ensure_baseline(cases[i].op, iters);
-        if (rc == 0 && cases[i].shards > 0)
+        if (rc == 0 && (cases[i].shards > 0 || cases[i].procs > 0))
             rc = run_case(&cases[i], iters);
     }
     if (rc == 0 && bench_selected(MEMORY_CASE, argc - 1, argv + 1)) {
