@@ -1,0 +1,376 @@
+/* The pure steps of the sharding layer (psi_shard_plan,
+ * psi_shard_merge_sorted, psi_shard_run_one) against the single engine, and
+ * the executor: settings checks, shard and thread counts, progress.
+ * Public API only.  Random cases print their seed; PSI_TEST_SEED replays
+ * one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "psi.h"
+#include "psi_shard.h"
+#include "test_shard_common.h"
+#include "test_util.h"
+
+static void check_plan(size_t n, size_t shards)
+{
+    size_t next = 0, lo = SIZE_MAX, hi = 0;
+    for (size_t k = 0; k < shards; k++) {
+        size_t off = 7, cnt = 7;
+        assert_int_equal(psi_shard_plan(&off, &cnt, n, shards, k), PSI_OK);
+        if (off != next || cnt != n / shards + (k < n % shards))
+            fail_msg("plan n=%zu shards=%zu k=%zu: [%zu, +%zu)", n, shards, k, off, cnt);
+        next += cnt;
+        lo = cnt < lo ? cnt : lo;
+        hi = cnt > hi ? cnt : hi;
+    }
+    assert_true(next == n && hi - lo <= 1);
+}
+
+static void test_shard_plan_slices(void **state)
+{
+    (void)state;
+    for (size_t n = 0; n <= 40; n++)
+        for (size_t shards = 1; shards <= 20; shards++)
+            check_plan(n, shards);
+    static const size_t big[] = {1000, 100000, SIZE_MAX - 1, SIZE_MAX};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        check_plan(big[i], 3);
+        check_plan(big[i], 7);
+        check_plan(big[i], PSI_SHARD_MAX_SHARDS);
+    }
+    check_plan(3, PSI_SHARD_MAX_SHARDS);
+    size_t off = 7, cnt = 7;
+    assert_int_equal(psi_shard_plan(&off, &cnt, 10, 0, 0), PSI_E_INVALID_ARG);
+    assert_true(off == 0 && cnt == 0);
+    off = cnt = 7;
+    assert_int_equal(psi_shard_plan(&off, &cnt, 10, 4, 4), PSI_E_INVALID_ARG);
+    assert_true(off == 0 && cnt == 0);
+    assert_int_equal(psi_shard_plan(&off, &cnt, 10, 4, SIZE_MAX), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_shard_plan(NULL, &cnt, 10, 4, 0), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_shard_plan(&off, NULL, 10, 4, 0), PSI_E_INVALID_ARG);
+}
+
+/* Each slice sorted on its own (indices made global), as MASK_SORT does. */
+static void sort_slices(uint8_t *el, size_t *perm, size_t n, size_t shards)
+{
+    for (size_t k = 0; k < shards; k++) {
+        size_t off, cnt;
+        assert_int_equal(psi_shard_plan(&off, &cnt, n, shards, k), PSI_OK);
+        assert_int_equal(psi_elements_sort(el + off * EB, perm + off, cnt), PSI_OK);
+        for (size_t i = off; i < off + cnt; i++)
+            perm[i] += off;
+    }
+}
+
+/* The first adjacent equal pair in [0, n), or n. */
+static size_t equal_pair(const uint8_t *el, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++)
+        if (memcmp(el + i * EB, el + (i + 1) * EB, EB) == 0)
+            return i;
+    return n;
+}
+
+static void test_shard_merge_sorted_equals_sort(void **state)
+{
+    (void)state;
+    static const size_t counts[] = {1, 2, 3, 5, 7, 8, 16, 199, 200, 300};
+    enum { N = 200 };
+    uint64_t rng = ts_rng_for(7);
+    keyset k;
+    ts_keyset_make(&k, &rng);
+    dataset d;
+    ts_dataset_make(&d, &rng, N, 0); /* 200 values from a domain of 68 */
+    static uint8_t el[N * EB], whole[N * EB], parts[N * EB], out[N * EB];
+    size_t len = sizeof el, wperm[N], pperm[N], operm[N];
+    assert_int_equal(psi_engine_mask(k.s[1], el, &len, d.sv, N), PSI_OK);
+    memcpy(whole, el, sizeof el);
+    assert_int_equal(psi_elements_sort(whole, wperm, N), PSI_OK);
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        memcpy(parts, el, sizeof el);
+        sort_slices(parts, pperm, N, counts[i]);
+        assert_int_equal(psi_shard_merge_sorted(out, operm, parts, pperm, N, counts[i]), PSI_OK);
+        assert_memory_equal(out, whole, sizeof whole);
+        assert_memory_equal(operm, wperm, sizeof wperm);
+    }
+    /* Slices out of (bytes, index) order. */
+    memcpy(parts, el, sizeof el);
+    sort_slices(parts, pperm, N, 2);
+    size_t i = equal_pair(parts, N / 2), t;
+    assert_true(i < N / 2);
+    t = pperm[i], pperm[i] = pperm[i + 1], pperm[i + 1] = t;
+    assert_int_equal(psi_shard_merge_sorted(out, operm, parts, pperm, N, 2), PSI_E_SETUP_UNSORTED);
+    sort_slices(memcpy(parts, el, sizeof el), pperm, N, 2);
+    memcpy(out, parts, EB);
+    memcpy(parts, parts + (N / 2 - 1) * EB, EB);
+    memcpy(parts + (N / 2 - 1) * EB, out, EB);
+    assert_int_equal(psi_shard_merge_sorted(out, operm, parts, pperm, N, 2), PSI_E_SETUP_UNSORTED);
+    assert_int_equal(psi_shard_merge_sorted(out, operm, parts, pperm, N, 0), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_shard_merge_sorted(NULL, operm, parts, pperm, N, 2), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_shard_merge_sorted(out, NULL, parts, pperm, N, 2), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_shard_merge_sorted(out, operm, NULL, pperm, N, 2), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_shard_merge_sorted(out, operm, parts, NULL, N, 2), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_shard_merge_sorted(NULL, NULL, NULL, NULL, 0, 3), PSI_OK);
+    ts_dataset_free(&d);
+    ts_keyset_free(&k);
+}
+
+static int slice_run(const psi_engine *e, uint8_t *out, size_t *perm, psi_shard_step step,
+                     size_t off, size_t cnt, const psi_value *values, const uint8_t *points)
+{
+    psi_shard_slice in = {step, off, cnt, values ? values + off : NULL,
+                          points ? points + off * EB : NULL};
+    return psi_shard_run_one(e, out, perm, &in);
+}
+
+/* Each step on each slice equals the engine call on that slice. */
+static void check_run_one_slices(const keyset *k, const dataset *d, const uint8_t *masked,
+                                 const uint8_t *remasked, size_t shards)
+{
+    uint8_t out[64 * EB], want[64 * EB];
+    size_t perm[64], wperm[64];
+    for (size_t j = 0; j < shards; j++) {
+        size_t off, cnt, len = sizeof want;
+        assert_int_equal(psi_shard_plan(&off, &cnt, d->nc, shards, j), PSI_OK);
+        assert_int_equal(slice_run(k->c[1], out, NULL, PSI_SHARD_MASK, off, cnt, d->cv, NULL),
+                         PSI_OK);
+        assert_memory_equal(out, masked + off * EB, cnt * EB);
+        assert_int_equal(slice_run(k->s[0], out, perm, PSI_SHARD_MASK_SORT, off, cnt, d->cv,
+                                   NULL), PSI_OK);
+        assert_int_equal(psi_engine_mask(k->s[0], want, &len, d->cv + off, cnt), PSI_OK);
+        assert_int_equal(psi_elements_sort(want, wperm, cnt), PSI_OK);
+        for (size_t i = 0; i < cnt; i++)
+            assert_int_equal(perm[i], wperm[i] + off);
+        assert_memory_equal(out, want, cnt * EB);
+        assert_int_equal(slice_run(k->s[1], out, NULL, PSI_SHARD_REMASK, off, cnt, NULL, masked),
+                         PSI_OK);
+        assert_memory_equal(out, remasked + off * EB, cnt * EB);
+        assert_int_equal(slice_run(k->c[1], out, NULL, PSI_SHARD_UNMASK, off, cnt, NULL,
+                                   remasked), PSI_OK);
+        len = sizeof want;
+        assert_int_equal(psi_engine_unmask(k->c[1], want, &len, remasked + off * EB, cnt),
+                         PSI_OK);
+        assert_memory_equal(out, want, cnt * EB);
+    }
+}
+
+static void check_run_one_errors(const keyset *k, const dataset *d, const uint8_t *masked)
+{
+    uint8_t buf[4 * EB], bad[4 * EB];
+    size_t perm[4];
+    psi_shard_slice in = {(psi_shard_step)0, 0, 2, d->cv, masked};
+    assert_int_equal(psi_shard_run_one(k->c[1], buf, perm, &in), PSI_E_INVALID_ARG);
+    in.step = (psi_shard_step)5;
+    assert_int_equal(psi_shard_run_one(k->c[1], buf, perm, &in), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_shard_run_one(k->c[1], buf, perm, NULL), PSI_E_INVALID_ARG);
+    assert_int_equal(slice_run(NULL, buf, NULL, PSI_SHARD_MASK, 0, 2, d->cv, NULL),
+                     PSI_E_INVALID_ARG);
+    assert_int_equal(slice_run(k->c[1], NULL, NULL, PSI_SHARD_MASK, 0, 2, d->cv, NULL),
+                     PSI_E_INVALID_ARG);
+    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_SHARD_MASK, 0, 2, NULL, NULL),
+                     PSI_E_INVALID_ARG);
+    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_SHARD_MASK_SORT, 0, 2, d->cv, NULL),
+                     PSI_E_INVALID_ARG);
+    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_SHARD_REMASK, 0, 2, NULL, NULL),
+                     PSI_E_INVALID_ARG);
+    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_SHARD_UNMASK, 0, 2, NULL, NULL),
+                     PSI_E_INVALID_ARG);
+    for (int st = PSI_SHARD_MASK; st <= PSI_SHARD_UNMASK; st++)
+        assert_int_equal(slice_run(k->c[1], NULL, NULL, (psi_shard_step)st, 5, 0, NULL, NULL),
+                         PSI_OK);
+    /* A bad point: its code, and no partial output. */
+    memcpy(bad, masked, sizeof bad);
+    ts_corrupt(bad, 2, BAD_X_ONE);
+    for (int st = PSI_SHARD_REMASK; st <= PSI_SHARD_UNMASK; st++) {
+        out o = {0, 0, 1, 4, buf, NULL, 0};
+        memset(buf, FILL, sizeof buf);
+        o.rc = slice_run(k->s[1], buf, NULL, (psi_shard_step)st, 0, 4, NULL, bad);
+        assert_int_equal(o.rc, PSI_E_POINT_NOT_ON_CURVE);
+        o.cap = sizeof buf;
+        snprintf(ts_where, sizeof ts_where, "run_one step %d", st);
+        ts_expect_no_partial("run_one", &o);
+    }
+}
+
+static void test_shard_run_one_each_step(void **state)
+{
+    (void)state;
+    static const size_t counts[] = {1, 2, 4, 7, 23, 30};
+    uint64_t rng = ts_rng_for(8);
+    keyset k;
+    ts_keyset_make(&k, &rng);
+    dataset d;
+    ts_dataset_make(&d, &rng, 0, 23);
+    uint8_t masked[23 * EB], remasked[23 * EB];
+    size_t len = sizeof masked;
+    assert_int_equal(psi_engine_mask(k.c[1], masked, &len, d.cv, 23), PSI_OK);
+    len = sizeof remasked;
+    assert_int_equal(psi_engine_remask(k.s[1], remasked, &len, masked, 23), PSI_OK);
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        check_run_one_slices(&k, &d, masked, remasked, counts[i]);
+    check_run_one_errors(&k, &d, masked);
+    ts_dataset_free(&d);
+    ts_keyset_free(&k);
+}
+
+/* ------------------------------------------------------------ executor */
+
+static void test_shard_create_rejects_bad_settings(void **state)
+{
+    (void)state;
+    uint8_t key[PSI_KEY_BYTES];
+    uint64_t rng = ts_rng_for(9);
+    ts_random_key(&rng, key);
+    psi_engine *e = ts_engine_new(PSI_ROLE_CLIENT, 1, key, sizeof key);
+    psi_shard_settings s, bad[5];
+    psi_shard_settings_default(&s);
+    assert_true(s.threads == 0 && s.max_threads == 0 && s.shards == 0 && s.progress == NULL);
+    for (size_t i = 0; i < sizeof s.reserved; i++)
+        assert_int_equal(s.reserved[i], 0);
+    for (int i = 0; i < 5; i++)
+        bad[i] = s;
+    bad[0].shards = PSI_SHARD_MAX_SHARDS + 1;
+    bad[1].threads = PSI_SHARD_MAX_THREADS + 1;
+    bad[2].reserved[0] = 1;
+    bad[3].reserved[sizeof s.reserved - 1] = 0x80;
+    bad[4].shards = SIZE_MAX;
+    psi_shards *g = (psi_shards *)(void *)&rng; /* must come back NULL */
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(psi_shards_create(&g, e, &bad[i]), PSI_E_INVALID_ARG);
+        assert_null(g);
+        g = (psi_shards *)(void *)&rng;
+    }
+    assert_int_equal(psi_shards_create(&g, NULL, &s), PSI_E_INVALID_ARG);
+    assert_null(g);
+    assert_int_equal(psi_shards_create(&g, e, NULL), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_shards_create(NULL, e, &s), PSI_E_INVALID_ARG);
+    psi_shards_free(NULL);
+    assert_int_equal(psi_shards_count(NULL), 0);
+    assert_int_equal(psi_shards_threads(NULL), 0);
+    psi_engine_free(e);
+}
+
+static void test_shard_counts_and_threads(void **state)
+{
+    (void)state;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t cpus = online < 1 ? 1 : (size_t)online;
+    cpus = cpus > PSI_SHARD_MAX_THREADS ? PSI_SHARD_MAX_THREADS : cpus;
+    size_t cpus5 = cpus < 5 ? cpus : 5;
+    /* threads, max_threads, shards -> shards, worker threads.  Threads are
+     * capped at the shard count; one thread is the inline executor. */
+    const size_t cases[][5] = {
+        {1, 0, 3, 3, 0}, {1, 0, 1, 1, 0}, {4, 0, 2, 2, 2}, {2, 0, 8, 8, 2}, {4, 0, 4, 4, 4},
+        {8, 3, 16, 16, 3}, {0, 1, 0, 1, 0}, {0, 1, 6, 6, 0},
+        {0, 0, 5, 5, cpus5 == 1 ? 0 : cpus5}, {0, 0, 0, cpus, cpus == 1 ? 0 : cpus},
+        {PSI_SHARD_MAX_THREADS, 0, 3, 3, 3},
+    };
+    uint8_t key[PSI_KEY_BYTES];
+    uint64_t rng = ts_rng_for(10);
+    ts_random_key(&rng, key);
+    psi_engine *e = ts_engine_new(PSI_ROLE_SERVER, 0, key, sizeof key);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        psi_shard_settings s;
+        psi_shards *g = NULL;
+        psi_shard_settings_default(&s);
+        s.threads = cases[i][0];
+        s.max_threads = cases[i][1];
+        s.shards = cases[i][2];
+        assert_int_equal(psi_shards_create(&g, e, &s), PSI_OK);
+        if (psi_shards_count(g) != cases[i][3] || psi_shards_threads(g) != cases[i][4])
+            fail_msg("threads=%zu max_threads=%zu shards=%zu: %zu shards, %zu threads, "
+                     "expected %zu, %zu", cases[i][0], cases[i][1], cases[i][2],
+                     psi_shards_count(g), psi_shards_threads(g), cases[i][3], cases[i][4]);
+        psi_shards_free(g);
+    }
+    psi_engine_free(e);
+}
+
+typedef struct progress_log {
+    atomic_int inside;
+    int overlap, decreased, wrong_total;
+    size_t calls;
+    uint64_t last, total;
+} progress_log;
+
+static void progress_count(void *arg, uint64_t done, uint64_t total)
+{
+    progress_log *p = arg;
+    if (atomic_fetch_add(&p->inside, 1) != 0)
+        p->overlap = 1;
+    if (p->calls > 0 && done < p->last)
+        p->decreased = 1;
+    if (total != p->total || done > total)
+        p->wrong_total = 1;
+    p->last = done;
+    p->calls++;
+    atomic_fetch_sub(&p->inside, 1);
+}
+
+/* The shards report one monotonic count per call, never two callbacks at
+ * once, ending at n; the engine's own callback is not cloned. */
+static void test_shard_progress_reaches_n(void **state)
+{
+    (void)state;
+    enum { N = 5000 };
+    static const size_t ns[] = {N, 100};
+    uint64_t rng = ts_rng_for(11);
+    uint8_t key[PSI_KEY_BYTES];
+    ts_random_key(&rng, key);
+    progress_log engine_log = {0}, log = {0};
+    psi_settings es;
+    psi_settings_default(&es);
+    es.progress = progress_count;
+    es.progress_arg = &engine_log;
+    psi_engine *e = NULL;
+    assert_int_equal(psi_engine_create_from_key(&e, &es, key, sizeof key), PSI_OK);
+    psi_shard_settings s;
+    psi_shard_settings_default(&s);
+    s.shards = 4;
+    s.threads = 2;
+    s.progress = progress_count;
+    s.progress_arg = &log;
+    psi_shards *g = NULL;
+    assert_int_equal(psi_shards_create(&g, e, &s), PSI_OK);
+    dataset d;
+    ts_dataset_make(&d, &rng, N, 0);
+    uint8_t *out = malloc(N * EB);
+    assert_non_null(out);
+    for (size_t i = 0; i < 2; i++) {
+        size_t len = N * EB;
+        memset(&log, 0, sizeof log);
+        log.total = ns[i];
+        assert_int_equal(psi_shards_mask(g, out, &len, d.sv, ns[i]), PSI_OK);
+        printf("# progress: %zu values, %zu calls\n", ns[i], log.calls);
+        assert_true(log.calls >= 1);
+        assert_int_equal(log.last, ns[i]);
+        assert_false(log.overlap || log.decreased || log.wrong_total);
+    }
+    assert_int_equal(engine_log.calls, 0);
+    free(out);
+    ts_dataset_free(&d);
+    psi_shards_free(g);
+    psi_engine_free(e);
+}
+
+int main(void)
+{
+    ts_seed = tu_seed("shard_steps");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shard_plan_slices),
+        cmocka_unit_test(test_shard_create_rejects_bad_settings),
+        cmocka_unit_test(test_shard_counts_and_threads),
+        cmocka_unit_test(test_shard_merge_sorted_equals_sort),
+        cmocka_unit_test(test_shard_run_one_each_step),
+        cmocka_unit_test(test_shard_progress_reaches_n),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
