@@ -51,7 +51,7 @@ int psi_cli_party_init(psi_cli_party *p, psi_engine *e, const psi_cli_shard_opts
         return PSI_OK;
     }
     psi_shard_settings_default(&s);
-    s.shards = o->shards > 0 ? o->shards : o->threads;
+    s.shards = o->shards; // 0: the library's default for the threads
     s.threads = o->threads;
     // Left to the library, threads are the online CPUs; more than there
     // are shards would only idle.

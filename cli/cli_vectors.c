@@ -43,8 +43,8 @@ static const char vectors_usage[] =
     "  --verbose    also print \"ok <file>: <case>\" for each passing case\n"
     "  --quiet      print nothing for passing cases (the default)\n"
     "  --shards N   run each party on N shards, 1 to "
-    PSI_CLI_STR(PSI_SHARD_MAX_SHARDS) " (default with\n"
-    "               --threads: T)\n"
+    PSI_CLI_STR(PSI_SHARD_MAX_SHARDS) " (default: 4 a\n"
+    "               worker thread, 1 without)\n"
     "  --threads T  on T worker threads, 1 to " PSI_CLI_STR(PSI_SHARD_MAX_THREADS)
     " (default with --shards: the\n"
     "               online CPUs, at most N); 1 runs the shards in turn on\n"

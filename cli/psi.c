@@ -20,7 +20,7 @@ static const char psi_main_usage[] =
     "Both 'vectors check' and 'demo' take --shards N and --threads T to run\n"
     "every engine operation through the sharding layer: N engines per party\n"
     "on T threads, with the same results as one engine.  The demo runs\n"
-    "sharded by default (one shard per online CPU; --single-engine not).\n"
+    "sharded by default (a thread per online CPU; --single-engine not).\n"
     "\n"
     "Options:\n"
     "  -h, --help     show this help\n"

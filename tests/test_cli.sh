@@ -387,7 +387,7 @@ test_demo_sharded() {
     run 0 demo --server-size 500 --client-size 100 --single-engine &&
         has_out '^parties: server and client each on a single engine, made in '
     has_out '^result: OK$'
-    # The default is sharded, one shard per online CPU.
+    # The default is sharded, a thread per online CPU and 4 shards a thread.
     run 0 demo --server-size 500 --client-size 100 && has_out '^parties: .* each on [0-9]+ shards?, '
     no_out 'single engine'
 }

@@ -270,7 +270,8 @@ static void test_shard_counts_and_threads(void **state)
     const size_t cases[][5] = {
         {1, 0, 3, 3, 0}, {1, 0, 1, 1, 0}, {4, 0, 2, 2, 2}, {2, 0, 8, 8, 2}, {4, 0, 4, 4, 4},
         {8, 3, 16, 16, 3}, {0, 1, 0, 1, 0}, {0, 1, 6, 6, 0},
-        {0, 0, 5, 5, cpus5 == 1 ? 0 : cpus5}, {0, 0, 0, cpus, cpus == 1 ? 0 : cpus},
+        {0, 0, 5, 5, cpus5 == 1 ? 0 : cpus5}, {0, 0, 0, cpus == 1 ? 1 : cpus * PSI_SHARD_DEFAULT_PER_THREAD, cpus == 1 ? 0 : cpus},
+        {2, 0, 0, 2 * PSI_SHARD_DEFAULT_PER_THREAD, 2}, {1, 0, 0, 1, 0},
         {PSI_SHARD_MAX_THREADS, 0, 3, 3, 3},
     };
     uint8_t key[PSI_KEY_BYTES];

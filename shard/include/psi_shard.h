@@ -32,6 +32,9 @@ extern "C" {
 #define PSI_SHARD_MAX_THREADS 256
 /** Most shards (engines) a psi_shards may hold. */
 #define PSI_SHARD_MAX_SHARDS 4096
+/** Shards a worker thread gets when the caller leaves the count to the
+ *  library. */
+#define PSI_SHARD_DEFAULT_PER_THREAD 4
 
 /* ------------------------------------------------------- pure steps §14 */
 
@@ -94,7 +97,9 @@ typedef struct psi_shard_settings {
                                 thread (the inline executor: no thread). */
     size_t max_threads;      /* cap on threads, given or defaulted; default
                                 0 = PSI_SHARD_MAX_THREADS */
-    size_t shards;           /* engines; default 0 = as many as threads.
+    size_t shards;           /* engines; default 0 = threads *
+                                PSI_SHARD_DEFAULT_PER_THREAD, or 1 with the
+                                inline executor.
                                 More shards than threads is allowed: a thread
                                 then runs several in turn.  No more threads
                                 than shards are started: threads beyond the
