@@ -10,8 +10,10 @@
  * shard_<op>_100k_n<N>_t<T> (psi_shards_*) for N/T in 1/1, 2/2, 8/2, and
  * procs_<op>_100k_p2: the engine's call in two processes, each on half the
  * values, which share nothing at all: the ceiling of any sharding on this
- * machine at that moment (on shared virtual CPUs it can be well below 2), with
- * op: setup (GCS setup of 100k server values, fpr 1e-6 for 100k client
+ * machine at that moment (on shared virtual CPUs it can be well below 2);
+ * and shard_match_serial_100k, the part of the sharded match step that runs
+ * once (parse the setup, match all unmasked elements).  The ops are
+ * setup (GCS setup of 100k server values, fpr 1e-6 for 100k client
  * inputs), request (100k values), response (to a 100k request) and match
  * (psi_client_get_intersection of a 100k response against the GCS setup).
  * The client and server share half their values.  Values, engines, shards
@@ -591,6 +593,57 @@ static int memory_request_peak(size_t n, size_t t)
     return rc == PSI_OK ? 0 : fail("psi_shards_client_create_request", rc);
 }
 
+/* ---------------------------------------------------------- match_serial */
+
+/* The part of the sharded match step that runs once, on one thread
+ * (PROTOCOL.md §14.4): parsing the setup and matching all 100k unmasked
+ * elements, from elements unmasked beforehand (untimed).  Against
+ * engine_match_100k it is the share Amdahl's law leaves unsplit. */
+static int run_match_serial(unsigned iters)
+{
+    const uint8_t *resp = fx.msg[OP_RESPONSE];
+    size_t n = psi_message_element_bound(fx.msg_len[OP_RESPONSE]), len, count;
+    uint8_t *masked = malloc(n * PSI_ELEMENT_BYTES + 1);
+    uint8_t *plain = malloc(n * PSI_ELEMENT_BYTES + 1);
+    size_t *idx = malloc(n * sizeof *idx + 1);
+    double min = 0.0, max = 0.0, sum = 0.0;
+    int rc = PSI_E_NOMEM;
+
+    if (masked == NULL || plain == NULL || idx == NULL)
+        goto done;
+    rc = psi_response_decode(masked, &n, resp, fx.msg_len[OP_RESPONSE]);
+    len = n * PSI_ELEMENT_BYTES;
+    if (rc == PSI_OK)
+        rc = psi_engine_unmask(fx.client, plain, &len, masked, n);
+    for (unsigned i = 0; rc == PSI_OK && i < iters; i++) {
+        psi_setup *setup = NULL;
+        double t0 = bench_now(), dt;
+        rc = psi_setup_parse(&setup, fx.msg[OP_SETUP], fx.msg_len[OP_SETUP]);
+        count = n;
+        if (rc == PSI_OK)
+            rc = psi_setup_match(setup, idx, &count, plain, n);
+        dt = bench_now() - t0;
+        psi_setup_free(setup);
+        min = i == 0 || dt < min ? dt : min;
+        max = i == 0 || dt > max ? dt : max;
+        sum += dt;
+    }
+    if (rc == PSI_OK && (count != fx.msg_len[OP_MATCH]
+                         || memcmp(idx, fx.msg[OP_MATCH], count * sizeof *idx) != 0)) {
+        fprintf(stderr, "shard_match_serial_100k: output differs from the single engine's\n");
+        rc = PSI_E_CRYPTO;
+    }
+    if (rc == PSI_OK)
+        printf("shard_match_serial_100k,%.6f,%.6f,%.6f,%.1f,%.3f\n", min, sum / iters, max,
+               (double)n * iters / sum, fx.baseline[OP_MATCH] > 0.0
+                                            ? fx.baseline[OP_MATCH] / (sum / iters) : 0.0);
+done:
+    free(masked);
+    free(plain);
+    free(idx);
+    return rc == PSI_OK ? 0 : fail("shard_match_serial_100k", rc);
+}
+
 static int run_memory(void)
 {
 #if defined(__GLIBC__)
@@ -623,6 +676,7 @@ static const shard_case cases[] = {
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 #define MEMORY_CASE "shard_memory"
+#define SERIAL_CASE "shard_match_serial_100k"
 
 static void usage(void)
 {
@@ -633,6 +687,7 @@ static void usage(void)
            "PSI_BENCH_ITERS=k runs each timed case k times (default 1).\ncases:\n");
     for (i = 0; i < N_CASES; i++)
         printf("  %s\n", cases[i].name);
+    printf("  %s\n", SERIAL_CASE);
     printf("  %s\n", MEMORY_CASE);
 }
 
@@ -675,6 +730,15 @@ int main(int argc, char **argv)
             rc = ensure_baseline(cases[i].op, iters);
         if (rc == 0 && (cases[i].shards > 0 || cases[i].procs > 0))
             rc = run_case(&cases[i], iters);
+    }
+    if (rc == 0 && bench_selected(SERIAL_CASE, argc - 1, argv + 1)) {
+        if (ran++ == 0) {
+            printf("name,min_s,avg_s,max_s,values_per_s,speedup_vs_engine\n");
+            rc = fixture_init();
+        }
+        if (rc == 0)
+            rc = ensure_baseline(OP_MATCH, iters) != 0 || reference(OP_MATCH) != 0
+                 || run_match_serial(iters) != 0;
     }
     if (rc == 0 && bench_selected(MEMORY_CASE, argc - 1, argv + 1)) {
         ran++;
