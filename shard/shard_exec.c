@@ -157,9 +157,10 @@ int psi_shards_run(psi_shards *g, psi_shard_step step, uint8_t *out, size_t *per
                                      points ? points + off * PSI_ELEMENT_BYTES : NULL};
         u->out = out != NULL ? out + off * PSI_ELEMENT_BYTES : NULL;
         u->perm = perm != NULL ? perm + off : NULL;
-        u->rc = PSI_E_INVALID_ARG;
+        u->rc = PSI_OK;
         u->reported = 0;
-        psi_pool_submit(g->pool, &u->job);
+        if (count > 0) /* an empty slice has nothing to do (N > n) */
+            psi_pool_submit(g->pool, &u->job);
     }
     psi_pool_wait(g->pool);
     for (size_t k = 0; k < g->n_units; k++) {
