@@ -11,6 +11,37 @@
 #define PSI_SHARD_THREAD_H
 
 #include <assert.h>
+
+#ifdef PSI_SHARD_NO_THREADS
+/* A build without threads (meson -Dthreads=disabled, e.g. for wasm): locks
+ * do nothing, there is one CPU, and starting a thread fails with ENOSYS,
+ * so only the inline executor can be created and any request for worker
+ * threads fails with PSI_E_THREAD instead of silently running inline. */
+#include <errno.h>
+
+typedef struct psi_mutex { char unused; } psi_mutex;
+typedef struct psi_cond { char unused; } psi_cond;
+typedef struct psi_thread { char unused; } psi_thread;
+
+static inline int psi_mutex_init(psi_mutex *m) { (void)m; return 0; }
+static inline void psi_mutex_destroy(psi_mutex *m) { (void)m; }
+static inline void psi_mutex_lock(psi_mutex *m) { (void)m; }
+static inline void psi_mutex_unlock(psi_mutex *m) { (void)m; }
+static inline int psi_cond_init(psi_cond *c) { (void)c; return 0; }
+static inline void psi_cond_destroy(psi_cond *c) { (void)c; }
+static inline void psi_cond_wait(psi_cond *c, psi_mutex *m) { (void)c; (void)m; }
+static inline void psi_cond_signal(psi_cond *c) { (void)c; }
+static inline void psi_cond_broadcast(psi_cond *c) { (void)c; }
+static inline int psi_thread_create(psi_thread *t, void *(*fn)(void *), void *arg)
+{
+    (void)t, (void)fn, (void)arg;
+    return ENOSYS;
+}
+static inline void psi_thread_join(psi_thread t) { (void)t; }
+static inline long psi_thread_online_cpus(void) { return 1; }
+
+#else /* threads */
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -98,4 +129,5 @@ static inline long psi_thread_online_cpus(void)
     return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+#endif /* PSI_SHARD_NO_THREADS */
 #endif /* PSI_SHARD_THREAD_H */

@@ -124,7 +124,9 @@ typedef struct psi_shards psi_shards;
  *  Returns: PSI_OK, PSI_E_INVALID_ARG (shards > PSI_SHARD_MAX_SHARDS,
  *  threads > PSI_SHARD_MAX_THREADS, non-zero reserved bytes), PSI_E_NOMEM,
  *  PSI_E_CRYPTO, PSI_E_THREAD (a thread could not start: none is left
- *  running, nothing is leaked, and there is no fallback to fewer threads).
+ *  running, nothing is leaked, and there is no fallback to fewer threads;
+ *  a library built with -Dthreads=disabled has one CPU by default and
+ *  gives PSI_E_THREAD whenever more than one thread is asked for).
  *  Ownership: the caller frees *out with psi_shards_free. */
 PSI_API int psi_shards_create(psi_shards **out, const psi_engine *e, const psi_shard_settings *s);
 
