@@ -1,0 +1,9 @@
+/* The wasm module's own translation unit.  The module is the library
+ * itself (psi/ and shard/, linked whole); this file only records what the
+ * JS side may rely on, checked at compile time. */
+#include "psi.h"
+#include "psi_shard.h"
+
+_Static_assert(sizeof(size_t) == 4, "wasm32: size_t is 32 bits, as the JS glue reads it");
+_Static_assert(sizeof(psi_value) == 8, "psi_value is {pointer, length}");
+_Static_assert(sizeof(psi_pair) == 8, "psi_pair is {client_index, server_index}");
