@@ -28,7 +28,8 @@ export const GENERATOR = `${PKG_NAME} ${PKG_VERSION}`;
 // Small helpers (the ones shared with generate-extra.mjs are in psijs-common.mjs)
 
 // With the u flag a surrogate pair is one code point, so this only matches lone surrogates,
-// which have no UTF-8 encoding (psi.js would silently turn them into U+FFFD).
+// which have no UTF-8 encoding. psi.js accepts them silently, writing 3-byte WTF-8 but
+// counting 4 bytes, so "\ud800x" is hashed as ed a0 80 78 (pinned in wasm/test/api.test.mjs).
 export const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 // ---------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 // the intersection from its messages must equal the file's.  (The JS
 // package and the worker pool are issue 4's; this only proves the module.)
 //   node wasm/test/kat-smoke.cjs MODULE_DIR FILE...
+// With no argument (as `node --test wasm/test/` runs it) it checks
+// $SHARDPSI_WASM_DIR or build-wasm/wasm on the two committed wire files.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -43,7 +45,13 @@ function main(M) {
 }
 
 (async () => {
-  const [dir, ...files] = process.argv.slice(2);
+  let [dir, ...files] = process.argv.slice(2);
+  if (dir === undefined) {
+    const root = path.resolve(__dirname, '../..');
+    dir = process.env.SHARDPSI_WASM_DIR || path.join(root, 'build-wasm/wasm');
+    files = [path.join(root, 'vectors/openmined-psi-2.0.6.json'),
+      path.join(root, '../shared/reference/sample-vectors.json')];
+  }
   const M = await load(dir);
   const api = main(M);
   let passed = 0, failed = 0;

@@ -1,0 +1,207 @@
+#!/usr/bin/env node
+// `psi vectors check` for the JavaScript package: replays psi-wire-vectors/1
+// and shardpsi-extra-vectors/1 files through the JS API (js/index.mjs) and
+// prints the same lines as the C tool: "FAIL <file>: <case>: <what>" for each
+// failing case ("ok ..." too with --verbose) and a last line "N passed, M failed".
+//   node wasm/bin/check-vectors.mjs [--quiet | --verbose] [--workers N] FILE...
+// Exit status: 0 every case passed; 1 a case failed; 2 usage error, unreadable or
+// invalid file, or malformed case (which counts as failed).
+
+import { readFileSync } from 'node:fs';
+import { createPSI } from '../js/index.mjs';
+import { Malformed, readWireCase, readAssocCase, readRejectCase, runCase, runReject } from './vector-cases.mjs';
+
+const WIRE = 'psi-wire-vectors/1';
+const EXTRA = 'shardpsi-extra-vectors/1';
+const PROG = 'check-vectors';
+
+const USAGE = `Usage: node wasm/bin/check-vectors.mjs [--quiet | --verbose] [--workers N] FILE...
+
+Checks vector files against the shardpsi WebAssembly module through its
+JavaScript API, as \`psi vectors check\` does against the C library.
+
+"${WIRE}": for every case it rebuilds the server setup, the request and
+the response (from the stored request) from the case's keys and inputs, and
+the intersection (when revealed) and its size from the stored setup and
+response, and compares each with the stored value byte for byte.
+
+"${EXTRA}": each association case is checked like a wire case with
+a raw setup, plus the setup's permutation, and the association table computed
+from the stored setup, response and permutation; each rejection case runs its
+operation on bad input, which must fail with exactly the named PSI_E_* error.
+
+Prints "FAIL <file>: <case>: <what differed>" for each failing case and a
+last line "N passed, M failed" counting the cases of all files.
+
+Options:
+  --verbose    also print "ok <file>: <case>" for each passing case
+  --quiet      print nothing for passing cases (the default)
+  --workers N  run on N wasm instances; only 1 (the default) works until the
+               worker pool is built
+  -h, --help   show this help
+
+Exit status: 0 if every case passed; 1 if a case failed; 2 on a usage error
+or a file that cannot be read, is not valid JSON, has another format or holds
+a malformed case (which counts as failed).
+`;
+
+const error = (msg) => process.stderr.write(`${PROG}: ${msg}\n`);
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+class Usage extends Error {}
+
+function parseArgs(argv) {
+  const o = { verbose: false, workers: 1, files: [] };
+  let i = 0;
+  for (; i < argv.length && argv[i].startsWith('-') && argv[i] !== '-'; i++) {
+    const a = argv[i];
+    if (a === '-h' || a === '--help') return { help: true };
+    if (a === '--verbose' || a === '-v') o.verbose = true;
+    else if (a === '--quiet' || a === '-q') o.verbose = false;
+    else if (a === '--') { i++; break; } else if (a === '--workers' || a.startsWith('--workers=')) {
+      let v = a.slice('--workers='.length);
+      if (a === '--workers') {
+        if (i + 1 >= argv.length) throw new Usage('option --workers needs a value');
+        v = argv[++i];
+      }
+      if (!/^[0-9]+$/.test(v) || Number(v) < 1) throw new Usage(`--workers: '${v}' is not a positive integer`);
+      o.workers = Number(v);
+    } else throw new Usage(`unknown option '${a}'`);
+  }
+  o.files = argv.slice(i);
+  if (o.files.length === 0) throw new Usage("no FILE given (see 'check-vectors.mjs --help')");
+  if (o.workers !== 1) {
+    throw new Usage(`--workers ${o.workers}: the worker pool is not built yet; only --workers 1 is supported`);
+  }
+  return o;
+}
+
+// The parsed file, or null after a message.  cJSON refuses strings with lone
+// surrogates and the C tool object keys holding U+0000; so does this.
+function loadJson(path) {
+  let text;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    error(`${path}: ${e.code === 'ENOENT' ? 'cannot open' : 'cannot read'}: ${e.message}`);
+    return null;
+  }
+  let why = null;
+  let root;
+  try {
+    root = JSON.parse(text, (key, value) => {
+      if (key.includes('\0')) why = why ?? 'an object key holds U+0000';
+      if (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))) {
+        why = why ?? 'not valid JSON: a string holds a lone surrogate';
+      }
+      return value;
+    });
+  } catch (e) {
+    error(`${path}: not valid JSON: ${where(text, e.message)}`);
+    return null;
+  }
+  if (why) { error(`${path}: ${why}`); return null; }
+  return root;
+}
+
+// V8's "... at position P" as "syntax error at line L, column C" (as the C tool says it).
+function where(text, message) {
+  const m = / at position (\d+)/.exec(message);
+  if (!m) return message;
+  const before = text.slice(0, Number(m[1])).split('\n');
+  return `syntax error at line ${before.length}, column ${before[before.length - 1].length + 1} (${message})`;
+}
+
+function formatOf(path, root) {
+  const want = `expected "${WIRE}" or "${EXTRA}"`;
+  if (root === null || typeof root !== 'object' || Array.isArray(root)) {
+    error(`${path}: the top level is not a JSON object`);
+    return null;
+  }
+  const f = root.format;
+  if (typeof f !== 'string') {
+    error(`${path}: "format" is ${f === undefined ? 'missing' : 'not a string'}, ${want}`);
+    return null;
+  }
+  if (f === WIRE || f === EXTRA) return f;
+  error(`${path}: unknown format "${f.slice(0, 60)}", ${want}`);
+  return null;
+}
+
+function arrayOf(path, root, name) {
+  const a = root[name];
+  if (Array.isArray(a)) return a;
+  error(`${path}: "${name}" is ${a === undefined ? 'missing' : 'not an array'}`);
+  return null;
+}
+
+function main(argv) {
+  let opts;
+  try {
+    opts = parseArgs(argv);
+  } catch (e) {
+    if (!(e instanceof Usage)) throw e;
+    error(e.message);
+    return Promise.resolve(2);
+  }
+  if (opts.help) { process.stdout.write(USAGE); return Promise.resolve(0); }
+  return createPSI().then((psi) => checkFiles(psi, opts), (e) => {
+    error(`cannot load the WebAssembly module: ${e.message}`);
+    return 2;
+  });
+}
+
+function checkFiles(psi, opts) {
+  const st = { passed: 0, failed: 0, fileErrors: 0 };
+  const report = (path, array, index, name, { rc, msg }) => {
+    if (rc < 0) {
+      error(`${path}: ${array}[${index}]${name !== undefined ? ` (${name})` : ''}: malformed: ${msg}`);
+      st.fileErrors++;
+      st.failed++;
+    } else if (rc > 0) {
+      console.log(`FAIL ${path}: ${name}: ${msg}`);
+      st.failed++;
+    } else {
+      if (opts.verbose) console.log(`ok ${path}: ${name}`);
+      st.passed++;
+    }
+  };
+  const runAll = (path, cases, array, read, run) => cases.forEach((obj, index) => {
+    let c;
+    try {
+      c = read(obj, psi);
+    } catch (e) {
+      if (!(e instanceof Malformed)) throw e;
+      report(path, array, index, e.caseName, { rc: -1, msg: e.message });
+      return;
+    }
+    report(path, array, index, c.name, run(psi, c));
+  });
+
+  for (const path of opts.files) {
+    const root = loadJson(path);
+    const format = root === null ? null : formatOf(path, root);
+    if (format === WIRE) {
+      const cases = arrayOf(path, root, 'cases');
+      if (cases) runAll(path, cases, 'cases', readWireCase, runCase);
+      else st.fileErrors++;
+    } else if (format === EXTRA) {
+      const assoc = arrayOf(path, root, 'association_cases');
+      const reject = assoc && arrayOf(path, root, 'rejection_cases');
+      if (reject) {
+        runAll(path, assoc, 'association_cases', readAssocCase, runCase);
+        runAll(path, reject, 'rejection_cases', readRejectCase, runReject);
+      } else st.fileErrors++;
+    } else {
+      st.fileErrors++;
+    }
+  }
+  console.log(`${st.passed} passed, ${st.failed} failed`);
+  if (st.fileErrors > 0) return 2;
+  return st.failed > 0 ? 1 : 0;
+}
+
+main(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (e) => {
+  console.error(e);
+  process.exitCode = 2;
+});

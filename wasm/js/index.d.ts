@@ -1,0 +1,131 @@
+// TypeScript declarations of the shardpsi JavaScript package (js/index.mjs).
+// Messages are wire bytes (Uint8Array), byte-identical to OpenMined PSI 2.0.6's
+// serialized protobuf messages.
+
+/** A library error: every non-zero psi_error code of the C library. */
+export declare class PsiError extends Error {
+  /** The negative psi_error code, e.g. -10. */
+  readonly code: number;
+  /** The code's identifier (psi_error_name), e.g. "PSI_E_POINT_PREFIX". */
+  readonly codeName: string;
+  /** Same as codeName. */
+  readonly name: string;
+  /** The C function that returned the code, e.g. "psi_server_process_request", when known. */
+  readonly func?: string;
+}
+
+/** Thrown (as a plain Error) by every method of a deleted object. */
+export declare const ERROR_INSTANCE_DELETED: 'Instance was deleted';
+
+/** psi.js's DataStructure names; values equal psi.js's enum `.value` and psi_structure. */
+export type DataStructure = 0 | 1 | 2;
+export interface DataStructureWrapper {
+  readonly Raw: 0;
+  readonly GCS: 1;
+  readonly BloomFilter: 2;
+}
+export declare const dataStructure: DataStructureWrapper;
+
+/** A data structure argument: one of psi.dataStructure, or a psi.js enum object. */
+export type DataStructureArg = DataStructure | { readonly value: number };
+
+/** Message arguments: wire bytes, or a psi.js protobuf message (its serializeBinary() is used). */
+export type MessageArg = Uint8Array | ArrayBuffer | { serializeBinary(): Uint8Array };
+
+/** Inputs: strings are hashed as their UTF-8 bytes (lone surrogates are refused with a
+ *  PsiError PSI_E_INVALID_ARG); a Uint8Array is hashed as its bytes (extension). */
+export type Input = string | Uint8Array;
+
+export interface SetupWithPermutation {
+  /** The ServerSetup wire bytes (raw structure). */
+  readonly setup: Uint8Array;
+  /** permutation[j] = index in the server's inputs of the element at setup position j. */
+  readonly permutation: Uint32Array;
+}
+
+export interface Server {
+  /** Frees the engine (and wipes its key). Calling it again does nothing. */
+  readonly delete: () => void;
+  /** The ServerSetup message. fpr and numClientInputs are ignored for Raw. */
+  readonly createSetupMessage: (fpr: number, numClientInputs: number | bigint,
+    inputs: readonly Input[], dataStructure?: DataStructureArg) => Uint8Array;
+  /** A raw ServerSetup and its sorting permutation, for getAssociationTable (extension). */
+  readonly createSetupMessageWithPermutation: (fpr: number, numClientInputs: number | bigint,
+    inputs: readonly Input[], dataStructure?: DataStructureArg) => SetupWithPermutation;
+  /** The Response to a client's Request. */
+  readonly processRequest: (clientRequest: MessageArg) => Uint8Array;
+  /** A copy of the 32-byte big-endian key. */
+  readonly getPrivateKeyBytes: () => Uint8Array;
+}
+
+/** [clientIndices, serverIndices], pair i = (clientIndices[i], serverIndices[i]). */
+export type AssociationTable = [number[], number[]];
+
+export interface Client {
+  readonly delete: () => void;
+  /** The Request message for the client's inputs, in input order. */
+  readonly createRequest: (clientInputs: readonly Input[]) => Uint8Array;
+  /** Indices into clientInputs, in OpenMined's order. Needs reveal on both sides. */
+  readonly getIntersection: (serverSetup: MessageArg, serverResponse: MessageArg) => number[];
+  readonly getIntersectionSize: (serverSetup: MessageArg, serverResponse: MessageArg) => number;
+  /** The association table of a raw setup (extension): without a permutation the server
+   *  indices are setup positions, ordered by them; with the permutation of
+   *  createSetupMessageWithPermutation they are server input indices, ordered by them. */
+  readonly getAssociationTable: (serverSetup: MessageArg, serverResponse: MessageArg,
+    permutation?: ArrayLike<number>) => AssociationTable;
+  readonly getPrivateKeyBytes: () => Uint8Array;
+}
+
+export interface ServerWrapper {
+  readonly createWithNewKey: (revealIntersection?: boolean) => Server;
+  /** key: a big-endian integer of any length, 1 <= k < n (never reduced). */
+  readonly createFromKey: (key: Uint8Array, revealIntersection?: boolean) => Server;
+}
+export interface ClientWrapper {
+  readonly createWithNewKey: (revealIntersection?: boolean) => Client;
+  readonly createFromKey: (key: Uint8Array, revealIntersection?: boolean) => Client;
+}
+
+export interface PSILibrary {
+  readonly package: { readonly name: 'shardpsi'; readonly version: string };
+  readonly dataStructure: DataStructureWrapper;
+  readonly server: ServerWrapper;
+  readonly client: ClientWrapper;
+  /** Throws the PsiError of psi_point_check for a bad 33-byte partner point (extension). */
+  readonly checkPoint: (point: Uint8Array) => void;
+  /** psi_error_name: the identifier of a code, or null if unknown (extension). */
+  readonly errorName: (code: number) => string | null;
+  /** psi_strerror: the message of a code (extension). */
+  readonly errorMessage: (code: number) => string;
+}
+
+/** Where the module comes from; all optional. In Node with no option the files are read
+ *  from $SHARDPSI_WASM_DIR, else dist/ next to package.json, else ../build-wasm/wasm. */
+export interface LoadOptions {
+  /** Directory holding shardpsi.js and shardpsi.wasm (Node; a path or a file: URL). */
+  dir?: string | URL;
+  /** URL of the glue shardpsi.js (Node: a file: URL; browser classic worker: importScripts). */
+  jsUrl?: string | URL;
+  /** URL of shardpsi.wasm. */
+  wasmUrl?: string | URL;
+  /** The wasm bytes. */
+  wasmBinary?: Uint8Array | ArrayBuffer;
+  /** A compiled module, e.g. posted to a worker; instantiated with instantiateWasm. */
+  module?: WebAssembly.Module;
+  /** The createShardPsi factory, when the glue is already loaded (browser). */
+  factory?: (options: object) => Promise<unknown>;
+  print?: (text: string) => void;
+  printErr?: (text: string) => void;
+}
+
+/** Loads one module instance and returns the library (psi.js: `await PSI()`). */
+export declare function createPSI(options?: LoadOptions): Promise<PSILibrary>;
+export { createPSI as PSI };
+export default createPSI;
+
+/** The library of an already loaded emscripten Module object. */
+export declare function createLibrary(module: unknown): PSILibrary;
+/** Loads the emscripten Module object itself (low level). */
+export declare function loadModule(options?: LoadOptions): Promise<unknown>;
+/** Compiles shardpsi.wasm once, to hand to workers as { module }. */
+export declare function compileModule(options?: LoadOptions): Promise<WebAssembly.Module>;

@@ -1,0 +1,153 @@
+// shardpsi for JavaScript: a psi.js-like surface (@openmined/psi.js 2.0.6) over
+// one instance of the WebAssembly module, exchanging wire bytes (Uint8Array)
+// instead of protobuf objects.  wasm/README.md lists every difference from psi.js.
+//
+//   import PSI from 'shardpsi'
+//   const psi = await PSI()
+//   const server = psi.server.createWithNewKey(true)
+//   const setup = server.createSetupMessage(0.001, 10, serverInputs)   // Uint8Array
+//   ...
+
+import { loadModule } from './module.mjs';
+import { LowLevel, PsiError, ROLE, STRUCTURE, asBytes } from './lowlevel.mjs';
+
+export { PsiError };
+export { loadModule, compileModule } from './module.mjs';
+
+// The message of every call on a deleted object (psi.js's constant).
+export const ERROR_INSTANCE_DELETED = 'Instance was deleted';
+const PSI_E_STRUCTURE = -23;
+
+// psi.js's DataStructure names; the values are psi.js's enum values (its `.value`) and
+// the C library's psi_structure.
+export const dataStructure = Object.freeze({
+  Raw: STRUCTURE.RAW, GCS: STRUCTURE.GCS, BloomFilter: STRUCTURE.BLOOM_FILTER,
+});
+
+// A data structure given as a number or as a psi.js enum object ({ value }).
+function structureOf(ds) {
+  if (typeof ds === 'number') return ds;
+  if (ds !== null && typeof ds === 'object' && typeof ds.value === 'number') return ds.value;
+  throw new TypeError('dataStructure must be one of psi.dataStructure (Raw, GCS, BloomFilter)');
+}
+
+// Message bytes: a Uint8Array, an ArrayBuffer, or a psi.js protobuf message.
+function messageBytes(msg, what) {
+  if (msg !== null && typeof msg === 'object' && typeof msg.serializeBinary === 'function') {
+    return msg.serializeBinary();
+  }
+  return asBytes(msg, what);
+}
+
+function inputsOf(inputs) {
+  if (!Array.isArray(inputs)) throw new TypeError('inputs must be an array of strings');
+  return inputs;
+}
+
+// Party objects own one engine; a FinalizationRegistry frees engines whose object was
+// dropped without delete() (a safety net only: call delete()).
+function makeParties(ll) {
+  const registry = typeof FinalizationRegistry === 'function'
+    ? new FinalizationRegistry((e) => ll.engineFree(e)) : null;
+
+  // The engine cell of a party: get() throws once deleted; del() is idempotent;
+  // track(obj) frees the engine if obj is collected before delete().
+  function own(e) {
+    let engine = e;
+    const cell = {
+      get() {
+        if (!engine) throw new Error(ERROR_INSTANCE_DELETED);
+        return engine;
+      },
+      del() {
+        if (!engine) return;
+        if (registry) registry.unregister(cell);
+        ll.engineFree(engine);
+        engine = 0;
+      },
+      track(obj) {
+        if (registry) registry.register(obj, engine, cell);
+        return obj;
+      },
+    };
+    return cell;
+  }
+
+  function server(e) {
+    const cell = own(e);
+    function setup(fpr, numClientInputs, inputs, ds, wantPerm) {
+      const params = { structure: structureOf(ds), fpr, numClientInputs };
+      return ll.createSetup(cell.get(), params, inputsOf(inputs), wantPerm);
+    }
+    return cell.track(Object.freeze({
+      delete: () => cell.del(),
+      createSetupMessage(fpr, numClientInputs, inputs, ds = dataStructure.GCS) {
+        return setup(fpr, numClientInputs, inputs, ds, false).setup;
+      },
+      createSetupMessageWithPermutation(fpr, numClientInputs, inputs, ds = dataStructure.Raw) {
+        cell.get();
+        if (structureOf(ds) !== STRUCTURE.RAW) {
+          const err = ll.error(PSI_E_STRUCTURE, 'psi_server_create_setup');
+          err.message += ': a permutation exists only for psi.dataStructure.Raw';
+          throw err;
+        }
+        const { setup: bytes, perm } = setup(fpr, numClientInputs, inputs, ds, true);
+        return { setup: bytes, permutation: perm };
+      },
+      processRequest: (request) => ll.processRequest(cell.get(), messageBytes(request, 'request')),
+      getPrivateKeyBytes: () => ll.engineExportKey(cell.get()),
+    }));
+  }
+
+  function client(e) {
+    const cell = own(e);
+    const args = (setup, response) => [cell.get(), messageBytes(setup, 'setup'), messageBytes(response, 'response')];
+    return cell.track(Object.freeze({
+      delete: () => cell.del(),
+      createRequest: (inputs) => ll.createRequest(cell.get(), inputsOf(inputs)),
+      getIntersection: (setup, response) => Array.from(ll.intersection(...args(setup, response))),
+      getIntersectionSize: (setup, response) => ll.intersectionSize(...args(setup, response)),
+      getAssociationTable(setup, response, permutation) {
+        let pairs = ll.association(...args(setup, response));
+        if (permutation !== undefined && permutation !== null) pairs = ll.associationMap(pairs, permutation);
+        const n = pairs.length / 2, c = new Array(n), s = new Array(n);
+        for (let i = 0; i < n; i++) { c[i] = pairs[2 * i]; s[i] = pairs[2 * i + 1]; }
+        return [c, s];
+      },
+      getPrivateKeyBytes: () => ll.engineExportKey(cell.get()),
+    }));
+  }
+
+  const wrapper = (role, make) => Object.freeze({
+    createWithNewKey: (revealIntersection = false) => make(ll.engineCreate(role, !!revealIntersection)),
+    createFromKey: (key, revealIntersection = false) =>
+      make(ll.engineFromKey(role, !!revealIntersection, asBytes(key, 'key'))),
+  });
+  return { server: wrapper(ROLE.SERVER, server), client: wrapper(ROLE.CLIENT, client) };
+}
+
+// The library object of one module instance.
+export function createLibrary(M) {
+  const ll = new LowLevel(M);
+  const { server, client } = makeParties(ll);
+  const version = ll.version();
+  return Object.freeze({
+    package: Object.freeze({ name: 'shardpsi', version }),
+    dataStructure,
+    server,
+    client,
+    // Extensions (not in psi.js):
+    // checkPoint(point) throws the PsiError of psi_point_check for a bad partner point.
+    checkPoint: (point) => ll.pointCheck(point),
+    errorName: (code) => ll.errorName(code),
+    errorMessage: (code) => ll.strerror(code),
+  });
+}
+
+// Loads a module instance (options: see module.mjs loadModule) and returns the library.
+export async function createPSI(options = {}) {
+  return createLibrary(await loadModule(options));
+}
+
+export { createPSI as PSI };
+export default createPSI;

@@ -1,0 +1,387 @@
+// The thin typed layer over the C API of one module instance (psi.h,
+// psi_shard.h), shared by the psi.js-like surface (index.mjs) and the
+// worker pool.  Engines are plain heap pointers here: their owner frees them.
+//
+// Rules kept by every function:
+//  - heap memory is allocated in a Frame and freed in `finally`, on every path;
+//    heap copies of secret bytes (keys) are zeroed before they are freed;
+//  - a non-zero return code throws PsiError (code, codeName = psi_error_name,
+//    message = psi_strerror, func = the C function);
+//  - results are copied out of the heap (the heap views change when memory grows,
+//    so they are read afresh from the Module after every allocation or call);
+//  - sizes come from psi_*_bytes() and the *_bound() functions, not literals.
+//
+// wasm32 layouts (checked by static asserts in wasm/shardpsi_wasm.c and the tests):
+//   size_t 4 bytes; psi_value {data ptr, len} 8; psi_pair {client, server} 8;
+//   psi_settings {role u32, reveal u32, progress ptr, progress_arg ptr, reserved[32]} 48;
+//   psi_setup_params {structure u32, pad, double fpr @8, int64 num_client_inputs @16} 24;
+//   psi_shard_slice {step u32, offset, count, values ptr, points ptr} 20.
+
+import { PsiError, PSI_E_INVALID_ARG, PSI_E_NOMEM, packValues, packedCount, asBytes, toU32 } from './values.mjs';
+
+export { PsiError, PSI_E_INVALID_ARG, PSI_E_NOMEM, packValues, packedCount, asBytes, toU32 };
+
+export const ROLE = Object.freeze({ CLIENT: 1, SERVER: 2 });
+export const STRUCTURE = Object.freeze({ RAW: 0, GCS: 1, BLOOM_FILTER: 2 });
+export const STEP = Object.freeze({ MASK: 1, MASK_SORT: 2, REMASK: 3, UNMASK: 4 });
+
+const SETTINGS_BYTES = 48;
+const PARAMS_BYTES = 24;
+const SLICE_BYTES = 20;
+
+// ------------------------------------------------------------------ the heap
+
+// The allocations of one call, all freed by free(), secret ones zeroed first.
+class Frame {
+  constructor(M) { this.M = M; this.ptrs = []; this.secrets = []; }
+  alloc(n) {
+    const p = this.M._malloc(n > 0 ? n : 1) >>> 0;
+    if (p === 0) throw new PsiError(PSI_E_NOMEM, 'out of memory (wasm heap)', 'PSI_E_NOMEM', 'malloc');
+    this.ptrs.push(p);
+    return p;
+  }
+  allocSecret(n) { const p = this.alloc(n); this.secrets.push([p, n]); return p; }
+  put(bytes) { const p = this.alloc(bytes.length); this.M.HEAPU8.set(bytes, p); return p; }
+  putSecret(bytes) { const p = this.allocSecret(bytes.length); this.M.HEAPU8.set(bytes, p); return p; }
+  putU32(arr) { const p = this.alloc(4 * arr.length); this.M.HEAPU32.set(arr, p >>> 2); return p; }
+  free() {
+    const { M } = this;
+    for (const [p, n] of this.secrets) M.HEAPU8.fill(0, p, p + n);
+    for (let i = this.ptrs.length - 1; i >= 0; i--) M._free(this.ptrs[i]);
+    this.ptrs = [];
+    this.secrets = [];
+  }
+}
+
+export class LowLevel {
+  constructor(M) {
+    this.M = M;
+    this.ELEMENT_BYTES = M._psi_element_bytes() >>> 0;
+    this.KEY_BYTES = M._psi_key_bytes() >>> 0;
+    this.ELEMENT_WIRE_BYTES = M._psi_element_wire_bytes() >>> 0;
+  }
+
+  // Runs fn(frame) and frees the frame's memory whatever happens.
+  frame(fn) {
+    const f = new Frame(this.M);
+    try { return fn(f); } finally { f.free(); }
+  }
+
+  get heapBytes() { return this.M.HEAPU8.length; }
+  u32(p) { return this.M.HEAPU32[p >>> 2]; }
+  bytesAt(p, n) { return this.M.HEAPU8.slice(p, p + n); }
+  u32At(p, n) { return this.M.HEAPU32.slice(p >>> 2, (p >>> 2) + n); }
+  cstr(p) { return p ? this.M.UTF8ToString(p) : null; }
+
+  version() { return this.cstr(this.M._psi_version()); }
+  errorName(code) { return this.cstr(this.M._psi_error_name(code)); }
+  strerror(code) { return this.cstr(this.M._psi_strerror(code)); }
+  error(code, func) {
+    return new PsiError(code, this.strerror(code), this.errorName(code) ?? `PSI error ${code}`, func);
+  }
+  check(rc, func) { if (rc !== 0) throw this.error(rc, func); }
+  // PSI_E_INVALID_ARG found on the JS side: psi_strerror's message and the detail.
+  invalid(detail, func) {
+    const e = this.error(PSI_E_INVALID_ARG, func);
+    e.message += `: ${detail}`;
+    return e;
+  }
+
+  // Calls fn(out, lenPtr) with cap bytes of output; returns a copy of the bytes written.
+  outBytes(f, cap, func, fn) {
+    const out = f.alloc(cap), len = f.alloc(4);
+    this.M.HEAPU32[len >>> 2] = cap;
+    this.check(fn(out, len), func);
+    return this.bytesAt(out, this.u32(len));
+  }
+  // As outBytes for an output of cap size_t items (size_t = u32 on wasm32).
+  outU32(f, cap, func, fn) {
+    const out = f.alloc(4 * cap), cnt = f.alloc(4);
+    this.M.HEAPU32[cnt >>> 2] = cap;
+    this.check(fn(out, cnt), func);
+    return this.u32At(out, this.u32(cnt));
+  }
+
+  // psi_value[] for packed values; returns the array's pointer (0 for none).
+  putValues(f, values) {
+    let packed;
+    try {
+      packed = packValues(values);
+    } catch (e) {
+      throw e instanceof PsiError ? this.invalid(e.message, e.func) : e;
+    }
+    const n = packedCount(packed);
+    if (n === 0) return { arr: 0, n };
+    const data = f.put(packed.data), arr = f.alloc(8 * n), H = this.M.HEAPU32, o = packed.offsets;
+    for (let i = 0, w = arr >>> 2; i < n; i++, w += 2) {
+      H[w] = data + o[i];
+      H[w + 1] = o[i + 1] - o[i];
+    }
+    return { arr, n };
+  }
+
+  // psi_setup_params from { structure, fpr, numClientInputs }.
+  putParams(f, { structure, fpr, numClientInputs }) {
+    if (!Number.isInteger(structure)) throw new TypeError('dataStructure must be an integer');
+    if (typeof fpr !== 'number') throw new TypeError('fpr must be a number');
+    let nci = numClientInputs;
+    if (typeof nci === 'number') {
+      if (!Number.isInteger(nci)) throw new RangeError('numClientInputs must be an integer');
+      nci = BigInt(nci);
+    }
+    if (typeof nci !== 'bigint') throw new TypeError('numClientInputs must be an integer');
+    if (nci < -(2n ** 63n) || nci >= 2n ** 63n) throw new RangeError('numClientInputs is outside int64');
+    const p = f.alloc(PARAMS_BYTES), dv = new DataView(this.M.HEAPU8.buffer, p, PARAMS_BYTES);
+    dv.setInt32(0, structure, true);
+    dv.setInt32(4, 0, true);
+    dv.setFloat64(8, fpr, true);
+    dv.setBigInt64(16, nci, true);
+    return p;
+  }
+
+  // --------------------------------------------------------------- engines
+
+  putSettings(f, role, reveal) {
+    const s = f.alloc(SETTINGS_BYTES);
+    this.M._psi_settings_default(s);
+    this.M.HEAPU32[s >>> 2] = role;
+    this.M.HEAPU32[(s >>> 2) + 1] = reveal ? 1 : 0;
+    return s;
+  }
+  // A fresh random key.  Returns the engine pointer; free it with engineFree.
+  engineCreate(role, reveal) {
+    return this.frame((f) => {
+      const out = f.alloc(4), s = this.putSettings(f, role, reveal);
+      this.check(this.M._psi_engine_create(out, s), 'psi_engine_create');
+      return this.u32(out);
+    });
+  }
+  // From a key: any number of big-endian bytes, 1 <= k < n (PROTOCOL.md §2.1).
+  engineFromKey(role, reveal, key) {
+    const k = asBytes(key, 'key');
+    return this.frame((f) => {
+      const out = f.alloc(4), s = this.putSettings(f, role, reveal), kp = f.putSecret(k);
+      this.check(this.M._psi_engine_create_from_key(out, s, kp, k.length), 'psi_engine_create_from_key');
+      return this.u32(out);
+    });
+  }
+  engineFree(e) { if (e) this.M._psi_engine_free(e); }
+  engineRole(e) { return this.M._psi_engine_role(e); }
+  engineReveal(e) { return this.M._psi_engine_reveal(e) !== 0; }
+  // The key as KEY_BYTES big-endian bytes (a copy; the heap copy is zeroed).
+  engineExportKey(e) {
+    return this.frame((f) => {
+      const out = f.allocSecret(this.KEY_BYTES), len = f.alloc(4);
+      this.M.HEAPU32[len >>> 2] = this.KEY_BYTES;
+      this.check(this.M._psi_engine_export_key(e, out, len), 'psi_engine_export_key');
+      return this.bytesAt(out, this.u32(len));
+    });
+  }
+
+  // ------------------------------------------------------ batch primitives
+
+  mask(e, values) {
+    return this.frame((f) => {
+      const { arr, n } = this.putValues(f, values);
+      return this.outBytes(f, n * this.ELEMENT_BYTES, 'psi_engine_mask',
+        (o, l) => this.M._psi_engine_mask(e, o, l, arr, n));
+    });
+  }
+  // The number of whole elements in bytes el (PsiError PSI_E_INVALID_ARG otherwise).
+  elementCount(el, func) {
+    const n = el.length / this.ELEMENT_BYTES;
+    if (!Number.isInteger(n)) throw this.invalid(`not a whole number of ${this.ELEMENT_BYTES}-byte elements`, func);
+    return n;
+  }
+  pointsCall(func, e, points) {
+    const pts = asBytes(points, 'points'), n = this.elementCount(pts, func);
+    return this.frame((f) => {
+      const p = f.put(pts);
+      return this.outBytes(f, pts.length, func, (o, l) => this.M['_' + func](e, o, l, p, n));
+    });
+  }
+  remask(e, points) { return this.pointsCall('psi_engine_remask', e, points); }
+  unmask(e, points) { return this.pointsCall('psi_engine_unmask', e, points); }
+  pointCheck(point) {
+    const b = asBytes(point, 'point');
+    this.frame((f) => this.check(this.M._psi_point_check(f.put(b), b.length), 'psi_point_check'));
+  }
+
+  // ------------------------------------------------------------- messages
+
+  setupBound(params, n) {
+    return this.frame((f) => {
+      const out = f.alloc(4), p = this.putParams(f, params);
+      this.check(this.M._psi_setup_bound(out, p, n), 'psi_setup_bound');
+      return this.u32(out);
+    });
+  }
+  // Returns { setup, perm } (perm: Uint32Array of input indices in setup order, only when
+  // asked for and only meaningful for the raw structure; null otherwise).
+  createSetup(e, params, values, wantPerm = false) {
+    return this.frame((f) => {
+      const { arr, n } = this.putValues(f, values), p = this.putParams(f, params);
+      const bp = f.alloc(4);
+      this.check(this.M._psi_setup_bound(bp, p, n), 'psi_setup_bound');
+      const perm = wantPerm ? f.alloc(4 * n) : 0;
+      const setup = this.outBytes(f, this.u32(bp), 'psi_server_create_setup',
+        (o, l) => this.M._psi_server_create_setup(e, o, l, perm, p, arr, n));
+      return { setup, perm: wantPerm ? this.u32At(perm, n) : null };
+    });
+  }
+  processRequest(e, request) {
+    const req = asBytes(request, 'request');
+    const cap = this.M._psi_response_bound(this.M._psi_message_element_bound(req.length)) >>> 0;
+    return this.frame((f) => {
+      const rp = f.put(req);
+      return this.outBytes(f, cap, 'psi_server_process_request',
+        (o, l) => this.M._psi_server_process_request(e, o, l, rp, req.length));
+    });
+  }
+  createRequest(e, values) {
+    return this.frame((f) => {
+      const { arr, n } = this.putValues(f, values);
+      const cap = this.M._psi_request_bound(n) >>> 0;
+      if (cap === 0) throw this.invalid('too many inputs for one request', 'psi_request_bound');
+      return this.outBytes(f, cap, 'psi_client_create_request',
+        (o, l) => this.M._psi_client_create_request(e, o, l, arr, n));
+    });
+  }
+
+  // The client's match calls: fn(frame, setupPtr, setupLen, respPtr, respLen, cap).
+  matchCall(setup, response, fn) {
+    const s = asBytes(setup, 'setup'), r = asBytes(response, 'response');
+    const cap = this.M._psi_message_element_bound(r.length) >>> 0;
+    return this.frame((f) => fn(f, f.put(s), s.length, f.put(r), r.length, cap));
+  }
+  // Indices into the request (reveal on), in OpenMined's order: Uint32Array.
+  intersection(e, setup, response) {
+    return this.matchCall(setup, response, (f, sp, sl, rp, rl, cap) =>
+      this.outU32(f, cap, 'psi_client_get_intersection',
+        (o, c) => this.M._psi_client_get_intersection(e, o, c, sp, sl, rp, rl)));
+  }
+  intersectionSize(e, setup, response) {
+    return this.matchCall(setup, response, (f, sp, sl, rp, rl) => {
+      const out = f.alloc(4);
+      this.check(this.M._psi_client_get_intersection_size(e, out, sp, sl, rp, rl),
+        'psi_client_get_intersection_size');
+      return this.u32(out);
+    });
+  }
+  // Association pairs (raw setup, reveal on) as a Uint32Array [c0, s0, c1, s1, ...],
+  // s = setup positions, ordered by setup position.
+  association(e, setup, response) {
+    return this.matchCall(setup, response, (f, sp, sl, rp, rl, cap) => {
+      const out = f.alloc(8 * cap), cnt = f.alloc(4);
+      this.M.HEAPU32[cnt >>> 2] = cap; // capacity in pairs
+      this.check(this.M._psi_client_get_association(e, out, cnt, sp, sl, rp, rl), 'psi_client_get_association');
+      return this.u32At(out, 2 * this.u32(cnt));
+    });
+  }
+  // Maps pairs' setup positions to server input indices and reorders them by server index.
+  associationMap(pairs, perm) {
+    const pr = toU32(pairs, 'pairs'), pm = toU32(perm, 'permutation');
+    if (pr.length % 2 !== 0) throw this.invalid('pairs must hold an even number of indices', 'psi_association_map');
+    return this.frame((f) => {
+      const pp = f.putU32(pr), mp = f.putU32(pm);
+      this.check(this.M._psi_association_map(pp, pr.length / 2, mp, pm.length), 'psi_association_map');
+      return this.u32At(pp, pr.length);
+    });
+  }
+
+  // ------------------------------------------------- pure steps (psi_shard.h)
+
+  shardPlan(n, shards, k) {
+    return this.frame((f) => {
+      const off = f.alloc(4), cnt = f.alloc(4);
+      this.check(this.M._psi_shard_plan(off, cnt, n, shards, k), 'psi_shard_plan');
+      return { offset: this.u32(off), count: this.u32(cnt) };
+    });
+  }
+  // One shard: step MASK or MASK_SORT on values (the slice's values), REMASK or UNMASK on
+  // points (the slice's count * ELEMENT_BYTES bytes); offset = index of its first input.
+  // Returns { out, perm } (perm: global input indices in sorted order, MASK_SORT only).
+  shardRunOne(e, step, offset, input) {
+    return this.frame((f) => {
+      let values = 0, points = 0, count;
+      if (step === STEP.MASK || step === STEP.MASK_SORT) {
+        ({ arr: values, n: count } = this.putValues(f, input));
+      } else {
+        const pts = asBytes(input, 'points');
+        count = this.elementCount(pts, 'psi_shard_run_one');
+        points = f.put(pts);
+      }
+      const slice = f.alloc(SLICE_BYTES), H = this.M.HEAPU32, w = slice >>> 2;
+      H[w] = step; H[w + 1] = offset; H[w + 2] = count; H[w + 3] = values; H[w + 4] = points;
+      const out = f.alloc(count * this.ELEMENT_BYTES);
+      const perm = step === STEP.MASK_SORT ? f.alloc(4 * count) : 0;
+      this.check(this.M._psi_shard_run_one(e, out, perm, slice), 'psi_shard_run_one');
+      return { out: this.bytesAt(out, count * this.ELEMENT_BYTES), perm: perm ? this.u32At(perm, count) : null };
+    });
+  }
+  // Merges the sorted slices of a raw setup: { elements, perm } in (bytes, index) order.
+  shardMergeSorted(elements, perm, n, shards) {
+    const el = asBytes(elements, 'elements'), pm = toU32(perm, 'perm');
+    if (el.length !== n * this.ELEMENT_BYTES || pm.length !== n) throw this.invalid('elements and perm must hold n items', 'psi_shard_merge_sorted');
+    return this.frame((f) => {
+      const ep = f.put(el), pp = f.putU32(pm), out = f.alloc(el.length), op = f.alloc(4 * n);
+      this.check(this.M._psi_shard_merge_sorted(out, op, ep, pp, n, shards), 'psi_shard_merge_sorted');
+      return { elements: this.bytesAt(out, el.length), perm: this.u32At(op, n) };
+    });
+  }
+  // Stable byte sort of elements: { elements, perm } (perm null unless wantPerm).
+  elementsSort(elements, wantPerm = false) {
+    const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_elements_sort');
+    return this.frame((f) => {
+      const ep = f.put(el), pp = wantPerm ? f.alloc(4 * n) : 0;
+      this.check(this.M._psi_elements_sort(ep, pp, n), 'psi_elements_sort');
+      return { elements: this.bytesAt(ep, el.length), perm: wantPerm ? this.u32At(pp, n) : null };
+    });
+  }
+  setupEncode(params, elements) {
+    const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_setup_encode');
+    return this.frame((f) => {
+      const p = this.putParams(f, params), ep = f.put(el), bp = f.alloc(4);
+      this.check(this.M._psi_setup_bound(bp, p, n), 'psi_setup_bound');
+      return this.outBytes(f, this.u32(bp), 'psi_setup_encode',
+        (o, l) => this.M._psi_setup_encode(o, l, p, ep, n));
+    });
+  }
+  requestEncode(reveal, elements) {
+    const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_request_encode');
+    return this.frame((f) => {
+      const ep = f.put(el);
+      return this.outBytes(f, this.M._psi_request_bound(n) >>> 0, 'psi_request_encode',
+        (o, l) => this.M._psi_request_encode(o, l, reveal ? 1 : 0, ep, n));
+    });
+  }
+  responseEncode(elements) {
+    const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_response_encode');
+    return this.frame((f) => {
+      const ep = f.put(el);
+      return this.outBytes(f, this.M._psi_response_bound(n) >>> 0, 'psi_response_encode',
+        (o, l) => this.M._psi_response_encode(o, l, ep, n));
+    });
+  }
+  // Decodes a message into contiguous elements: fn(out, countPtr, msgPtr, len) -> rc.
+  decodeCall(msg, func, extra, fn) {
+    const m = asBytes(msg, 'message'), cap = this.M._psi_message_element_bound(m.length) >>> 0;
+    return this.frame((f) => {
+      const mp = f.put(m), out = f.alloc(cap * this.ELEMENT_BYTES), cnt = f.alloc(4), x = f.alloc(4);
+      this.M.HEAPU32[cnt >>> 2] = cap;
+      this.check(fn(out, cnt, x, mp, m.length), func);
+      return { elements: this.bytesAt(out, this.u32(cnt) * this.ELEMENT_BYTES), extra: extra ? this.u32(x) : 0 };
+    });
+  }
+  // { elements, reveal } of a Request.
+  requestDecode(msg) {
+    const r = this.decodeCall(msg, 'psi_request_decode', true,
+      (o, c, x, m, l) => this.M._psi_request_decode(o, c, x, m, l));
+    return { elements: r.elements, reveal: r.extra !== 0 };
+  }
+  // The elements of a Response.
+  responseDecode(msg) {
+    return this.decodeCall(msg, 'psi_response_decode', false,
+      (o, c, x, m, l) => this.M._psi_response_decode(o, c, m, l)).elements;
+  }
+}

@@ -1,0 +1,83 @@
+// Pure JS parts of the low-level layer, needing no module instance: the
+// error class, the packing of input values into one UTF-8 buffer, and byte
+// argument checks.  Usable in the main thread of a worker pool as well.
+
+export const PSI_E_INVALID_ARG = -1;
+export const PSI_E_NOMEM = -2;
+
+// An error code of the library, with its name and message.
+export class PsiError extends Error {
+  constructor(code, message, codeName, func) {
+    super(message);
+    this.code = code;
+    this.codeName = codeName;
+    this.name = codeName;
+    if (func !== undefined) this.func = func;
+  }
+}
+
+// ------------------------------------------------------------------ values
+
+const encoder = new TextEncoder();
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u; // with the u flag, pairs are one code point
+const wellFormed = typeof ''.isWellFormed === 'function'
+  ? (s) => s.isWellFormed() : (s) => !LONE_SURROGATE.test(s);
+
+export const invalidArg = (message, func) => new PsiError(PSI_E_INVALID_ARG, message, 'PSI_E_INVALID_ARG', func);
+
+// Packs values (strings, encoded as UTF-8, or Uint8Arrays taken as bytes) into one
+// buffer: { data, offsets } with value i = data[offsets[i] .. offsets[i + 1]).  A packed
+// object is returned as it is.  A string holding a lone surrogate has no UTF-8 form and
+// is refused (PsiError PSI_E_INVALID_ARG), never replaced by U+FFFD.
+export function packValues(values, what = 'input') {
+  if (values && values.data instanceof Uint8Array && values.offsets instanceof Uint32Array) return values;
+  if (!Array.isArray(values)) throw new TypeError(`${what}s must be an array of strings`);
+  const n = values.length;
+  let bound = 0;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (typeof v === 'string') {
+      if (!wellFormed(v)) {
+        throw invalidArg(`${what} ${i} holds a lone surrogate (not well-formed UTF-16), so it has no ` +
+          'UTF-8 encoding');
+      }
+      bound += v.length * 3;
+    } else if (v instanceof Uint8Array) {
+      bound += v.length;
+    } else {
+      throw new TypeError(`${what} ${i} is not a string or a Uint8Array`);
+    }
+  }
+  const data = new Uint8Array(bound);
+  const offsets = new Uint32Array(n + 1);
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (typeof v === 'string') at += encoder.encodeInto(v, data.subarray(at)).written;
+    else { data.set(v, at); at += v.length; }
+    offsets[i + 1] = at;
+  }
+  return { data: data.subarray(0, at), offsets };
+}
+
+export const packedCount = (packed) => packed.offsets.length - 1;
+
+// Bytes from a Uint8Array or an ArrayBuffer (not copied).
+export function asBytes(x, what) {
+  if (x instanceof Uint8Array) return x;
+  if (x instanceof ArrayBuffer) return new Uint8Array(x);
+  if (ArrayBuffer.isView(x)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  throw new TypeError(`${what} must be a Uint8Array`);
+}
+
+// An array of size_t values (u32 on wasm32), checked rather than wrapped.
+export function toU32(arr, what) {
+  if (arr instanceof Uint32Array) return arr;
+  const out = new Uint32Array(arr.length);
+  for (let i = 0; i < arr.length; i++) {
+    const v = arr[i];
+    if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new RangeError(`${what}[${i}] is not a 32-bit index`);
+    out[i] = v;
+  }
+  return out;
+}

@@ -1,0 +1,102 @@
+// bin/check-vectors.mjs prints what `psi vectors check` prints and exits with
+// its status: on the CLI fixtures (tests/cli/), the extra vectors and usage
+// errors; compared line for line with the C tool when build/cli/psi exists.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const tool = root + 'wasm/bin/check-vectors.mjs';
+const cPsi = root + 'build/cli/psi';
+const fx = (f) => `${root}tests/cli/${f}.json`;
+const extra = root + 'vectors/shardpsi-extra.json';
+
+function run(...args) {
+  const r = spawnSync(process.execPath, [tool, ...args], { encoding: 'utf8' });
+  return { status: r.status, out: r.stdout, err: r.stderr };
+}
+const lastLine = (s) => s.trimEnd().split('\n').pop();
+
+// [fixture, exit status, last line, lines that must be printed]
+const FIXTURES = [
+  ['empty_cases', 0, '0 passed, 0 failed'],
+  ['nul_inside', 0, '4 passed, 0 failed'],
+  ['nul_dropped', 1, '0 passed, 2 failed', [/^FAIL .*: nul-dropped\/gcs\/reveal: request differs at byte /m]],
+  ['altered_byte', 1, '1 passed, 1 failed',
+    [/^FAIL .*\/altered_byte\.json: trailing-byte\/raw\/reveal: response differs at byte 40 /m]],
+  ['altered_result', 1, '0 passed, 4 failed', [
+    /^FAIL .*: altered\/intersection-order: intersection differs at position 1 /m,
+    /^FAIL .*: altered\/intersection-size: intersection_size: expected 10, got 9$/m,
+    /^FAIL .*: altered\/request-point: request differs at byte 2 .*response: error -10 /m]],
+  ['malformed_cases', 2, '1 passed, 13 failed'],
+  ['extra_altered', 1, '2 passed, 4 failed', [
+    /^FAIL .*: altered\/association-pair: association differs at pair 1 /m,
+    /^FAIL .*: altered\/permutation: permutation differs at position 3 /m,
+    /^FAIL .*: altered\/expected-error: psi_point_check: expected PSI_E_POINT_LENGTH, got PSI_E_POINT_IDENTITY$/m,
+    /^FAIL .*: altered\/intersection-error: psi_client_get_intersection_size: expected PSI_E_GCS_HASH_RANGE, got PSI_E_GCS_DIV$/m]],
+  ['extra_malformed', 2, '2 passed, 8 failed'],
+  ['bad_syntax', 2, '0 passed, 0 failed'],
+  ['wrong_format', 2, '0 passed, 0 failed'],
+  ['not_object', 2, '0 passed, 0 failed'],
+  ['missing_cases', 2, '0 passed, 0 failed'],
+];
+
+test('CLI fixtures: exit status, FAIL lines and summary', () => {
+  for (const [name, status, last, lines = []] of FIXTURES) {
+    const r = run(fx(name));
+    assert.equal(r.status, status, `${name}: ${r.out}${r.err}`);
+    assert.equal(lastLine(r.out), last, name);
+    for (const re of lines) assert.match(r.out, re, name);
+  }
+  const m = run(fx('malformed_cases'));
+  assert.match(m.err, /malformed_cases\.json: cases\[[0-9]+\] \(key-zero\): malformed: client_key: /);
+  assert.match(m.err, /\(request-not-hex\): malformed: field "request": bad hex digit/);
+  assert.match(run(fx('wrong_format')).err, /unknown format "psi-wire-vectors\/2"/);
+});
+
+test('same stdout and exit status as the C tool', { skip: !existsSync(cPsi) && 'build/cli/psi not built' }, () => {
+  for (const [name] of FIXTURES) {
+    const c = spawnSync(cPsi, ['vectors', 'check', '--verbose', fx(name)], { encoding: 'utf8' });
+    const js = run('--verbose', fx(name));
+    assert.equal(js.status, c.status, name);
+    assert.equal(js.out, c.stdout, name);
+  }
+});
+
+test('extra vectors pass; an altered expected error fails', () => {
+  const r = run('--verbose', extra);
+  assert.equal(r.status, 0, r.out + r.err);
+  assert.match(r.out, /^ok .*: worked-example$/m);
+  assert.match(r.out, /^ok .*: point\/identity-00$/m);
+  assert.match(lastLine(r.out), /^[1-9][0-9]* passed, 0 failed$/);
+  const dir = mkdtempSync(tmpdir() + '/shardpsi-cv-');
+  try {
+    const text = readFileSync(extra, 'utf8');
+    writeFileSync(dir + '/x.json', text.replace('"error": "PSI_E_POINT_IDENTITY"', '"error": "PSI_E_POINT_PREFIX"'));
+    const a = run(dir + '/x.json');
+    assert.equal(a.status, 1);
+    assert.match(a.out, /^FAIL .*x\.json: point\/identity-00: psi_point_check: expected PSI_E_POINT_PREFIX, got PSI_E_POINT_IDENTITY$/m);
+    assert.match(lastLine(a.out), /^[0-9]+ passed, 1 failed$/);
+    writeFileSync(dir + '/y.json', text.replace('"error": "PSI_E_POINT_IDENTITY"', '"error": "PSI_E_POINT_BOGUS"'));
+    const b = run(dir + '/y.json');
+    assert.equal(b.status, 2);
+    assert.match(b.err, /rejection_cases\[[0-9]+\] \(point\/identity-00\): malformed: field "error": "PSI_E_POINT_BOGUS" is not/);
+  } finally { rmSync(dir, { recursive: true }); }
+});
+
+test('usage errors and --workers', () => {
+  assert.equal(run().status, 2);
+  assert.equal(run('--bogus', extra).status, 2);
+  assert.equal(run('--workers').status, 2);
+  assert.equal(run('--workers', '0', extra).status, 2);
+  const w = run('--workers', '4', extra);
+  assert.equal(w.status, 2);
+  assert.match(w.err, /worker pool is not built yet/);
+  assert.equal(run('--workers', '1', fx('empty_cases')).status, 0);
+  const h = run('--help');
+  assert.equal(h.status, 0);
+  assert.match(h.out, /N passed, M failed/);
+});
