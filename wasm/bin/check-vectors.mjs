@@ -8,7 +8,8 @@
 // invalid file, or malformed case (which counts as failed).
 
 import { readFileSync } from 'node:fs';
-import { createPSI } from '../js/index.mjs';
+import { createPSI, compileModule } from '../js/index.mjs';
+import { createPool } from '../js/pool.mjs';
 import { Malformed, readWireCase, readAssocCase, readRejectCase, runCase, runReject } from './vector-cases.mjs';
 
 const WIRE = 'psi-wire-vectors/1';
@@ -36,8 +37,9 @@ last line "N passed, M failed" counting the cases of all files.
 Options:
   --verbose    also print "ok <file>: <case>" for each passing case
   --quiet      print nothing for passing cases (the default)
-  --workers N  run on N wasm instances; only 1 (the default) works until the
-               worker pool is built
+  --workers N  run every case through the worker pool (js/pool.mjs) with N
+               workers (N >= 1; 1 = the pool's lead worker only); without
+               the option every case runs on one wasm instance in this thread
   -h, --help   show this help
 
 Exit status: 0 if every case passed; 1 if a case failed; 2 on a usage error
@@ -51,7 +53,7 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 class Usage extends Error {}
 
 function parseArgs(argv) {
-  const o = { verbose: false, workers: 1, files: [] };
+  const o = { verbose: false, workers: 0, files: [] };
   let i = 0;
   for (; i < argv.length && argv[i].startsWith('-') && argv[i] !== '-'; i++) {
     const a = argv[i];
@@ -70,9 +72,6 @@ function parseArgs(argv) {
   }
   o.files = argv.slice(i);
   if (o.files.length === 0) throw new Usage("no FILE given (see 'check-vectors.mjs --help')");
-  if (o.workers !== 1) {
-    throw new Usage(`--workers ${o.workers}: the worker pool is not built yet; only --workers 1 is supported`);
-  }
   return o;
 }
 
@@ -145,13 +144,25 @@ function main(argv) {
     return Promise.resolve(2);
   }
   if (opts.help) { process.stdout.write(USAGE); return Promise.resolve(0); }
-  return createPSI().then((psi) => checkFiles(psi, opts), (e) => {
+  return loadParties(opts).then((psi) => checkFiles(psi, opts), (e) => {
     error(`cannot load the WebAssembly module: ${e.message}`);
     return 2;
   });
 }
 
-function checkFiles(psi, opts) {
+// The library of one instance; with --workers, its parties are worker pools
+// (createFromKey returns a Promise of a pool, delete() closes it).
+async function loadParties(opts) {
+  const psi = await createPSI();
+  if (opts.workers === 0) return psi;
+  const module = await compileModule();
+  const maker = (role) => Object.freeze({
+    createFromKey: (key, reveal = false) => createPool({ role, reveal, key, workers: opts.workers, module }),
+  });
+  return { ...psi, server: maker('server'), client: maker('client') };
+}
+
+async function checkFiles(psi, opts) {
   const st = { passed: 0, failed: 0, fileErrors: 0 };
   const report = (path, array, index, name, { rc, msg }) => {
     if (rc < 0) {
@@ -166,31 +177,33 @@ function checkFiles(psi, opts) {
       st.passed++;
     }
   };
-  const runAll = (path, cases, array, read, run) => cases.forEach((obj, index) => {
-    let c;
-    try {
-      c = read(obj, psi);
-    } catch (e) {
-      if (!(e instanceof Malformed)) throw e;
-      report(path, array, index, e.caseName, { rc: -1, msg: e.message });
-      return;
+  const runAll = async (path, cases, array, read, run) => {
+    for (let index = 0; index < cases.length; index++) {
+      let c;
+      try {
+        c = read(cases[index], psi);
+      } catch (e) {
+        if (!(e instanceof Malformed)) throw e;
+        report(path, array, index, e.caseName, { rc: -1, msg: e.message });
+        continue;
+      }
+      report(path, array, index, c.name, await run(psi, c));
     }
-    report(path, array, index, c.name, run(psi, c));
-  });
+  };
 
   for (const path of opts.files) {
     const root = loadJson(path);
     const format = root === null ? null : formatOf(path, root);
     if (format === WIRE) {
       const cases = arrayOf(path, root, 'cases');
-      if (cases) runAll(path, cases, 'cases', readWireCase, runCase);
+      if (cases) await runAll(path, cases, 'cases', readWireCase, runCase);
       else st.fileErrors++;
     } else if (format === EXTRA) {
       const assoc = arrayOf(path, root, 'association_cases');
       const reject = assoc && arrayOf(path, root, 'rejection_cases');
       if (reject) {
-        runAll(path, assoc, 'association_cases', readAssocCase, runCase);
-        runAll(path, reject, 'rejection_cases', readRejectCase, runReject);
+        await runAll(path, assoc, 'association_cases', readAssocCase, runCase);
+        await runAll(path, reject, 'rejection_cases', readRejectCase, runReject);
       } else st.fileErrors++;
     } else {
       st.fileErrors++;

@@ -1,7 +1,9 @@
 // The cases of psi-wire-vectors/1 and shardpsi-extra-vectors/1 files, read and
 // replayed through the JS API (js/index.mjs) exactly as `psi vectors check`
 // does in C (cli/cli_vector_case.c, cli_vector_run.c, cli_vector_extra.c):
-// same checks in the same order, same messages.
+// same checks in the same order, same messages.  The replay functions are async:
+// the parties may be single instances (js/index.mjs) or worker pools (js/pool.mjs,
+// through an object with the same server/client.createFromKey returning Promises).
 
 export class Malformed extends Error {}
 const MAX_EXACT = 2 ** 53;
@@ -208,35 +210,35 @@ function showList(v, from) {
 }
 
 // A party from a case's key: { party } or { rc, msg } (-1: the key is invalid).
-function party(psi, role, reveal, key, what) {
+async function party(psi, role, reveal, key, what) {
   try {
-    return { party: psi[role].createFromKey(key, reveal) };
+    return { party: await psi[role].createFromKey(key, reveal) };
   } catch (e) {
     const bad = e.codeName === 'PSI_E_KEY_OUT_OF_RANGE' || e.codeName === 'PSI_E_INVALID_ARG';
     return { rc: bad ? -1 : 1, msg: `${what}: ${typeof e.code === 'number' ? psi.errorMessage(e.code) : e.message}` };
   }
 }
 
-function attempt(fn) {
-  try { return { value: fn() }; } catch (e) { return { e }; }
+async function attempt(fn) {
+  try { return { value: await fn() }; } catch (e) { return { e }; }
 }
 
-function runParties(psi, c, r, server, client) {
+async function runParties(psi, c, r, server, client) {
   // server setup (and the permutation of an association case)
-  const s = attempt(() => (c.association
-    ? server.createSetupMessageWithPermutation(c.fpr, c.numClientInputs, c.serverInputs, psi.dataStructure.Raw)
-    : { setup: server.createSetupMessage(c.fpr, c.numClientInputs, c.serverInputs, c.structure) }));
+  const s = await attempt(async () => (c.association
+    ? await server.createSetupMessageWithPermutation(c.fpr, c.numClientInputs, c.serverInputs, psi.dataStructure.Raw)
+    : { setup: await server.createSetupMessage(c.fpr, c.numClientInputs, c.serverInputs, c.structure) }));
   if (s.e) r.error(psi, s.e.func === 'psi_setup_bound' ? 'server_setup (size bound)' : 'server_setup', s.e);
   else {
     r.bytes('server_setup', s.value.setup, c.setup);
     if (c.association) r.list('permutation', Array.from(s.value.permutation), c.perm);
   }
-  const q = attempt(() => client.createRequest(c.clientInputs));
+  const q = await attempt(() => client.createRequest(c.clientInputs));
   if (q.e) r.error(psi, 'request', q.e); else r.bytes('request', q.value, c.request);
-  const p = attempt(() => server.processRequest(c.request)); // from the stored request
+  const p = await attempt(() => server.processRequest(c.request)); // from the stored request
   if (p.e) r.error(psi, 'response', p.e); else r.bytes('response', p.value, c.response);
   if (c.association) {
-    const a = attempt(() => client.getAssociationTable(c.setup, c.response, c.perm));
+    const a = await attempt(() => client.getAssociationTable(c.setup, c.response, c.perm));
     if (a.e) return r.error(psi, 'association', a.e);
     const [gc, gs] = a.value, n = gc.length;
     let i = 0;
@@ -249,34 +251,34 @@ function runParties(psi, c, r, server, client) {
     return undefined;
   }
   if (c.reveal) {
-    const x = attempt(() => client.getIntersection(c.setup, c.response));
+    const x = await attempt(() => client.getIntersection(c.setup, c.response));
     if (x.e) r.error(psi, 'intersection', x.e); else r.list('intersection', x.value, c.intersection);
   }
-  const z = attempt(() => client.getIntersectionSize(c.setup, c.response));
+  const z = await attempt(() => client.getIntersectionSize(c.setup, c.response));
   if (z.e) r.error(psi, 'intersection_size', z.e);
   else if (z.value !== c.intersectionSize) r.note(`intersection_size: expected ${c.intersectionSize}, got ${z.value}`);
   return undefined;
 }
 
 // Replays a wire or association case: { rc: 0 | 1 | -1, msg }.
-export function runCase(psi, c) {
-  const sv = party(psi, 'server', c.reveal, c.serverKey, 'server_key');
+export async function runCase(psi, c) {
+  const sv = await party(psi, 'server', c.reveal, c.serverKey, 'server_key');
   if (!sv.party) return sv;
-  const cl = party(psi, 'client', c.reveal, c.clientKey, 'client_key');
+  const cl = await party(psi, 'client', c.reveal, c.clientKey, 'client_key');
   try {
     if (!cl.party) return cl;
     const r = new Report();
-    runParties(psi, c, r, sv.party, cl.party);
+    await runParties(psi, c, r, sv.party, cl.party);
     return { rc: r.failed ? 1 : 0, msg: r.msg };
   } finally {
-    sv.party.delete();
-    if (cl.party) cl.party.delete();
+    await sv.party.delete();
+    if (cl.party) await cl.party.delete();
   }
 }
 
 // Runs fn; 0 if it threw exactly the expected error, else 1 with a message naming `call`.
-function expect(psi, r, call, fn) {
-  const got = attempt(fn);
+async function expect(psi, r, call, fn) {
+  const got = await attempt(fn);
   const code = got.e ? got.e.code : 0;
   if (got.e && typeof code !== 'number') return { rc: 1, msg: `${call}: ${got.e.message}` };
   if (code === r.error) return { rc: 0, msg: '' };
@@ -285,31 +287,31 @@ function expect(psi, r, call, fn) {
 }
 
 // Replays a rejection case: { rc, msg } as runCase.
-export function runReject(psi, r) {
+export async function runReject(psi, r) {
   if (r.op === 'key') {
-    return expect(psi, r, 'psi_engine_create_from_key', () => psi.client.createFromKey(r.key, true).delete());
+    return expect(psi, r, 'psi_engine_create_from_key', async () => (await psi.client.createFromKey(r.key, true)).delete());
   }
   if (r.op === 'point') return expect(psi, r, 'psi_point_check', () => psi.checkPoint(r.data));
   const isClient = r.op === 'intersection';
-  const p = party(psi, isClient ? 'client' : 'server', r.op === 'setup_params' ? true : r.reveal, r.key,
+  const p = await party(psi, isClient ? 'client' : 'server', r.op === 'setup_params' ? true : r.reveal, r.key,
     isClient ? 'client_key' : 'server_key');
   if (!p.party) return p;
   try {
     if (r.op === 'process_request') {
-      return expect(psi, r, 'psi_server_process_request', () => p.party.processRequest(r.data));
+      return await expect(psi, r, 'psi_server_process_request', () => p.party.processRequest(r.data));
     }
     if (isClient) {
-      const size = expect(psi, r, 'psi_client_get_intersection_size',
+      const size = await expect(psi, r, 'psi_client_get_intersection_size',
         () => p.party.getIntersectionSize(r.data, r.response));
       if (size.rc !== 0 || !r.reveal) return size;
-      return expect(psi, r, 'psi_client_get_intersection', () => p.party.getIntersection(r.data, r.response));
+      return await expect(psi, r, 'psi_client_get_intersection', () => p.party.getIntersection(r.data, r.response));
     }
     // setup_params: the size bound, then the setup, must refuse the parameters; the JS API
     // runs both in one call, and the error says which of them failed.
     let call = 'psi_server_create_setup';
-    const res = expect(psi, r, call, () => {
+    const res = await expect(psi, r, call, async () => {
       try {
-        p.party.createSetupMessage(r.fpr, r.numClientInputs, r.serverInputs, r.structure);
+        await p.party.createSetupMessage(r.fpr, r.numClientInputs, r.serverInputs, r.structure);
       } catch (e) {
         if (e.func === 'psi_setup_bound') call = 'psi_setup_bound';
         throw e;
@@ -317,6 +319,6 @@ export function runReject(psi, r) {
     });
     return res.rc === 0 ? res : { rc: 1, msg: res.msg.replace(/^psi_server_create_setup/, call) };
   } finally {
-    p.party.delete();
+    await p.party.delete();
   }
 }

@@ -92,11 +92,23 @@ test('usage errors and --workers', () => {
   assert.equal(run('--bogus', extra).status, 2);
   assert.equal(run('--workers').status, 2);
   assert.equal(run('--workers', '0', extra).status, 2);
-  const w = run('--workers', '4', extra);
-  assert.equal(w.status, 2);
-  assert.match(w.err, /worker pool is not built yet/);
+  assert.equal(run('--workers', 'x', extra).status, 2);
   assert.equal(run('--workers', '1', fx('empty_cases')).status, 0);
   const h = run('--help');
   assert.equal(h.status, 0);
   assert.match(h.out, /N passed, M failed/);
+});
+
+test('--workers N: the worker pool prints what the single instance prints', () => {
+  for (const [name] of FIXTURES) {
+    const one = run('--verbose', fx(name));
+    for (const n of ['1', '3']) {
+      const pool = run('--verbose', '--workers', n, fx(name));
+      assert.equal(pool.status, one.status, `${name} --workers ${n}: ${pool.err}`);
+      assert.equal(pool.out, one.out, `${name} --workers ${n}`);
+    }
+  }
+  const one = run('--verbose', extra), pool = run('--verbose', '--workers', '2', extra);
+  assert.equal(pool.status, 0, pool.out + pool.err);
+  assert.equal(pool.out, one.out);
 });

@@ -69,12 +69,12 @@ test(`extra vectors: association cases of ${EXTRA_FILE}`, () => {
   }
 });
 
-test(`extra vectors: rejection cases of ${EXTRA_FILE}`, () => {
+test(`extra vectors: rejection cases of ${EXTRA_FILE}`, async () => {
   const doc = load(EXTRA_FILE);
   assert.ok(doc.rejection_cases.length > 0);
   for (const obj of doc.rejection_cases) {
     const r = readRejectCase(obj, psi);
-    const { rc, msg } = runReject(psi, r);
+    const { rc, msg } = await runReject(psi, r);
     assert.equal(rc, 0, `${r.name}: ${msg}`);
   }
 });

@@ -1,0 +1,86 @@
+// The environment adapter of the worker pool: one small surface over browser
+// module Workers (self / new Worker(url, { type: 'module' })) and Node
+// worker_threads (parentPort / new Worker(url)).  No Node-only import at the
+// top level: node:worker_threads and node:os are imported dynamically, only
+// under Node.
+
+export const isNode =
+  typeof process === 'object' && process !== null && typeof process.versions === 'object' &&
+  typeof process.versions.node === 'string';
+
+// Worker side: the channel to the page, { post(msg, transfer), onMessage(fn) }.
+export async function parentChannel() {
+  if (isNode) {
+    const { parentPort } = await import('node:worker_threads');
+    if (parentPort) {
+      return {
+        post: (msg, transfer = []) => parentPort.postMessage(msg, transfer),
+        onMessage: (fn) => parentPort.on('message', fn),
+      };
+    }
+  }
+  const g = globalThis;
+  if (typeof g.postMessage !== 'function' || typeof g.addEventListener !== 'function') {
+    throw new Error('shardpsi pool-worker: not running in a worker');
+  }
+  return {
+    post: (msg, transfer = []) => g.postMessage(msg, transfer),
+    onMessage: (fn) => g.addEventListener('message', (e) => fn(e.data)),
+  };
+}
+
+// A MessagePort (browser or Node) as { post, onMessage, close }.
+export function wrapPort(port) {
+  return {
+    post: (msg, transfer = []) => port.postMessage(msg, transfer),
+    onMessage(fn) {
+      if (typeof port.on === 'function') port.on('message', fn); // Node: the data itself
+      else port.onmessage = (e) => fn(e.data);
+    },
+    close: () => port.close(),
+  };
+}
+
+// Page side: starts a module worker running url.  Returns { post, onMessage, onError,
+// onExit (Node only: browsers give no exit event), terminate, raw }.
+export async function spawnWorker(url) {
+  if (isNode) {
+    const { Worker } = await import('node:worker_threads');
+    const w = new Worker(url);
+    return {
+      post: (msg, transfer = []) => w.postMessage(msg, transfer),
+      onMessage: (fn) => w.on('message', fn),
+      onError: (fn) => w.on('error', fn),
+      onExit: (fn) => w.on('exit', fn),
+      terminate: () => w.terminate().then(() => undefined),
+      raw: w,
+    };
+  }
+  const w = new Worker(url, { type: 'module' });
+  return {
+    post: (msg, transfer = []) => w.postMessage(msg, transfer),
+    onMessage: (fn) => w.addEventListener('message', (e) => fn(e.data)),
+    onError: (fn) => {
+      w.addEventListener('error', (e) => {
+        if (e.preventDefault) e.preventDefault();
+        fn(e.error || new Error(e.message || 'worker error'));
+      });
+      w.addEventListener('messageerror', () => fn(new Error('a message from the worker could not be deserialized')));
+    },
+    onExit: () => {},
+    terminate: () => { w.terminate(); return Promise.resolve(); },
+    raw: w,
+  };
+}
+
+// The default number of workers: the CPU count, at most cap.
+export async function defaultWorkers(cap) {
+  let n = 1;
+  if (typeof navigator === 'object' && navigator && Number.isInteger(navigator.hardwareConcurrency)) {
+    n = navigator.hardwareConcurrency;
+  } else if (isNode) {
+    const os = await import('node:os');
+    n = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  }
+  return Math.max(1, Math.min(n, cap));
+}

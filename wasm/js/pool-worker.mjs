@@ -1,0 +1,318 @@
+// The worker script of the pool (pool.mjs).  Each worker instantiates its own
+// copy of the wasm module from the WebAssembly.Module the page compiled once and
+// posted in the 'init' message.
+//
+// Worker 0 is the lead: it makes the engine (a new random key, or the key the page
+// handed it once), sends the key to each helper over the helper's MessagePort (a
+// MessageChannel the page created and only connected), splits every step into one
+// slice per worker (psi_shard_plan), runs slice 0 itself, merges (PROTOCOL.md §14,
+// as shard/shard_ops.c) and posts only the merged result to the page.
+// A helper makes its engine from the key it receives from the lead; it has no way
+// to make a key, and refuses to run a slice before it has one.  Lead and helpers
+// exchange whole slices (batches), never single values.
+//
+// Messages:
+//   page -> worker   { type: 'init', index, module, load, role, reveal, shards, key?, ports?|port?, test? }
+//   lead -> page     { type: 'ready' } | { type: 'progress', id, done } |
+//                    { type: 'result', id, value } | { type: 'fail', id, error, fatal }
+//   page -> lead     { type: 'call', id, op, args }
+//   lead -> helper   { type: 'key', key } | { type: 'run', id, step, offset, input }
+//   helper -> lead   { type: 'ready' } | { type: 'done', id, out, perm } | { type: 'fail', id, error, fatal }
+
+import { loadModule } from './module.mjs';
+import { LowLevel, PsiError, STEP, STRUCTURE, packValues, packedCount, toU32 } from './lowlevel.mjs';
+import { parentChannel, wrapPort } from './pool-env.mjs';
+
+const PSI_E_REVEAL_MISMATCH = -7;
+const PSI_E_REVEAL_DISABLED = -8;
+const PSI_E_STRUCTURE = -23;
+
+// An error as a cloneable object; fatal for anything but the library's argument and
+// protocol errors (a trap or an internal fault leaves the instance unusable).
+export function errorToWire(e) {
+  if (e instanceof PsiError) {
+    return { kind: 'psi', code: e.code, codeName: e.codeName, message: e.message, func: e.func, fatal: false };
+  }
+  const name = e && e.name;
+  const ordinary = e instanceof TypeError || e instanceof RangeError;
+  return { kind: ordinary ? name : 'Error', name, message: String(e && e.message !== undefined ? e.message : e), fatal: !ordinary };
+}
+
+// Sub-view of packed values [a, b), offsets rebased (copied, so it can be transferred).
+function slicePacked(packed, a, b) {
+  const o = packed.offsets, base = o[a];
+  const data = packed.data.slice(base, o[b]);
+  const offsets = new Uint32Array(b - a + 1);
+  for (let i = a; i <= b; i++) offsets[i - a] = o[i] - base;
+  return { data, offsets };
+}
+
+// ------------------------------------------------------------ setup parse / match
+// psi_setup_parse/match/count/associate (exported by the module, not wrapped in lowlevel.mjs).
+function withSetup(ll, setup, fn) {
+  return ll.frame((f) => {
+    const out = f.alloc(4), sp = f.put(setup);
+    ll.check(ll.M._psi_setup_parse(out, sp, setup.length), 'psi_setup_parse');
+    const s = ll.u32(out);
+    try { return fn(f, s); } finally { ll.M._psi_setup_free(s); }
+  });
+}
+function setupRun(ll, s, f, kind, elements) {
+  const n = elements.length / ll.ELEMENT_BYTES, ep = f.put(elements);
+  if (kind === 'count') {
+    const c = f.alloc(4);
+    ll.check(ll.M._psi_setup_count(s, c, ep, n), 'psi_setup_count');
+    return ll.u32(c);
+  }
+  if (kind === 'match') {
+    const out = f.alloc(4 * n), c = f.alloc(4);
+    ll.M.HEAPU32[c >>> 2] = n;
+    ll.check(ll.M._psi_setup_match(s, out, c, ep, n), 'psi_setup_match');
+    return ll.u32At(out, ll.u32(c));
+  }
+  const out = f.alloc(8 * n), c = f.alloc(4);
+  ll.M.HEAPU32[c >>> 2] = n;
+  ll.check(ll.M._psi_setup_associate(s, out, c, ep, n), 'psi_setup_associate');
+  return ll.u32At(out, 2 * ll.u32(c));
+}
+
+// Runs fn, relabelling a PsiError's C function as the single-engine call it stands for.
+function as(func, fn) {
+  try { return fn(); } catch (e) { if (e instanceof PsiError) e.func = func; throw e; }
+}
+
+// ------------------------------------------------------------------- the worker
+
+async function main() {
+  const parent = await parentChannel();
+  let started = false;
+  parent.onMessage((msg) => {
+    if (!msg || msg.type !== 'init' || started) return;
+    started = true;
+    (msg.index === 0 ? lead(parent, msg) : helper(parent, msg)).catch((e) => {
+      parent.post({ type: 'fail', id: -1, error: errorToWire(e), fatal: true });
+    });
+  });
+}
+
+async function instance(msg) {
+  const M = await loadModule({ ...(msg.load || {}), module: msg.module });
+  return new LowLevel(M);
+}
+
+// ------------------------------------------------------------------- helper
+
+async function helper(parent, msg) {
+  const ll = await instance(msg);
+  const port = wrapPort(msg.port);
+  const hang = msg.test && msg.test.hang === msg.index;
+  let engine = 0;
+  port.onMessage((m) => {
+    if (m.type === 'key') {
+      if (engine) return;
+      const key = new Uint8Array(m.key);
+      try {
+        engine = ll.engineFromKey(msg.role, msg.reveal, key);
+        port.post({ type: 'ready' });
+      } catch (e) {
+        port.post({ type: 'fail', id: -1, error: errorToWire(e), fatal: true });
+      } finally {
+        key.fill(0);
+      }
+      return;
+    }
+    if (m.type !== 'run' || hang) return; // test hook: a silent helper
+    if (msg.test && msg.test.crash === msg.index) { setTimeout(() => { throw new Error('test hook: helper crashed'); }); return; }
+    if (!engine) {
+      port.post({ type: 'fail', id: m.id, error: { kind: 'Error', message: 'shardpsi pool: a helper has no key and cannot make one; refusing to run' }, fatal: true });
+      return;
+    }
+    try {
+      const { out, perm } = ll.shardRunOne(engine, m.step, m.offset, m.input);
+      const transfer = [out.buffer];
+      if (perm) transfer.push(perm.buffer);
+      port.post({ type: 'done', id: m.id, out, perm }, transfer);
+    } catch (e) {
+      const error = errorToWire(e);
+      port.post({ type: 'fail', id: m.id, error, fatal: error.fatal });
+    }
+  });
+  // The page hears from a helper only if it fails to start (through the worker's error event).
+}
+
+// ------------------------------------------------------------------- lead
+
+async function lead(parent, msg) {
+  const ll = await instance(msg);
+  const shards = msg.shards;
+  const helpers = (msg.ports || []).map(wrapPort);
+  const hang = msg.test && msg.test.hang === 0;
+  let engine;
+  if (msg.key) {
+    const key = new Uint8Array(msg.key);
+    try { engine = ll.engineFromKey(msg.role, msg.reveal, key); } finally { key.fill(0); }
+  } else {
+    engine = ll.engineCreate(msg.role, msg.reveal);
+  }
+
+  // Replies of helper k: the pending run's resolver.
+  const waiting = new Map(); // `${id}:${k}` -> { resolve }
+  let ready = 0, startFail = null;
+  let readyResolve;
+  const allReady = new Promise((r) => { readyResolve = r; });
+  helpers.forEach((h, i) => {
+    const k = i + 1;
+    h.onMessage((m) => {
+      if (m.type === 'ready') { if (++ready === helpers.length) readyResolve(); return; }
+      if (m.id === -1) { startFail = startFail || m.error; readyResolve(); return; }
+      const w = waiting.get(`${m.id}:${k}`);
+      if (w) { waiting.delete(`${m.id}:${k}`); w.resolve(m); }
+    });
+  });
+  if (helpers.length === 0 || (msg.test && msg.test.noKey !== undefined && helpers.length === 1)) readyResolve();
+  else {
+    const key = ll.engineExportKey(engine);
+    try {
+      for (const [i, h] of helpers.entries()) {
+        if (msg.test && msg.test.noKey === i + 1) { ready++; continue; } // test hook: a helper without key
+        const copy = key.slice();
+        h.post({ type: 'key', key: copy.buffer }, [copy.buffer]);
+      }
+    } finally { key.fill(0); }
+  }
+  await allReady;
+  if (startFail) { parent.post({ type: 'fail', id: -1, error: startFail, fatal: true }); return; }
+  parent.post({ type: 'ready' });
+
+  // One step over all shards: slice k on worker k (0 = here).  Results in shard order;
+  // the lowest-numbered failing shard's error wins, after every shard has answered.
+  async function runStep(id, step, n, input) {
+    const jobs = [];
+    let done = 0;
+    const progress = () => parent.post({ type: 'progress', id, done: ++done });
+    const slices = [];
+    for (let k = 0; k < shards; k++) slices.push(ll.shardPlan(n, shards, k));
+    const cut = (k) => {
+      const { offset, count } = slices[k];
+      if (step === STEP.MASK || step === STEP.MASK_SORT) return slicePacked(input, offset, offset + count);
+      return input.slice(offset * ll.ELEMENT_BYTES, (offset + count) * ll.ELEMENT_BYTES);
+    };
+    for (let k = 1; k < shards; k++) {
+      const part = cut(k);
+      const transfer = part.data ? [part.data.buffer, part.offsets.buffer] : [part.buffer];
+      jobs.push(new Promise((resolve) => {
+        waiting.set(`${id}:${k}`, { resolve });
+        helpers[k - 1].post({ type: 'run', id, step, offset: slices[k].offset, input: part }, transfer);
+      }).then((m) => { progress(); return m; }));
+    }
+    let mine;
+    try {
+      const r = ll.shardRunOne(engine, step, slices[0].offset, cut(0));
+      mine = { type: 'done', out: r.out, perm: r.perm };
+    } catch (e) {
+      const error = errorToWire(e);
+      mine = { type: 'fail', error, fatal: error.fatal, local: e };
+    }
+    progress();
+    const all = [mine, ...(await Promise.all(jobs))];
+    const failed = all.find((m) => m.type === 'fail');
+    if (failed) {
+      if (failed.local && !failed.fatal) throw failed.local;
+      const err = new Error('shard failed');
+      err.wire = failed.error;
+      err.fatal = failed.fatal;
+      throw err;
+    }
+    const outLen = all.reduce((s, m) => s + m.out.length, 0);
+    const out = new Uint8Array(outLen);
+    let at = 0;
+    for (const m of all) { out.set(m.out, at); at += m.out.length; }
+    let perm = null;
+    if (step === STEP.MASK_SORT) {
+      perm = new Uint32Array(n);
+      at = 0;
+      for (const m of all) { perm.set(m.perm, at); at += m.perm.length; }
+    }
+    return { out, perm };
+  }
+
+  const packInputs = (values) => {
+    try { return packValues(values); } catch (e) { throw e instanceof PsiError ? ll.invalid(e.message, e.func) : e; }
+  };
+
+  const ops = {
+    // createSetupMessage / WithPermutation: (fpr, numClientInputs, inputs, structure, wantPerm)
+    async setup(id, [fpr, numClientInputs, inputs, structure, wantPerm]) {
+      if (wantPerm && structure !== STRUCTURE.RAW) {
+        const err = ll.error(PSI_E_STRUCTURE, 'psi_server_create_setup');
+        err.message += ': a permutation exists only for psi.dataStructure.Raw';
+        throw err;
+      }
+      const packed = packInputs(inputs);
+      const params = { structure, fpr, numClientInputs };
+      const n = packedCount(packed);
+      ll.setupBound(params, n); // bad parameters before masking (func psi_setup_bound)
+      let elements, perm = null;
+      if (structure === STRUCTURE.RAW) {
+        const r = await runStep(id, STEP.MASK_SORT, n, packed);
+        const m = as('psi_server_create_setup', () => ll.shardMergeSorted(r.out, r.perm, n, shards));
+        elements = m.elements; perm = m.perm;
+      } else {
+        elements = (await runStep(id, STEP.MASK, n, packed)).out;
+      }
+      const setup = as('psi_server_create_setup', () => ll.setupEncode(params, elements));
+      return { setup, perm: wantPerm ? perm : null };
+    },
+    async processRequest(id, [request]) {
+      const { elements, reveal } = as('psi_server_process_request', () => ll.requestDecode(request));
+      if (reveal !== !!msg.reveal) throw ll.error(PSI_E_REVEAL_MISMATCH, 'psi_server_process_request');
+      const n = elements.length / ll.ELEMENT_BYTES;
+      let masked = (await runStep(id, STEP.REMASK, n, elements)).out;
+      if (!msg.reveal) masked = ll.elementsSort(masked).elements;
+      return as('psi_server_process_request', () => ll.responseEncode(masked));
+    },
+    async createRequest(id, [inputs]) {
+      const packed = packInputs(inputs);
+      const n = packedCount(packed);
+      if ((ll.M._psi_request_bound(n) >>> 0) === 0) throw ll.invalid('too many inputs for one request', 'psi_request_bound');
+      const elements = (await runStep(id, STEP.MASK, n, packed)).out;
+      return as('psi_client_create_request', () => ll.requestEncode(msg.reveal, elements));
+    },
+    // (kind: 'match' | 'count' | 'associate', setup, response, permutation?)
+    async match(id, [kind, setup, response, permutation]) {
+      const func = { match: 'psi_client_get_intersection', count: 'psi_client_get_intersection_size', associate: 'psi_client_get_association' }[kind];
+      if (kind !== 'count' && !msg.reveal) throw ll.error(PSI_E_REVEAL_DISABLED, func);
+      as(func, () => withSetup(ll, setup, () => 0)); // setup errors first, as the single engine
+      const masked = as(func, () => ll.responseDecode(response));
+      const n = masked.length / ll.ELEMENT_BYTES;
+      const unmasked = (await runStep(id, STEP.UNMASK, n, masked)).out;
+      // The match step once over all unmasked elements (§14.4).
+      let r = as(func, () => withSetup(ll, setup, (f, s) => setupRun(ll, s, f, kind, unmasked)));
+      if (kind === 'associate' && permutation !== undefined && permutation !== null) {
+        r = ll.associationMap(r, toU32(permutation, 'permutation'));
+      }
+      return r;
+    },
+  };
+
+  // Calls from the page, one at a time.
+  let queue = Promise.resolve();
+  parent.onMessage((m) => {
+    if (!m || m.type !== 'call' || hang) return; // test hook: a silent lead
+    queue = queue.then(async () => {
+      try {
+        const value = await ops[m.op](m.id, m.args);
+        const transfer = [];
+        const add = (x) => { if (x && x.buffer instanceof ArrayBuffer) transfer.push(x.buffer); };
+        if (value instanceof Uint8Array || value instanceof Uint32Array) add(value);
+        else if (value && typeof value === 'object') { add(value.setup); add(value.perm); }
+        parent.post({ type: 'result', id: m.id, value }, transfer);
+      } catch (e) {
+        const error = e.wire || errorToWire(e);
+        parent.post({ type: 'fail', id: m.id, error, fatal: e.wire ? !!e.fatal : error.fatal });
+      }
+    });
+  });
+}
+
+main();

@@ -1,0 +1,214 @@
+// The worker pool, page side: one party (server or client) whose every expensive
+// step is split across N workers (pool-worker.mjs) and merged there.
+//
+//   import { createPool } from 'shardpsi/pool'
+//   const server = await createPool({ role: 'server', reveal: true })
+//   const setup = await server.createSetupMessage(0.001, 10, inputs)    // Uint8Array
+//   const response = await server.processRequest(request)
+//   await server.close()
+//
+// Options: role ('server' | 'client'), reveal (false), key (optional: the key bytes, handed
+// once to the first worker; without it the first worker makes a random key), workers (default:
+// navigator.hardwareConcurrency or os.availableParallelism(), at most maxWorkers = 4), timeoutMs
+// (no progress from the workers for this long fails the run; default 120000), module (a
+// compiled WebAssembly.Module; compiled here once when absent), workerUrl, load ({ dir } or
+// { jsUrl } for the workers' module glue).
+//
+// The key stays in the workers: the pool has no getPrivateKeyBytes().  The page only
+// connects the MessageChannels between the first worker (the lead) and the helpers; the
+// lead sends the key over them.  The page receives only merged messages from the lead.
+//
+// A worker that throws, exits or is terminated fails the run (no retry, no fallback) and
+// the pool: later calls reject; close() it and create a new one.
+
+import { PsiError } from './values.mjs';
+import { compileModule } from './module.mjs';
+import { spawnWorker, defaultWorkers } from './pool-env.mjs';
+
+const ROLES = { client: 1, server: 2 };
+const DEFAULT_MAX_WORKERS = 4;
+const DEFAULT_TIMEOUT_MS = 120000;
+const PREFIX = 'shardpsi pool';
+
+// An error of the pool itself (a worker failed, exited or went silent; the pool is closed).
+export class PoolError extends Error {
+  constructor(message) { super(`${PREFIX}: ${message}`); this.name = 'PoolError'; }
+}
+
+function wireToError(w) {
+  if (w.kind === 'psi') return new PsiError(w.code, w.message, w.codeName, w.func);
+  if (w.kind === 'TypeError') return new TypeError(w.message);
+  if (w.kind === 'RangeError') return new RangeError(w.message);
+  return new PoolError(`a worker failed: ${w.name ? `${w.name}: ` : ''}${w.message}`);
+}
+
+function structureOf(ds) {
+  if (typeof ds === 'number') return ds;
+  if (ds !== null && typeof ds === 'object' && typeof ds.value === 'number') return ds.value;
+  throw new TypeError('dataStructure must be one of psi.dataStructure (Raw, GCS, BloomFilter)');
+}
+function bytesOf(msg, what) {
+  if (msg !== null && typeof msg === 'object' && typeof msg.serializeBinary === 'function') return msg.serializeBinary();
+  if (msg instanceof Uint8Array) return msg;
+  if (msg instanceof ArrayBuffer) return new Uint8Array(msg);
+  if (ArrayBuffer.isView(msg)) return new Uint8Array(msg.buffer, msg.byteOffset, msg.byteLength);
+  throw new TypeError(`${what} must be a Uint8Array`);
+}
+function inputsOf(inputs) {
+  if (!Array.isArray(inputs)) throw new TypeError('inputs must be an array of strings');
+  return inputs;
+}
+
+export async function createPool(options = {}) {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const role = ROLES[options.role];
+  if (!role) throw new TypeError("role must be 'server' or 'client'");
+  const reveal = !!options.reveal;
+  const maxWorkers = options.maxWorkers ?? DEFAULT_MAX_WORKERS;
+  const n = options.workers ?? await defaultWorkers(maxWorkers);
+  if (!Number.isInteger(n) || n < 1 || n > 4096) throw new RangeError('workers must be an integer in [1, 4096]');
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!(timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+  const module = options.module ?? await compileModule(options.load || {});
+  // Test hooks (not API): { hang: k (worker k ignores runs), crash: k (worker k throws an uncaught
+  // error on a run), noKey: k (the lead sends helper k no key), onMessage(msg) (sees every message
+  // the page receives), onWorkers(rawWorkers) }.
+  const test = options._test || null;
+  let key = null;
+  if (options.key !== undefined && options.key !== null) key = bytesOf(options.key, 'key').slice();
+
+  const url = options.workerUrl ?? new URL('./pool-worker.mjs', import.meta.url);
+  const workers = [];
+  let failure = null; // the PoolError that broke the pool
+  let closed = false;
+  let nextId = 1;
+  const pending = new Map(); // id -> { resolve, reject, timer, arm }
+  let ready;
+
+  // Fails the pool: every pending call (and the start) rejects with err; workers are stopped.
+  function fail(err) {
+    if (failure) return;
+    failure = err;
+    for (const p of pending.values()) { clearTimeout(p.timer); p.reject(err); }
+    pending.clear();
+    for (const w of workers) w.terminate().catch(() => {});
+  }
+
+  function onLead(m) {
+    if (test && typeof test.onMessage === 'function') test.onMessage(m);
+    if (!m || failure) return;
+    const p = pending.get(m.id);
+    if (m.type === 'progress') { if (p) p.arm(); return; }
+    if (m.type === 'fail' && m.id === -1) { fail(wireToError(m.error)); return; } // start failed (e.g. a bad key)
+    if (m.type === 'fail' && m.fatal) {
+      const err = wireToError(m.error);
+      fail(err instanceof PoolError ? err : new PoolError(`a worker failed: ${err.message}`));
+      return;
+    }
+    if (!p) return;
+    pending.delete(m.id);
+    clearTimeout(p.timer);
+    if (m.type === 'result' || m.type === 'ready') p.resolve(m.value);
+    else p.reject(wireToError(m.error));
+  }
+
+  // A call awaiting the lead's answer under the progress timeout.
+  function await_(id, what) {
+    return new Promise((resolve, reject) => {
+      const p = { resolve, reject, timer: null };
+      p.arm = () => {
+        clearTimeout(p.timer);
+        p.timer = setTimeout(() => fail(new PoolError(`no progress for ${timeoutMs} ms during ${what}: ` +
+          'a worker is silent; the run failed and the pool is stopped')), timeoutMs);
+      };
+      p.arm();
+      pending.set(id, p);
+    });
+  }
+
+  try {
+    const channels = [];
+    for (let k = 1; k < n; k++) channels.push(new MessageChannel());
+    const started = await_(0, 'start');
+    for (let k = 0; k < n; k++) {
+      const w = await spawnWorker(url);
+      workers.push(w);
+      w.onError((e) => fail(new PoolError(`worker ${k} threw: ${e && e.message ? e.message : e}`)));
+      w.onExit((code) => { if (!closed) fail(new PoolError(`worker ${k} exited (code ${code}); the run failed`)); });
+      if (k === 0) w.onMessage((m) => onLead(m && m.type === 'ready' ? { ...m, id: 0 } : m));
+    }
+    const common = { type: 'init', module, load: options.load, role, reveal, shards: n, test: test ? { hang: test.hang, crash: test.crash, noKey: test.noKey } : undefined };
+    for (let k = 1; k < n; k++) {
+      const port = channels[k - 1].port2;
+      workers[k].post({ ...common, index: k, port }, [port]);
+    }
+    if (test && typeof test.onWorkers === 'function') test.onWorkers(workers.map((w) => w.raw));
+    const ports = channels.map((c) => c.port1);
+    const transfer = [...ports];
+    const init = { ...common, index: 0, ports };
+    if (key) { init.key = key.buffer; transfer.push(key.buffer); } // handed once, not kept here
+    key = null;
+    workers[0].post(init, transfer);
+    await started;
+  } catch (e) {
+    fail(e);
+    closed = true;
+    await Promise.all(workers.map((w) => w.terminate().catch(() => {})));
+    throw e;
+  }
+
+  let queue = Promise.resolve();
+  function call(op, args, transfer = []) {
+    const run = async () => {
+      if (closed) throw new PoolError('the pool is closed');
+      if (failure) throw new PoolError(`the pool has failed (${failure.message}); close() it and create a new one`);
+      const id = nextId++;
+      const done = await_(id, op);
+      workers[0].post({ type: 'call', id, op, args }, transfer);
+      return done;
+    };
+    const r = queue.then(run, run);
+    queue = r.catch(() => {});
+    return r;
+  }
+
+  async function close() {
+    closed = true;
+    const err = new PoolError('the pool was closed');
+    for (const p of pending.values()) { clearTimeout(p.timer); p.reject(err); }
+    pending.clear();
+    await Promise.all(workers.map((w) => w.terminate().catch(() => {})));
+  }
+
+  const base = { role: options.role, reveal, workers: n, close, delete: close };
+  if (role === ROLES.server) {
+    return Object.freeze({
+      ...base,
+      async createSetupMessage(fpr, numClientInputs, inputs, ds = 1) {
+        const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), false]);
+        return r.setup;
+      },
+      async createSetupMessageWithPermutation(fpr, numClientInputs, inputs, ds = 0) {
+        const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), true]);
+        return { setup: r.setup, permutation: r.perm };
+      },
+      processRequest: async (request) => call('processRequest', [bytesOf(request, 'request')]),
+    });
+  }
+  const match = (kind, setup, response, perm) =>
+    call('match', [kind, bytesOf(setup, 'setup'), bytesOf(response, 'response'), perm]);
+  return Object.freeze({
+    ...base,
+    createRequest: async (inputs) => call('createRequest', [inputsOf(inputs)]),
+    getIntersection: async (setup, response) => Array.from(await match('match', setup, response)),
+    getIntersectionSize: async (setup, response) => match('count', setup, response),
+    async getAssociationTable(setup, response, permutation) {
+      const pairs = await match('associate', setup, response, permutation ?? undefined);
+      const m = pairs.length / 2, c = new Array(m), s = new Array(m);
+      for (let i = 0; i < m; i++) { c[i] = pairs[2 * i]; s[i] = pairs[2 * i + 1]; }
+      return [c, s];
+    },
+  });
+}
+
+export default createPool;

@@ -1,0 +1,155 @@
+// The worker pool (js/pool.mjs, js/pool-worker.mjs) under Node worker_threads:
+// every committed wire vector file byte for byte at 1 and 3 workers, the key
+// path (no key bytes reach the main thread), and failures: a helper terminated
+// mid-run, a crashing helper, a silent worker (progress timeout), a helper with
+// no key; after each, close() and a new pool works.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { createPSI, compileModule } from '../js/index.mjs';
+import { createPool, PoolError } from '../js/pool.mjs';
+import { readWireCase, runCase } from '../bin/vector-cases.mjs';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const FILES = ['vectors/openmined-psi-2.0.6.json', '../shared/reference/sample-vectors.json'];
+const psi = await createPSI();
+const module = await compileModule();
+
+const poolPsi = (workers) => {
+  const maker = (role) => ({ createFromKey: (key, reveal) => createPool({ role, reveal, key, workers, module }) });
+  return { ...psi, server: maker('server'), client: maker('client') };
+};
+
+for (const workers of [1, 3]) {
+  for (const file of FILES) {
+    test(`pool, ${workers} worker(s): every case of ${file} byte for byte`, async () => {
+      const doc = JSON.parse(readFileSync(root + file, 'utf8'));
+      assert.ok(doc.cases.length > 0);
+      const p = poolPsi(workers);
+      for (const obj of doc.cases) {
+        const c = readWireCase(obj);
+        const { rc, msg } = await runCase(p, c);
+        assert.equal(rc, 0, `${c.name}: ${msg}`);
+      }
+    });
+  }
+}
+
+const SERVER_IN = Array.from({ length: 300 }, (_, i) => `item-${i}`);
+const CLIENT_IN = Array.from({ length: 120 }, (_, i) => `item-${i * 5}`);
+const EXPECTED = CLIENT_IN.map((v, i) => [v, i]).filter(([v]) => SERVER_IN.includes(v)).map(([, i]) => i);
+
+// Every typed array / ArrayBuffer inside a message.
+function buffers(x, out = [], seen = new Set()) {
+  if (x === null || typeof x !== 'object' || seen.has(x)) return out;
+  seen.add(x);
+  if (x instanceof ArrayBuffer) out.push(new Uint8Array(x));
+  else if (ArrayBuffer.isView(x)) out.push(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
+  else for (const v of Object.values(x)) buffers(v, out, seen);
+  return out;
+}
+const contains = (hay, needle) => Buffer.from(hay).indexOf(Buffer.from(needle)) >= 0;
+
+test('pool: the key never reaches the main thread', async () => {
+  const seen = [];
+  const _test = { onMessage: (m) => seen.push(m) };
+  const userKey = psi.client.createWithNewKey(true);
+  const ckey = userKey.getPrivateKeyBytes();
+  userKey.delete();
+  // The server makes its own key in its lead worker; the client's key is handed once to its lead.
+  const server = await createPool({ role: 'server', reveal: true, workers: 3, module, _test });
+  const client = await createPool({ role: 'client', reveal: true, workers: 3, module, key: ckey, _test });
+  try {
+    assert.equal(server.getPrivateKeyBytes, undefined);
+    assert.equal(client.getPrivateKeyBytes, undefined);
+    for (const p of [server, client]) {
+      for (const v of Object.values(p)) assert.ok(!(v instanceof Uint8Array) && !(v instanceof ArrayBuffer));
+    }
+    const setup = await server.createSetupMessage(0.001, CLIENT_IN.length, SERVER_IN, psi.dataStructure.Raw);
+    const request = await client.createRequest(CLIENT_IN);
+    const response = await server.processRequest(request);
+    // Every shard masked with the same key: the intersection is right.
+    assert.deepEqual((await client.getIntersection(setup, response)).sort((a, b) => a - b), EXPECTED);
+    assert.equal(await client.getIntersectionSize(setup, response), EXPECTED.length);
+    assert.ok(seen.length > 0);
+    for (const m of seen) {
+      for (const b of buffers(m)) {
+        assert.notEqual(b.length, 32, `a 32-byte buffer reached the page in a '${m.type}' message`);
+        assert.ok(!contains(b, ckey), 'the client key reached the page');
+      }
+    }
+    assert.ok(seen.every((m) => ['ready', 'progress', 'result', 'fail'].includes(m.type)));
+  } finally {
+    await server.close();
+    await client.close();
+  }
+});
+
+test('pool: default worker count is the CPU count capped at 4, overridable', async () => {
+  const p = await createPool({ role: 'client', module });
+  assert.equal(p.workers, Math.min(availableParallelism(), 4));
+  await p.close();
+  const q = await createPool({ role: 'client', module, maxWorkers: 1 });
+  assert.equal(q.workers, 1);
+  await q.close();
+});
+
+// A new pool after a failure works.
+async function freshPoolWorks() {
+  const p = await createPool({ role: 'client', reveal: true, workers: 3, module });
+  const r = await p.createRequest(CLIENT_IN);
+  assert.ok(r.length > CLIENT_IN.length * 33);
+  await p.close();
+}
+
+async function failedThenClosed(pool, run, re) {
+  await assert.rejects(run, (e) => e instanceof PoolError && re.test(e.message));
+  await assert.rejects(pool.createRequest(['x']), (e) => e instanceof PoolError && /has failed|closed/.test(e.message));
+  await pool.close();
+  await freshPoolWorks();
+}
+
+test('pool: a helper terminated mid-run fails the run with a clear error', async () => {
+  let raw;
+  const pool = await createPool({ role: 'client', workers: 3, module, _test: { hang: 2, onWorkers: (w) => { raw = w; } } });
+  const run = pool.createRequest(CLIENT_IN);
+  setTimeout(() => raw[2].terminate(), 200);
+  await failedThenClosed(pool, run, /worker 2 exited/);
+});
+
+test('pool: a helper that throws fails the run', async () => {
+  const pool = await createPool({ role: 'client', workers: 3, module, _test: { crash: 1 } });
+  await failedThenClosed(pool, pool.createRequest(CLIENT_IN), /worker 1 threw: test hook: helper crashed/);
+});
+
+test('pool: a silent helper is caught by the progress timeout', async () => {
+  const pool = await createPool({ role: 'client', workers: 3, module, timeoutMs: 400, _test: { hang: 1 } });
+  await failedThenClosed(pool, pool.createRequest(CLIENT_IN), /no progress for 400 ms/);
+});
+
+test('pool: a silent lead is caught by the progress timeout', async () => {
+  const pool = await createPool({ role: 'server', workers: 2, module, timeoutMs: 400, _test: { hang: 0 } });
+  await assert.rejects(pool.createSetupMessage(0.001, 10, SERVER_IN), /no progress for 400 ms/);
+  await pool.close();
+});
+
+test('pool: a helper without a key refuses to run', async () => {
+  const pool = await createPool({ role: 'client', workers: 3, module, _test: { noKey: 2 } });
+  await failedThenClosed(pool, pool.createRequest(CLIENT_IN), /helper has no key and cannot make one; refusing to run/);
+});
+
+test('pool: library errors are PsiErrors and leave the pool usable', async () => {
+  const pool = await createPool({ role: 'server', reveal: true, workers: 3, module });
+  try {
+    await assert.rejects(pool.processRequest(new Uint8Array([1, 2, 3])), (e) => e.code === -16 && e.func === 'psi_server_process_request');
+    await assert.rejects(pool.createSetupMessage(0.001, 10, ['a', '\ud800']), (e) => e.codeName === 'PSI_E_INVALID_ARG');
+    await assert.rejects(pool.createSetupMessage(0.001, 10, 'nope'), TypeError);
+    assert.ok((await pool.createSetupMessage(0.001, 10, SERVER_IN)).length > 0);
+  } finally {
+    await pool.close();
+  }
+  await assert.rejects(createPool({ role: 'client', workers: 2, module, key: new Uint8Array(32).fill(255) }),
+    (e) => e.codeName === 'PSI_E_KEY_OUT_OF_RANGE');
+});
