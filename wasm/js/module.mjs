@@ -7,7 +7,8 @@
 //   loadModule()                        Node: read the files from the default dir
 //   loadModule({ dir })                 Node: read shardpsi.{js,wasm} from dir
 //   loadModule({ jsUrl, wasmUrl })      Node: absolute file: URLs; browser: importScripts(jsUrl)
-//                                       in a classic worker, else fetch + new Function (untested)
+//                                       in a classic worker, else (module worker, page) fetch +
+//                                       new Function (test/browser/ runs this in Chromium)
 //   loadModule({ wasmBinary })          compile these bytes
 //   loadModule({ module })              instantiate a compiled WebAssembly.Module
 //                                       (one compiled by the main thread, posted to a worker)
@@ -56,13 +57,21 @@ async function getFactory(options, files) {
     return createRequire(files.jsUrl)(fileURLToPath(files.jsUrl));
   }
   if (typeof globalThis.createShardPsi === 'function') return globalThis.createShardPsi;
-  if (options.jsUrl !== undefined && typeof importScripts === 'function') { // classic worker
-    importScripts(String(options.jsUrl)); // eslint-disable-line no-undef
-    if (typeof globalThis.createShardPsi === 'function') return globalThis.createShardPsi;
-  } else if (options.jsUrl !== undefined && typeof fetch === 'function') {
-    // A module worker or page has no importScripts: evaluate the classic script's
-    // text (needs a CSP allowing it; otherwise pass { factory }).
-    const text = await (await fetch(String(options.jsUrl))).text();
+  if (options.jsUrl !== undefined && typeof importScripts === 'function') { // a worker
+    // A module worker has importScripts too, but it throws a TypeError there ("Module
+    // scripts don't support importScripts()"): then fall through to fetch below.
+    let imported = false;
+    try { importScripts(String(options.jsUrl)); imported = true; } catch (e) { // eslint-disable-line no-undef
+      if (!(e instanceof TypeError) || typeof fetch !== 'function') throw e;
+    }
+    if (imported && typeof globalThis.createShardPsi === 'function') return globalThis.createShardPsi;
+  }
+  if (options.jsUrl !== undefined && typeof fetch === 'function') {
+    // A module worker or page: evaluate the classic script's text (needs a CSP
+    // allowing it; otherwise pass { factory }).
+    const res = await fetch(String(options.jsUrl));
+    if (!res.ok) throw new Error(`shardpsi: fetching ${options.jsUrl} failed: HTTP ${res.status}`);
+    const text = await res.text();
     return new Function(`${text}\nreturn createShardPsi;`)(); // eslint-disable-line no-new-func
   }
   throw new Error('shardpsi: cannot load the module glue here; pass { factory } ' +

@@ -42,7 +42,8 @@ export function wrapPort(port) {
 }
 
 // Page side: starts a module worker running url.  Returns { post, onMessage, onError,
-// onExit (Node only: browsers give no exit event), terminate, raw }.
+// onExit (Node: the exit event; browsers have none: only raw.terminate() is reported),
+// terminate, raw }.
 export async function spawnWorker(url) {
   if (isNode) {
     const { Worker } = await import('node:worker_threads');
@@ -57,6 +58,12 @@ export async function spawnWorker(url) {
     };
   }
   const w = new Worker(url, { type: 'module' });
+  // Browsers give no exit event.  A terminate() called on the raw Worker (by the page, or
+  // the pool's test hook onWorkers) is reported to onExit as an exit; the pool's own
+  // terminate below uses the original method and reports nothing.
+  const exitFns = [];
+  const terminate = w.terminate.bind(w);
+  w.terminate = () => { terminate(); for (const fn of exitFns.splice(0)) fn('terminated by the page'); };
   return {
     post: (msg, transfer = []) => w.postMessage(msg, transfer),
     onMessage: (fn) => w.addEventListener('message', (e) => fn(e.data)),
@@ -67,8 +74,8 @@ export async function spawnWorker(url) {
       });
       w.addEventListener('messageerror', () => fn(new Error('a message from the worker could not be deserialized')));
     },
-    onExit: () => {},
-    terminate: () => { w.terminate(); return Promise.resolve(); },
+    onExit: (fn) => { exitFns.push(fn); },
+    terminate: () => { exitFns.length = 0; terminate(); return Promise.resolve(); },
     raw: w,
   };
 }

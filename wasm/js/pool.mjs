@@ -134,7 +134,7 @@ export async function createPool(options = {}) {
       const w = await spawnWorker(url);
       workers.push(w);
       w.onError((e) => fail(new PoolError(`worker ${k} threw: ${e && e.message ? e.message : e}`)));
-      w.onExit((code) => { if (!closed) fail(new PoolError(`worker ${k} exited (code ${code}); the run failed`)); });
+      w.onExit((code) => { if (!closed) fail(new PoolError(`worker ${k} exited (${typeof code === 'number' ? `code ${code}` : code}); the run failed`)); });
       if (k === 0) w.onMessage((m) => onLead(m && m.type === 'ready' ? { ...m, id: 0 } : m));
     }
     const common = { type: 'init', module, load: options.load, role, reveal, shards: n, test: test ? { hang: test.hang, crash: test.crash, noKey: test.noKey } : undefined };

@@ -1,0 +1,142 @@
+// The browser test page of the worker pool (driven by run-browser.mjs).  Runs in the
+// page's main thread; the pool runs in browser module Workers (js/pool-worker.mjs), each
+// loading the module glue with fetch + new Function (module workers have no
+// importScripts) and instantiating the WebAssembly.Module compiled once here.
+// Results: window.__results = [{ ok, name, detail }], window.__info, window.__done.
+import { createPSI, compileModule, dataStructure } from '/js/index.mjs';
+import { createPool, PoolError } from '/js/pool.mjs';
+
+const results = [];
+const info = {};
+const out = document.getElementById('out');
+const note = (s) => { out.textContent += `${s}\n`; };
+function check(ok, name, detail = '') {
+  results.push({ ok: !!ok, name, detail: String(detail) });
+  note(`${ok ? 'ok' : 'FAIL'} ${name}${detail ? ` (${detail})` : ''}`);
+}
+async function checkRejects(name, run, test) {
+  try {
+    await run;
+    check(false, name, 'did not reject');
+  } catch (e) {
+    check(test(e), name, `${e && e.name}: ${e && e.message}`);
+  }
+}
+
+const base = new URL('/wasm/', location.href).href;
+const load = { jsUrl: `${base}shardpsi.js`, wasmUrl: `${base}shardpsi.wasm` }; // strings: posted to workers
+const eq = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+const now = () => performance.now();
+
+const N = 2000;
+const SERVER_IN = Array.from({ length: N }, (_, i) => `server-${i}`);
+const CLIENT_IN = Array.from({ length: N }, (_, i) => (i % 3 === 0 ? `server-${i}` : `client-${i}`));
+const EXPECTED = CLIENT_IN.map((v, i) => [v, i]).filter(([v]) => v.startsWith('server-')).map(([, i]) => i);
+const FPR = 1e-6;
+
+async function main() {
+  info.crossOriginIsolated = globalThis.crossOriginIsolated;
+  info.sharedArrayBuffer = typeof SharedArrayBuffer;
+  info.hardwareConcurrency = navigator.hardwareConcurrency;
+  info.userAgent = navigator.userAgent;
+  check(globalThis.crossOriginIsolated === false, 'page is not cross-origin isolated (no COOP/COEP)',
+    `crossOriginIsolated=${globalThis.crossOriginIsolated}, typeof SharedArrayBuffer=${typeof SharedArrayBuffer}`);
+
+  // The reference: one module instance in the page's main thread.
+  let t = now();
+  const psi = await createPSI(load);
+  info.singleLoadMs = Math.round(now() - t);
+  const sKey = psi.server.createWithNewKey(true);
+  const cKey = psi.client.createWithNewKey(true);
+  const skey = sKey.getPrivateKeyBytes(), ckey = cKey.getPrivateKeyBytes();
+  t = now();
+  const refRequest = cKey.createRequest(CLIENT_IN);
+  const refSetup = sKey.createSetupMessage(FPR, N, SERVER_IN, dataStructure.GCS);
+  const refResponse = sKey.processRequest(refRequest);
+  const refHits = cKey.getIntersection(refSetup, refResponse).sort((a, b) => a - b);
+  const singleMs = now() - t;
+  info.single = { ms: Math.round(singleMs), valuesPerSec: Math.round((4 * N) / (singleMs / 1000)) };
+  check(eq(refHits, EXPECTED), `single instance (page main thread): GCS round of ${N} values gives the expected intersection`,
+    `${refHits.length} hits, ${info.single.valuesPerSec} values/s`);
+
+  t = now();
+  const module = await compileModule({ wasmUrl: load.wasmUrl });
+  info.compileMs = Math.round(now() - t);
+
+  info.pool = {};
+  for (const workers of [1, 2, 4]) {
+    const tag = `pool, ${workers} worker(s)`;
+    let server, client;
+    try {
+      t = now();
+      [server, client] = await Promise.all([
+        createPool({ role: 'server', reveal: true, key: skey, workers, module, load }),
+        createPool({ role: 'client', reveal: true, key: ckey, workers, module, load }),
+      ]);
+      const startMs = now() - t;
+      check(server.workers === workers && client.workers === workers, `${tag}: started`, `${Math.round(startMs)} ms for both pools`);
+      const times = {};
+      t = now(); const request = await client.createRequest(CLIENT_IN); times.request = now() - t;
+      t = now(); const setup = await server.createSetupMessage(FPR, N, SERVER_IN, dataStructure.GCS); times.setup = now() - t;
+      t = now(); const response = await server.processRequest(request); times.response = now() - t;
+      t = now(); const hits = (await client.getIntersection(setup, response)).sort((a, b) => a - b); times.intersection = now() - t;
+      check(eq(request, refRequest), `${tag}: request of ${N} values byte for byte as the single instance`, `${request.length} bytes`);
+      check(eq(setup, refSetup), `${tag}: GCS setup byte for byte as the single instance`, `${setup.length} bytes`);
+      check(eq(response, refResponse), `${tag}: response byte for byte as the single instance`, `${response.length} bytes`);
+      check(eq(hits, refHits), `${tag}: intersection equals the single instance's`, `${hits.length} hits`);
+      const total = times.request + times.setup + times.response + times.intersection;
+      const rate = (ms) => Math.round(N / (ms / 1000));
+      info.pool[workers] = {
+        startMs: Math.round(startMs),
+        valuesPerSec: { request: rate(times.request), setup: rate(times.setup), response: rate(times.response),
+          intersection: rate(times.intersection), round: Math.round((4 * N) / (total / 1000)) },
+      };
+    } catch (e) {
+      check(false, `${tag}: round`, `${e && e.name}: ${e && e.message}`);
+    } finally {
+      if (server) await server.close();
+      if (client) await client.close();
+    }
+  }
+
+  // Failures, with the pool's test hooks.
+  const freshPoolWorks = async (what) => {
+    const p = await createPool({ role: 'client', reveal: true, workers: 3, module, load });
+    try {
+      const r = await p.createRequest(CLIENT_IN.slice(0, 200));
+      check(r instanceof Uint8Array && r.length > 200 * 33,
+        `after ${what}: a new pool works`, `${r.length} bytes`);
+    } finally { await p.close(); }
+  };
+  {
+    let raw;
+    const pool = await createPool({ role: 'client', workers: 3, module, load, timeoutMs: 20000,
+      _test: { hang: 2, onWorkers: (w) => { raw = w; } } });
+    const run = pool.createRequest(CLIENT_IN);
+    setTimeout(() => raw[2].terminate(), 200);
+    t = now();
+    await checkRejects('a helper terminated mid-run fails the run with a clear PoolError', run,
+      (e) => e instanceof PoolError && /worker 2 exited \(terminated by the page\); the run failed/.test(e.message));
+    info.terminateRejectMs = Math.round(now() - t);
+    await checkRejects('after that, the pool rejects further calls', pool.createRequest(['x']),
+      (e) => e instanceof PoolError && /has failed/.test(e.message));
+    await pool.close();
+    await freshPoolWorks('a terminated helper');
+  }
+  {
+    const pool = await createPool({ role: 'client', workers: 3, module, load, timeoutMs: 20000, _test: { crash: 1 } });
+    await checkRejects('a helper that throws fails the run (worker error event)', pool.createRequest(CLIENT_IN),
+      (e) => e instanceof PoolError && /worker 1 threw: .*test hook: helper crashed/.test(e.message));
+    await pool.close();
+  }
+  {
+    const pool = await createPool({ role: 'client', workers: 3, module, load, timeoutMs: 500, _test: { hang: 1 } });
+    await checkRejects('a silent helper is caught by the progress timeout', pool.createRequest(CLIENT_IN),
+      (e) => e instanceof PoolError && /no progress for 500 ms/.test(e.message));
+    await pool.close();
+  }
+  sKey.delete(); cKey.delete();
+}
+
+main().catch((e) => check(false, 'page', `${e && e.name}: ${e && e.message}\n${e && e.stack}`))
+  .finally(() => { window.__results = results; window.__info = info; window.__done = true; note('done'); });

@@ -1,0 +1,74 @@
+// The browser test of the worker pool: serves wasm/js/*.mjs, the built module and a test
+// page (server.mjs, no COOP/COEP), opens the page in Debian's headless Chromium through
+// playwright-core (a devDependency: `npm install` in wasm/; no browser is downloaded),
+// prints each check as "ok ..."/"FAIL ..." and ends with "N passed, M failed".
+// Exit status 0 only if all passed.
+//   node wasm/test/browser/run-browser.mjs
+// Env: SHARDPSI_WASM_DIR (default build-wasm/wasm), CHROMIUM (default /usr/bin/chromium),
+//      SHARDPSI_BROWSER_TIMEOUT_MS (default 300000), SHARDPSI_BROWSER_VERBOSE=1 (console log).
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startServer, WASM_DIR } from './server.mjs';
+
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const TIMEOUT_MS = Number(process.env.SHARDPSI_BROWSER_TIMEOUT_MS || 300000);
+const verbose = process.env.SHARDPSI_BROWSER_VERBOSE === '1';
+
+let passed = 0, failed = 0;
+const report = (ok, name, detail) => {
+  if (ok) passed++; else failed++;
+  console.log(`${ok ? 'ok' : 'FAIL'} ${name}${detail ? ` (${detail})` : ''}`);
+};
+const finish = () => { console.log(`${passed} passed, ${failed} failed`); process.exit(failed === 0 && passed > 0 ? 0 : 1); };
+
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch (e) {
+  report(false, 'load playwright-core', `${e.message}; run \`npm install\` in wasm/`);
+  finish();
+}
+for (const [f, what] of [[CHROMIUM, 'Chromium'], [path.join(WASM_DIR, 'shardpsi.wasm'), 'the built module'], [path.join(WASM_DIR, 'shardpsi.js'), 'the module glue']]) {
+  if (!existsSync(f)) { report(false, `${what} exists`, f); finish(); }
+}
+
+const consoleLog = [];
+const server = await startServer({ log: (s) => consoleLog.push(`[server] ${s}`) });
+const profile = mkdtempSync(path.join(tmpdir(), 'shardpsi-chromium-'));
+let ctx;
+try {
+  const t0 = Date.now();
+  ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const launchMs = Date.now() - t0;
+  const page = ctx.pages()[0] || await ctx.newPage();
+  page.on('console', (m) => consoleLog.push(`[console.${m.type()}] ${m.text()}`));
+  page.on('pageerror', (e) => consoleLog.push(`[pageerror] ${e.message}`));
+  page.on('worker', (w) => consoleLog.push(`[worker] ${w.url()}`));
+  await page.goto(server.url);
+  await page.waitForFunction(() => window.__done === true, null, { timeout: TIMEOUT_MS, polling: 200 });
+  const { results, info } = await page.evaluate(() => ({ results: window.__results, info: window.__info }));
+  for (const r of results) report(r.ok, r.name, r.detail);
+  console.log(`# ${info.userAgent}`);
+  console.log(`# launch ${launchMs} ms; crossOriginIsolated=${info.crossOriginIsolated}, typeof SharedArrayBuffer=${info.sharedArrayBuffer}, ` +
+    `hardwareConcurrency=${info.hardwareConcurrency}`);
+  if (info.single) console.log(`# single instance (page main thread): load ${info.singleLoadMs} ms, round ${info.single.ms} ms, ${info.single.valuesPerSec} values/s; compileModule ${info.compileMs} ms`);
+  for (const [n, p] of Object.entries(info.pool || {})) {
+    const v = p.valuesPerSec;
+    console.log(`# pool ${n} worker(s): start ${p.startMs} ms; values/s request ${v.request}, setup ${v.setup}, ` +
+      `response ${v.response}, intersection ${v.intersection}, whole round ${v.round}`);
+  }
+  if (info.terminateRejectMs !== undefined) console.log(`# terminated helper: rejected after ${info.terminateRejectMs} ms`);
+} catch (e) {
+  report(false, 'browser run', e.message.split('\n')[0]);
+} finally {
+  if (ctx) await ctx.close().catch(() => {});
+  await server.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+if (verbose || failed) for (const l of consoleLog) console.log(`# ${l}`);
+finish();
