@@ -52,12 +52,7 @@ int psi_cli_party_init(psi_cli_party *p, psi_engine *e, const psi_cli_shard_opts
     }
     psi_shard_settings_default(&s);
     s.shards = o->shards; // 0: the library's default for the threads
-    s.threads = o->threads;
-    // Left to the library, threads are the online CPUs; more than there
-    // are shards would only idle.
-    if (o->threads == 0 && s.shards > 0)
-        s.max_threads = s.shards < PSI_SHARD_MAX_THREADS ? s.shards
-                                                         : PSI_SHARD_MAX_THREADS;
+    s.threads = o->threads; // 0: the online CPUs, at most the shards
     rc = psi_shards_create(&p->shards, e, &s);
     psi_engine_free(e);
     return rc;

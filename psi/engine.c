@@ -132,11 +132,9 @@ int psi_engine_create(psi_engine **out, const psi_settings *s)
 
 int psi_engine_clone(psi_engine **out, const psi_engine *e)
 {
-    if (e == NULL) {
-        PSI_CHECK_ARG(out != NULL);
-        *out = NULL;
-        PSI_CHECK_ARG(e != NULL);
-    }
+    PSI_CHECK_ARG(out != NULL);
+    *out = NULL;
+    PSI_CHECK_ARG(e != NULL);
     return psi_engine_clone_with(out, e, &e->settings);
 }
 
