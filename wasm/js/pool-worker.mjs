@@ -16,6 +16,7 @@
 //   lead -> page     { type: 'ready' } | { type: 'progress', id, done } |
 //                    { type: 'result', id, value } | { type: 'fail', id, error, fatal }
 //   page -> lead     { type: 'call', id, op, args }
+//   page -> worker   { type: 'close' }   (frees the engine, wiping the key; answers { type: 'closed' })
 //   lead -> helper   { type: 'key', key } | { type: 'run', id, step, offset, input }
 //   helper -> lead   { type: 'ready' } | { type: 'done', id, out, perm } | { type: 'fail', id, error, fatal }
 
@@ -83,10 +84,17 @@ function as(func, fn) {
 
 // ------------------------------------------------------------------- the worker
 
+// Frees this worker's engine (psi_engine_free wipes its key); set once the engine exists.
+let freeEngine = () => {};
+
 async function main() {
   const parent = await parentChannel();
   let started = false;
   parent.onMessage((msg) => {
+    if (msg && msg.type === 'close') { // the page closes the pool: wipe the key before terminating
+      try { freeEngine(); } finally { parent.post({ type: 'closed' }); }
+      return;
+    }
     if (!msg || msg.type !== 'init' || started) return;
     started = true;
     (msg.index === 0 ? lead(parent, msg) : helper(parent, msg)).catch((e) => {
@@ -113,6 +121,7 @@ async function helper(parent, msg) {
       const key = new Uint8Array(m.key);
       try {
         engine = ll.engineFromKey(msg.role, msg.reveal, key);
+        freeEngine = () => { ll.engineFree(engine); engine = 0; };
         port.post({ type: 'ready' });
       } catch (e) {
         port.post({ type: 'fail', id: -1, error: errorToWire(e), fatal: true });
@@ -154,6 +163,7 @@ async function lead(parent, msg) {
   } else {
     engine = ll.engineCreate(msg.role, msg.reveal);
   }
+  freeEngine = () => { ll.engineFree(engine); engine = 0; };
 
   // Replies of helper k: the pending run's resolver.
   const waiting = new Map(); // `${id}:${k}` -> { resolve }

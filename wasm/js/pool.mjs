@@ -28,6 +28,7 @@ import { spawnWorker, defaultWorkers } from './pool-env.mjs';
 const ROLES = { client: 1, server: 2 };
 const DEFAULT_MAX_WORKERS = 4;
 const DEFAULT_TIMEOUT_MS = 120000;
+const CLOSE_GRACE_MS = 1000;
 const PREFIX = 'shardpsi pool';
 
 // An error of the pool itself (a worker failed, exited or went silent; the pool is closed).
@@ -72,7 +73,7 @@ export async function createPool(options = {}) {
   const module = options.module ?? await compileModule(options.load || {});
   // Test hooks (not API): { hang: k (worker k ignores runs), crash: k (worker k throws an uncaught
   // error on a run), noKey: k (the lead sends helper k no key), onMessage(msg) (sees every message
-  // the page receives), onWorkers(rawWorkers) }.
+  // the page receives), onWorkers(rawWorkers), onClosed(k) (worker k freed its engine on close) }.
   const test = options._test || null;
   let key = null;
   if (options.key !== undefined && options.key !== null) key = bytesOf(options.key, 'key').slice();
@@ -85,13 +86,31 @@ export async function createPool(options = {}) {
   const pending = new Map(); // id -> { resolve, reject, timer, arm }
   let ready;
 
+  // Stops every worker, once: asks each to free its engine (which wipes its key) and waits
+  // for its answer, at most CLOSE_GRACE_MS (a silent or busy worker is not waited for), then
+  // terminates it.
+  let stopping = null;
+  function shutdown() {
+    stopping = stopping || Promise.all(workers.map((w, k) => new Promise((resolve) => {
+      const timer = setTimeout(resolve, CLOSE_GRACE_MS);
+      w.onMessage((m) => {
+        if (!m || m.type !== 'closed') return;
+        clearTimeout(timer);
+        if (test && typeof test.onClosed === 'function') test.onClosed(k);
+        resolve();
+      });
+      try { w.post({ type: 'close' }); } catch { clearTimeout(timer); resolve(); }
+    }).then(() => w.terminate().catch(() => {}))));
+    return stopping;
+  }
+
   // Fails the pool: every pending call (and the start) rejects with err; workers are stopped.
   function fail(err) {
     if (failure) return;
     failure = err;
     for (const p of pending.values()) { clearTimeout(p.timer); p.reject(err); }
     pending.clear();
-    for (const w of workers) w.terminate().catch(() => {});
+    shutdown();
   }
 
   function onLead(m) {
@@ -153,7 +172,7 @@ export async function createPool(options = {}) {
   } catch (e) {
     fail(e);
     closed = true;
-    await Promise.all(workers.map((w) => w.terminate().catch(() => {})));
+    await shutdown();
     throw e;
   }
 
@@ -177,7 +196,7 @@ export async function createPool(options = {}) {
     const err = new PoolError('the pool was closed');
     for (const p of pending.values()) { clearTimeout(p.timer); p.reject(err); }
     pending.clear();
-    await Promise.all(workers.map((w) => w.terminate().catch(() => {})));
+    await shutdown();
   }
 
   const base = { role: options.role, reveal, workers: n, close, delete: close };

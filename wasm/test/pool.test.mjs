@@ -87,6 +87,46 @@ test('pool: the key never reaches the main thread', async () => {
   }
 });
 
+// The merge runs in the lead worker: whatever the worker count, the page receives the merged
+// messages and nothing else, so its memory does not grow with the number of workers.
+test('pool: the page receives only the merged messages, the same bytes at 1, 2 and 4 workers', async () => {
+  const received = {};
+  for (const workers of [1, 2, 4]) {
+    const seen = [];
+    const _test = { onMessage: (m) => seen.push(m) };
+    // fixed keys, so that the GCS setup's length is the same in every run
+    const server = await createPool({ role: 'server', reveal: true, workers, module, _test, key: new Uint8Array(32).fill(7) });
+    const client = await createPool({ role: 'client', reveal: true, workers, module, _test, key: new Uint8Array(32).fill(9) });
+    try {
+      const setup = await server.createSetupMessage(0.001, CLIENT_IN.length, SERVER_IN, psi.dataStructure.GCS);
+      const request = await client.createRequest(CLIENT_IN);
+      const response = await server.processRequest(request);
+      const hits = await client.getIntersection(setup, response);
+      const total = seen.reduce((a, m) => a + buffers(m).reduce((b, x) => b + x.length, 0), 0);
+      assert.equal(total, setup.length + request.length + response.length + 4 * hits.length,
+        `${workers} worker(s): the page received more than the merged results`);
+      assert.equal(seen.filter((m) => m.type === 'result').length, 4);
+      received[workers] = total;
+    } finally {
+      await server.close();
+      await client.close();
+    }
+  }
+  assert.equal(received[2], received[1]);
+  assert.equal(received[4], received[1]);
+});
+
+test('pool: close() has every worker free its engine (wiping its key) before it is terminated', async () => {
+  for (const workers of [1, 3]) {
+    const closedBy = [];
+    const p = await createPool({ role: 'client', reveal: true, workers, module, _test: { onClosed: (k) => closedBy.push(k) } });
+    await p.createRequest(CLIENT_IN);
+    await p.close();
+    assert.deepEqual(closedBy.sort(), [...Array(workers).keys()], `${workers} worker(s)`);
+    await assert.rejects(p.createRequest(CLIENT_IN), (e) => e instanceof PoolError && /closed/.test(e.message));
+  }
+});
+
 test('pool: default worker count is the CPU count capped at 4, overridable', async () => {
   const p = await createPool({ role: 'client', module });
   assert.equal(p.workers, Math.min(availableParallelism(), 4));
