@@ -1,0 +1,71 @@
+// TypeScript declarations of the worker pool (js/pool.mjs, package export "shardpsi/pool").
+// One party whose setup, request, response and match steps are split across N workers (Web
+// Workers in a browser, worker_threads in Node), each with its own wasm instance built from one
+// key, and merged in the first worker: the messages are byte-identical to one instance's.
+
+import type { AssociationTable, DataStructureArg, Input, LoadOptions, MessageArg,
+  SetupWithPermutation } from './index.js';
+
+/** An error of the pool itself: a worker threw, exited, was terminated or went silent past
+ *  timeoutMs, or the pool is closed.  The pool is then failed: every later call rejects with a
+ *  PoolError; close() it and create a new one.  Library errors (bad messages, bad keys) are
+ *  PsiErrors, as with one instance, and leave the pool usable. */
+export declare class PoolError extends Error {
+  readonly name: 'PoolError';
+}
+
+export interface PoolOptions {
+  role: 'server' | 'client';
+  /** Reveal the intersection (psi.js's revealIntersection); default false. */
+  reveal?: boolean;
+  /** The key (big-endian, 1 <= k < n), handed once to the first worker and not kept in the
+   *  page; without it the first worker makes a random key.  The pool never gives it back. */
+  key?: Uint8Array | ArrayBuffer;
+  /** Number of workers; default navigator.hardwareConcurrency or os.availableParallelism(),
+   *  capped at maxWorkers. */
+  workers?: number;
+  /** Cap of the default worker count; default 4. */
+  maxWorkers?: number;
+  /** A run fails when no worker reports progress for this long; default 120000 ms. */
+  timeoutMs?: number;
+  /** The compiled module (compileModule()); compiled once here when absent. */
+  module?: WebAssembly.Module;
+  /** URL of pool-worker.mjs, when the package is served from elsewhere. */
+  workerUrl?: string | URL;
+  /** Where the workers load the module glue from ({ dir } in Node, { jsUrl } in a browser). */
+  load?: LoadOptions;
+}
+
+interface PoolBase {
+  readonly role: 'server' | 'client';
+  readonly reveal: boolean;
+  readonly workers: number;
+  /** Stops the pool: each worker frees its engine, which wipes its copy of the key (a worker
+   *  that does not answer within a second is terminated as it is), then every worker is
+   *  terminated; pending calls reject with a PoolError. */
+  readonly close: () => Promise<void>;
+  /** Same as close (psi.js's delete). */
+  readonly delete: () => Promise<void>;
+}
+
+export interface ServerPool extends PoolBase {
+  readonly role: 'server';
+  readonly createSetupMessage: (fpr: number, numClientInputs: number | bigint,
+    inputs: readonly Input[], dataStructure?: DataStructureArg) => Promise<Uint8Array>;
+  readonly createSetupMessageWithPermutation: (fpr: number, numClientInputs: number | bigint,
+    inputs: readonly Input[], dataStructure?: DataStructureArg) => Promise<SetupWithPermutation>;
+  readonly processRequest: (clientRequest: MessageArg) => Promise<Uint8Array>;
+}
+
+export interface ClientPool extends PoolBase {
+  readonly role: 'client';
+  readonly createRequest: (clientInputs: readonly Input[]) => Promise<Uint8Array>;
+  readonly getIntersection: (serverSetup: MessageArg, serverResponse: MessageArg) => Promise<number[]>;
+  readonly getIntersectionSize: (serverSetup: MessageArg, serverResponse: MessageArg) => Promise<number>;
+  readonly getAssociationTable: (serverSetup: MessageArg, serverResponse: MessageArg,
+    permutation?: ArrayLike<number>) => Promise<AssociationTable>;
+}
+
+export declare function createPool(options: PoolOptions & { role: 'server' }): Promise<ServerPool>;
+export declare function createPool(options: PoolOptions & { role: 'client' }): Promise<ClientPool>;
+export default createPool;

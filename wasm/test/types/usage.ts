@@ -1,0 +1,58 @@
+// Compiled (never run) by types.test.mjs with tsc --strict: the package's declarations
+// (js/index.d.ts, js/pool.d.ts) describe the API as used here, through the package's own
+// exports map ("shardpsi", "shardpsi/pool").  Each @ts-expect-error line must be an error.
+import createPSI, { PsiError, type PSILibrary, type AssociationTable } from 'shardpsi';
+import { createPool, PoolError, type ServerPool, type ClientPool } from 'shardpsi/pool';
+
+export async function single(): Promise<number> {
+  const psi: PSILibrary = await createPSI();
+  const server = psi.server.createWithNewKey(true);
+  const client = psi.client.createFromKey(new Uint8Array(32).fill(1), true);
+  const setup: Uint8Array = server.createSetupMessage(0.001, 2, ['a', 'b'], psi.dataStructure.GCS);
+  const { setup: raw, permutation } = server.createSetupMessageWithPermutation(0, 0, ['a', 'b'], psi.dataStructure.Raw);
+  const first: number | undefined = permutation[0];
+  const request = client.createRequest(['a', new Uint8Array([0x62])]);
+  const response = server.processRequest(request);
+  const hits: number[] = client.getIntersection(setup, response);
+  const table: AssociationTable = client.getAssociationTable(raw, response, permutation);
+  const key: Uint8Array = server.getPrivateKeyBytes();
+  try {
+    psi.checkPoint(new Uint8Array(33));
+  } catch (e) {
+    if (e instanceof PsiError) { const c: number = e.code; const n: string = e.codeName; void c; void n; }
+  }
+  // @ts-expect-error: inputs are strings or bytes
+  client.createRequest([1, 2]);
+  // @ts-expect-error: a structure is 0, 1 or 2
+  server.createSetupMessage(0.001, 2, ['a'], 3);
+  server.delete(); client.delete();
+  return hits.length + table[0].length + key.length + (first ?? 0) + client.getIntersectionSize(setup, response);
+}
+
+export async function pooled(): Promise<number> {
+  const server: ServerPool = await createPool({ role: 'server', reveal: true, workers: 2 });
+  const client: ClientPool = await createPool({ role: 'client', reveal: true, key: new Uint8Array(32).fill(1), timeoutMs: 60000 });
+  try {
+    const setup: Uint8Array = await server.createSetupMessage(0.001, 2, ['a', 'b']);
+    const response: Uint8Array = await server.processRequest(await client.createRequest(['a']));
+    const size: number = await client.getIntersectionSize(setup, response);
+    const table: AssociationTable = await client.getAssociationTable(setup, response);
+    // @ts-expect-error: the pool never hands the key back
+    server.getPrivateKeyBytes();
+    // @ts-expect-error: a server pool has no createRequest
+    await server.createRequest(['a']);
+    // @ts-expect-error: a client pool's results are promises
+    const wrong: number = client.getIntersectionSize(setup, response);
+    void wrong;
+    return size + table[1].length + server.workers;
+  } catch (e) {
+    if (e instanceof PoolError) return -1;
+    throw e;
+  } finally {
+    await server.close();
+    await client.delete();
+  }
+}
+
+// @ts-expect-error: role is required
+void createPool({ reveal: true });
