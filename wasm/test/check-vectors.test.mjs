@@ -112,3 +112,44 @@ test('--workers N: the worker pool prints what the single instance prints', () =
   assert.equal(pool.status, 0, pool.out + pool.err);
   assert.equal(pool.out, one.out);
 });
+
+// Every committed vector file, single instance and pool at 1 and 4 workers, prints what the C
+// tool prints for it (when built) and passes every case.
+const COMMITTED = ['vectors/openmined-psi-2.0.6.json', 'vectors/shardpsi-extra.json',
+  '../shared/reference/sample-vectors.json'].map((f) => root + f);
+
+function checkEverywhere(files) {
+  const one = run(...files);
+  assert.equal(one.status, 0, one.out + one.err);
+  assert.match(lastLine(one.out), /^[1-9][0-9]* passed, 0 failed$/);
+  if (existsSync(cPsi)) {
+    const c = spawnSync(cPsi, ['vectors', 'check', ...files], { encoding: 'utf8' });
+    assert.equal(one.out, c.stdout, 'check-vectors and psi vectors check print the same');
+  }
+  for (const n of ['1', '4']) {
+    const pool = run('--workers', n, ...files);
+    assert.equal(pool.status, 0, `--workers ${n}: ${pool.out}${pool.err}`);
+    assert.equal(pool.out, one.out, `--workers ${n}`);
+  }
+  return lastLine(one.out);
+}
+
+test('every committed vector file passes at 1 and 4 workers', () => {
+  checkEverywhere(COMMITTED);
+});
+
+// A file psi.js writes now, from a seed no one has run before, must pass too.  Needs
+// @openmined/psi.js in vectors/node_modules (scripts/setup-js.sh installs it).
+const psijs = root + 'vectors/node_modules/@openmined/psi.js/package.json';
+test('an unseen psi.js-generated vector file passes at 1 and 4 workers',
+  { skip: !existsSync(psijs) && 'psi.js not installed in vectors/ (scripts/setup-js.sh)' }, (t) => {
+    const dir = mkdtempSync(tmpdir() + '/shardpsi-rand-');
+    try {
+      const seed = `wasm-test-${Date.now()}-${process.pid}`;
+      const file = dir + '/random.json';
+      const g = spawnSync(process.execPath, ['generate-random.mjs', '--seed', seed, '--cases', '12', '--out', file],
+        { cwd: root + 'vectors', encoding: 'utf8' });
+      assert.equal(g.status, 0, g.stdout + g.stderr);
+      t.diagnostic(`seed ${seed}: ${checkEverywhere([file])}`);
+    } finally { rmSync(dir, { recursive: true }); }
+  });
