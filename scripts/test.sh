@@ -2,7 +2,11 @@
 # The whole test suite: sets up (scripts/setup.sh), runs every meson test in
 # the normal build, then again under AddressSanitizer + UndefinedBehavior-
 # Sanitizer, then the sharding layer's tests under ThreadSanitizer, and
-# ends with one line "N passed, M failed" over all suites.
+# then the WebAssembly package: its Node tests (wasm/test/run.sh, which builds
+# the wasm32 dependencies once into a cache outside the clone, then the
+# module) and its browser test in headless Chromium
+# (wasm/test/browser/run-browser.mjs), and ends with one line
+# "N passed, M failed" over all suites.
 # Exit status 0 only if every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,12 +40,52 @@ meson test -C build-sanitize --print-errorlogs --num-processes 2 --timeout-multi
 meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 2 \
     --timeout-multiplier 4 "${tsan_tests[@]}" || status=1
 
-# Count results from both runs' logs (meson writes one JSON object a line).
+# The JavaScript package.  Each runner ends with "N passed, M failed"; a runner
+# that never gets that far counts as one failure.
+js_counts=()
+run_js() {   # NAME COMMAND...
+    local name=$1 log last
+    shift
+    log=$(mktemp) || return 1
+    # the runner's own summary line is shown under its name, so that the
+    # last line of this script stays the only bare one
+    "$@" 2>&1 | tee "$log" | sed -E "s/^([0-9]+ passed, [0-9]+ failed)\$/$name: \\1/"
+    local rc=${PIPESTATUS[0]}
+    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+    rm -f "$log"
+    if [[ -z $last ]]; then
+        echo "failed: $name (no summary line)"
+        js_counts+=("0 1")
+        status=1
+        return
+    fi
+    set -- $last
+    [[ $rc -eq 0 && $3 -eq 0 ]] || status=1
+    [[ $rc -ne 0 && $3 -eq 0 ]] && { echo "failed: $name (exit status $rc)"; js_counts+=("$1 1"); return; }
+    js_counts+=("$1 $3")
+}
+if bash scripts/setup-js.sh; then
+    run_js "wasm Node tests" bash wasm/test/run.sh build-wasm
+    run_js "wasm browser test" node wasm/test/browser/run-browser.mjs
+else
+    echo "failed: scripts/setup-js.sh"
+    js_counts+=("0 1")
+    status=1
+fi
+
+# Count results from the meson runs' logs (meson writes one JSON object a
+# line) and add the JavaScript runners' counts.
 python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json \
-    build-tsan/meson-logs/testlog.json <<'PY'
+    build-tsan/meson-logs/testlog.json "${js_counts[@]}" <<'PY'
 import json, sys
 passed = failed = 0
-for path in sys.argv[1:]:
+for arg in sys.argv[1:]:
+    if not arg.endswith(".json"):
+        p, f = arg.split()
+        passed += int(p)
+        failed += int(f)
+        continue
+    path = arg
     try:
         lines = open(path).read().splitlines()
     except OSError:
