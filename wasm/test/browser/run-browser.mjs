@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startServer, WASM_DIR } from './server.mjs';
+import { startServer, WASM_DIR, CHROMIUM_ARGS } from './server.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TIMEOUT_MS = Number(process.env.SHARDPSI_BROWSER_TIMEOUT_MS || 300000);
@@ -41,8 +41,7 @@ try {
   const t0 = Date.now();
   ctx = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM, headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: CHROMIUM_ARGS,
   });
   const launchMs = Date.now() - t0;
   const page = ctx.pages()[0] || await ctx.newPage();

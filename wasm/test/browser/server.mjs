@@ -4,6 +4,8 @@
 //   /test/<file>           files of wasm/test/browser/
 //   /js/<file>.mjs         the package's wasm/js/*.mjs
 //   /wasm/shardpsi.{js,wasm}  the built module from $SHARDPSI_WASM_DIR, else build-wasm/wasm
+//   /bench/<file>          files of wasm/bench/browser/ (bench.html is served for /bench/)
+//   /psijs/psi_wasm_web.js @openmined/psi.js 2.0.6's browser build, from vectors/node_modules
 // Run alone (to open the page by hand): SHARDPSI_SERVE=1 node wasm/test/browser/server.mjs
 import http from 'node:http';
 import { readFile } from 'node:fs/promises';
@@ -12,8 +14,14 @@ import path from 'node:path';
 
 const HERE = fileURLToPath(new URL('./', import.meta.url));
 const JS_DIR = fileURLToPath(new URL('../../js/', import.meta.url));
+const BENCH_DIR = fileURLToPath(new URL('../../bench/browser/', import.meta.url));
+export const PSIJS_WEB = fileURLToPath(new URL('../../../vectors/node_modules/@openmined/psi.js/psi_wasm_web.js', import.meta.url));
 export const WASM_DIR = path.resolve(process.env.SHARDPSI_WASM_DIR ||
   fileURLToPath(new URL('../../../build-wasm/wasm/', import.meta.url)));
+
+// Headless Chromium as root, no network of its own, fresh profile (the caller's).
+export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 const TYPES = { '.html': 'text/html; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8', '.wasm': 'application/wasm', '.json': 'application/json' };
@@ -21,9 +29,12 @@ const SAFE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 function resolve(urlPath) {
   if (urlPath === '/' || urlPath === '/index.html') return path.join(HERE, 'index.html');
-  const m = /^\/(test|js|wasm)\/([^/]+)$/.exec(urlPath);
+  if (urlPath === '/bench/') return path.join(BENCH_DIR, 'bench.html');
+  if (urlPath === '/psijs/psi_wasm_web.js') return PSIJS_WEB;
+  const m = /^\/(test|js|wasm|bench)\/([^/]+)$/.exec(urlPath);
   if (!m || !SAFE.test(m[2])) return null;
   if (m[1] === 'test') return path.join(HERE, m[2]);
+  if (m[1] === 'bench') return path.join(BENCH_DIR, m[2]);
   if (m[1] === 'js') return m[2].endsWith('.mjs') ? path.join(JS_DIR, m[2]) : null;
   return m[2] === 'shardpsi.js' || m[2] === 'shardpsi.wasm' ? path.join(WASM_DIR, m[2]) : null;
 }
