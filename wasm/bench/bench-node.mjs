@@ -1,82 +1,104 @@
 #!/usr/bin/env node
-// Values per second of createRequest and processRequest on 10,000 values: one
-// shardpsi wasm instance (js/index.mjs) against @openmined/psi.js 2.0.6 (from
-// vectors/node_modules, loaded and checked as vectors/psijs-common.mjs does),
-// in the same Node process.  Both use the same keys and inputs, and their
-// messages are compared byte for byte first.
-//   node wasm/bench/bench-node.mjs [--values N] [--iters K] [--csv]
-// Prints one line per library and operation (the best of K runs), or CSV rows
-// "impl,op,values,best_s,values_per_s" with --csv.
-
+// Values per second of createRequest and processRequest in Node: @openmined/psi.js 2.0.6
+// (from vectors/node_modules, loaded and checked as vectors/psijs-common.mjs does), one
+// shardpsi wasm instance (js/index.mjs) and the shardpsi worker pool (js/pool.mjs) at 2 and 4
+// workers, in the same process.  Same keys and inputs everywhere; every message is compared
+// with the first configuration's bytes.  Rounds are interleaved (each round runs every
+// configuration once), so machine drift hits all alike; the best of the rounds is kept.
+//   node wasm/bench/bench-node.mjs [--values N] [--rounds R] [--workers LIST] [--json]
+// --workers: comma-separated pool sizes (default 2,4).  SHARDPSI_WASM_DIR picks the build.
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { createPSI } from '../js/index.mjs';
+import { createPSI, compileModule } from '../js/index.mjs';
+import { createPool } from '../js/pool.mjs';
 
 function parseArgs(argv) {
-  const o = { values: 10000, iters: 2, csv: false };
+  const o = { values: 10000, rounds: 2, workers: [2, 4], json: false };
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--csv') o.csv = true;
-    else if ((a === '--values' || a === '--iters') && /^[1-9][0-9]*$/.test(argv[i + 1] ?? '')) o[a.slice(2)] = Number(argv[++i]);
-    else throw new Error(`usage: bench-node.mjs [--values N] [--iters K] [--csv] (bad argument '${a}')`);
+    const a = argv[i], v = argv[i + 1] ?? '';
+    if (a === '--json') o.json = true;
+    else if ((a === '--values' || a === '--rounds') && /^[1-9][0-9]*$/.test(v)) { o[a.slice(2)] = Number(v); i++; }
+    else if (a === '--workers' && /^[1-9][0-9]*(,[1-9][0-9]*)*$/.test(v)) { o.workers = v.split(',').map(Number); i++; }
+    else throw new Error(`usage: bench-node.mjs [--values N] [--rounds R] [--workers LIST] [--json] (bad argument '${a}')`);
   }
   return o;
 }
 
-const best = (k, fn) => {
-  let t = Infinity, out;
-  for (let i = 0; i < k; i++) {
-    const t0 = performance.now();
-    out = fn();
-    t = Math.min(t, performance.now() - t0);
-  }
-  return { ms: t, out };
-};
-const toBytes = (m) => (m instanceof Uint8Array ? m : m.serializeBinary());
 const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 async function loadOpenMined() {
-  const common = new URL('../../vectors/psijs-common.mjs', import.meta.url);
   if (!existsSync(new URL('../../vectors/node_modules/@openmined/psi.js/package.json', import.meta.url))) {
-    console.error('bench-node: @openmined/psi.js is not installed in vectors/ (npm install --ignore-scripts there); skipping it');
+    console.error('bench-node: @openmined/psi.js is not installed in vectors/ (scripts/setup-js.sh); skipping it');
     return null;
   }
-  return (await import(common.href)).loadPsi();
+  return (await import(new URL('../../vectors/psijs-common.mjs', import.meta.url).href)).loadPsi();
 }
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
   const ours = await createPSI();
+  const module = await compileModule();
   const om = await loadOpenMined();
-  const serverKey = Uint8Array.from({ length: 32 }, (_, i) => i + 1);
-  const clientKey = Uint8Array.from({ length: 32 }, (_, i) => 64 - i);
-  const inputs = Array.from({ length: o.values }, (_, i) => `user-${i}@example.com`);
-  const libs = [[`shardpsi ${ours.package.version} (wasm, 1 instance)`, ours]];
-  if (om) libs.push([`@openmined/psi.js ${om.package.version}`, om]);
+  const SKEY = Uint8Array.from({ length: 32 }, (_, i) => i + 1);
+  const CKEY = Uint8Array.from({ length: 32 }, (_, i) => 64 - i);
+  const inputs = Array.from({ length: o.values }, (_, i) => `user-${i}@example.org`);
 
-  const rows = [], requests = [], responses = [];
-  for (const [name, lib] of libs) {
-    const client = lib.client.createFromKey(clientKey, true), server = lib.server.createFromKey(serverKey, true);
-    try {
-      client.createRequest(inputs.slice(0, 100)); // warm-up
-      const req = best(o.iters, () => client.createRequest(inputs));
-      const reqMsg = lib === om ? om.request.deserializeBinary(toBytes(req.out)) : req.out;
-      const resp = best(o.iters, () => server.processRequest(reqMsg));
-      requests.push(toBytes(req.out));
-      responses.push(toBytes(resp.out));
-      rows.push([name, 'createRequest', req.ms], [name, 'processRequest', resp.ms]);
-    } finally { client.delete(); server.delete(); }
+  const configs = [];
+  if (om) {
+    configs.push([`@openmined/psi.js ${om.package.version}`, async () => {
+      const s = om.server.createFromKey(SKEY, true), c = om.client.createFromKey(CKEY, true);
+      return { request: async (xs) => c.createRequest(xs).serializeBinary(),
+        response: async (r) => s.processRequest(om.request.deserializeBinary(r)).serializeBinary(),
+        close: async () => { s.delete(); c.delete(); } };
+    }]);
   }
-  if (requests.length === 2 && !(same(requests[0], requests[1]) && same(responses[0], responses[1]))) {
-    throw new Error('the two libraries gave different messages for the same keys and inputs');
+  configs.push([`shardpsi ${ours.package.version}, 1 instance`, async () => {
+    const s = ours.server.createFromKey(SKEY, true), c = ours.client.createFromKey(CKEY, true);
+    return { request: async (xs) => c.createRequest(xs), response: async (r) => s.processRequest(r),
+      close: async () => { s.delete(); c.delete(); } };
+  }]);
+  for (const workers of o.workers) {
+    configs.push([`shardpsi pool, ${workers} workers`, async () => {
+      const s = await createPool({ role: 'server', reveal: true, key: SKEY.slice(), workers, module });
+      const c = await createPool({ role: 'client', reveal: true, key: CKEY.slice(), workers, module });
+      return { request: (xs) => c.createRequest(xs), response: (r) => s.processRequest(r),
+        close: async () => { await s.close(); await c.close(); } };
+    }]);
   }
-  if (o.csv) console.log('impl,op,values,best_s,values_per_s');
-  for (const [name, op, ms] of rows) {
-    const rate = Math.round(o.values / (ms / 1000));
-    if (o.csv) console.log(`"${name}",${op},${o.values},${(ms / 1000).toFixed(3)},${rate}`);
-    else console.log(`${name.padEnd(36)} ${op.padEnd(15)} ${o.values} values  ${(ms / 1000).toFixed(2).padStart(6)} s  ${String(rate).padStart(6)} values/s`);
+  const parties = [];
+  for (const [name, make] of configs) {
+    const p = await make();
+    await p.response(await p.request(inputs.slice(0, 200))); // warm-up, untimed
+    parties.push({ name, p, best: { request: Infinity, response: Infinity } });
   }
-  if (requests.length === 2 && !o.csv) console.log('(requests and responses identical byte for byte; best of ' + o.iters + ' runs, Node ' + process.versions.node + ')');
+  let ref = null;
+  try {
+    for (let round = 0; round < o.rounds; round++) {
+      for (const x of parties) {
+        let t = performance.now();
+        const request = await x.p.request(inputs);
+        x.best.request = Math.min(x.best.request, performance.now() - t);
+        t = performance.now();
+        const response = await x.p.response(request);
+        x.best.response = Math.min(x.best.response, performance.now() - t);
+        ref = ref || { request, response };
+        if (!same(request, ref.request) || !same(response, ref.response)) throw new Error(`${x.name}: messages differ from ${parties[0].name}'s`);
+      }
+    }
+  } finally {
+    for (const x of parties) await x.p.close();
+  }
+  const rate = (ms) => Math.round(o.values / (ms / 1000));
+  const rows = parties.map((x) => ({ name: x.name, request: rate(x.best.request), response: rate(x.best.response) }));
+  const info = { values: o.values, rounds: o.rounds, node: process.versions.node };
+  if (o.json) { console.log(JSON.stringify({ rows, info }, null, 2)); return; }
+  const omRow = om ? rows[0] : null, one = rows[om ? 1 : 0];
+  console.log(`# Node ${info.node}, ${o.values} values, best of ${o.rounds} interleaved rounds; messages identical in every configuration`);
+  console.log(`configuration                     request/s${om ? '  x psi.js' : ''}  x 1 inst.   response/s${om ? '  x psi.js' : ''}  x 1 inst.`);
+  for (const x of rows) {
+    const f = (op) => `${String(x[op]).padStart(10)}${om ? `  ${(x[op] / omRow[op]).toFixed(2).padStart(7)}x` : ''}  ${(x[op] / one[op]).toFixed(2).padStart(8)}x`;
+    console.log(`${x.name.padEnd(32)}${f('request')}   ${f('response')}`);
+  }
 }
 
-main().catch((e) => { console.error(e.message || e); process.exitCode = 1; });
+main().catch((e) => { console.error(`bench-node: ${e.message || e}`); process.exitCode = 1; });
