@@ -34,18 +34,26 @@ typedef struct psi_ec {
     BN_MONT_CTX *mont;
     EC_POINT *pt;
     BIGNUM *x, *y, *t, *u; /* scratch field elements */
+    /* -Dp256=portable only (PSI_P256_PORTABLE): the scalar is not copied
+     * but borrowed from the engine's guarded memory for the call, and the
+     * current point is kept as affine big-endian coordinates instead of
+     * ec->pt. */
+    const uint8_t *key; /* k or k^-1, PSI_KEY_BYTES; NULL when unused */
+    uint8_t px[32], py[32];
 } psi_ec;
 
-/* scalar may be NULL (decoding only).  Returns PSI_OK, PSI_E_NOMEM,
+/* scalar may be NULL (decoding only); with PSI_P256_PORTABLE it must stay
+ * valid until psi_ec_release (the engine's secret does).  Returns PSI_OK, PSI_E_NOMEM,
  * PSI_E_CRYPTO. */
 int psi_ec_init(psi_ec *ec, const uint8_t *scalar);
 void psi_ec_release(psi_ec *ec);
 
-/* H(m) of PROTOCOL.md §3 into ec->pt.  Returns PSI_OK,
+/* H(m) of PROTOCOL.md §3 into ec->pt (PSI_P256_PORTABLE: ec->px, ec->py).  Returns PSI_OK,
  * PSI_E_HASH_TO_CURVE, PSI_E_CRYPTO. */
 int psi_h2c(psi_ec *ec, const uint8_t *m, size_t len);
 
-/* Strict decode (§4.2) of one partner point into ec->pt. */
+/* Strict decode (§4.2) of one partner point into ec->pt (PSI_P256_PORTABLE:
+ * ec->px, ec->py). */
 int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len);
 
 /* out = ser(scalar * ec->pt), 33 bytes. */

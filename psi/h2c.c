@@ -4,6 +4,7 @@
 #include <sodium.h>
 
 #include "engine.h"
+#include "p256.h"
 
 /* Tries before giving up; each fails with probability about 1/2, so 512
  * failures in a row never happen in practice (§3.2). */
@@ -28,6 +29,7 @@ static int random_oracle(psi_ec *ec, const uint8_t *m, size_t len)
     return PSI_OK;
 }
 
+#ifndef PSI_P256_PORTABLE
 /* t = x^3 - 3x + b mod p. */
 static int curve_rhs(psi_ec *ec)
 {
@@ -55,6 +57,19 @@ static int even_root(psi_ec *ec, int *found)
         return psi_crypto_error();
     return PSI_OK;
 }
+#else
+/* The same test and root as the OpenSSL build's even_root, computed by
+ * psi/p256.c in constant time: y = t^((p+1)/4) for t = x^3 - 3x + b,
+ * accepted iff t != 0 and y^2 = t, then p - y if y is odd.  Sets *found
+ * and leaves the point in ec->px, ec->py. */
+static int even_point(psi_ec *ec, int *found)
+{
+    if (BN_bn2binpad(ec->x, ec->px, 32) != 32)
+        return psi_crypto_error();
+    *found = psi_p256_decompress(ec->py, ec->px, 0);
+    return PSI_OK;
+}
+#endif
 
 /* Next candidate: the oracle applied to the minimal big-endian bytes of
  * the previous x (leading zeros stripped, §3.2). */
@@ -72,6 +87,12 @@ int psi_h2c(psi_ec *ec, const uint8_t *m, size_t len)
     int rc = random_oracle(ec, m, len);
     for (int tries = 0; rc == PSI_OK && tries < H2C_MAX_TRIES; tries++) {
         int found = 0;
+#ifdef PSI_P256_PORTABLE
+        if ((rc = even_point(ec, &found)) != PSI_OK)
+            break;
+        if (found)
+            return PSI_OK;
+#else
         if ((rc = curve_rhs(ec)) != PSI_OK || (rc = even_root(ec, &found)) != PSI_OK)
             break;
         if (found) {
@@ -79,6 +100,7 @@ int psi_h2c(psi_ec *ec, const uint8_t *m, size_t len)
                 rc = psi_crypto_error();
             return rc;
         }
+#endif
         rc = rehash(ec);
     }
     return rc != PSI_OK ? rc : PSI_E_HASH_TO_CURVE;

@@ -7,6 +7,7 @@
 #include <sodium.h>
 
 #include "engine.h"
+#include "p256.h"
 
 /* b of P-256, big-endian (§1). */
 static const uint8_t curve_b[32] = {
@@ -49,6 +50,9 @@ int psi_ec_init(psi_ec *ec, const uint8_t *scalar)
         !BN_rshift(ec->sqrt_exp, ec->sqrt_exp, 2) ||
         !BN_MONT_CTX_set(ec->mont, ec->p, ec->bn))
         return psi_crypto_error();
+#ifdef PSI_P256_PORTABLE
+    ec->key = scalar; /* no copy: p256.c wipes the ones it makes */
+#else
     if (scalar != NULL) {
         ec->scalar = BN_secure_new();
         if (ec->scalar == NULL)
@@ -57,6 +61,7 @@ int psi_ec_init(psi_ec *ec, const uint8_t *scalar)
         if (BN_bin2bn(scalar, PSI_KEY_BYTES, ec->scalar) == NULL)
             return psi_crypto_error();
     }
+#endif
     return PSI_OK;
 }
 
@@ -69,6 +74,8 @@ void psi_ec_release(psi_ec *ec)
     BN_clear_free(ec->y);
     BN_clear_free(ec->t);
     BN_clear_free(ec->u);
+    sodium_memzero(ec->px, sizeof ec->px);
+    sodium_memzero(ec->py, sizeof ec->py);
     BN_MONT_CTX_free(ec->mont);
     BN_free(ec->sqrt_exp);
     BN_free(ec->b);
@@ -80,11 +87,18 @@ void psi_ec_release(psi_ec *ec)
 
 int psi_ec_mul_encode(psi_ec *ec, uint8_t *out)
 {
+#ifdef PSI_P256_PORTABLE
+    /* The key is in [1, n - 1] (§2) and (px, py) on the curve, checked by
+     * psi_h2c or psi_point_decode. */
+    psi_p256_mul_compressed(out, ec->key, ec->px, ec->py);
+    return PSI_OK;
+#else
     if (!EC_POINT_mul(ec->group, ec->pt, NULL, ec->pt, ec->scalar, ec->bn) ||
         EC_POINT_point2oct(ec->group, ec->pt, POINT_CONVERSION_COMPRESSED, out,
                            PSI_ELEMENT_BYTES, ec->bn) != PSI_ELEMENT_BYTES)
         return psi_crypto_error();
     return PSI_OK;
+#endif
 }
 
 /* Checks a batch call's arguments and clears its output (header rules). */

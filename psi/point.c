@@ -4,6 +4,16 @@
 #include <string.h>
 
 #include "engine.h"
+#include "p256.h"
+
+#ifdef PSI_P256_PORTABLE
+/* p, big-endian (§1). */
+static const uint8_t field_p[32] = {
+    0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+};
+#endif
 
 int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
 {
@@ -13,6 +23,17 @@ int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
         return PSI_E_POINT_LENGTH;
     if (in[0] != 0x02 && in[0] != 0x03)
         return PSI_E_POINT_PREFIX;
+#ifdef PSI_P256_PORTABLE
+    /* x is public (it came over the wire), so memcmp may compare it. */
+    if (memcmp(in + 1, field_p, sizeof field_p) >= 0)
+        return PSI_E_POINT_X_RANGE;
+    memcpy(ec->px, in + 1, sizeof ec->px);
+    /* The root is checked (y^2 = x^3 - 3x + b), so the point is on the
+     * curve and, being affine, not infinity. */
+    if (!psi_p256_decompress(ec->py, ec->px, in[0] & 1))
+        return PSI_E_POINT_NOT_ON_CURVE;
+    return PSI_OK;
+#else
     if (BN_bin2bn(in + 1, PSI_ELEMENT_BYTES - 1, ec->x) == NULL)
         return psi_crypto_error();
     if (BN_cmp(ec->x, ec->p) >= 0)
@@ -30,6 +51,7 @@ int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
         return PSI_E_POINT_NOT_ON_CURVE;
     }
     return PSI_OK;
+#endif
 }
 
 int psi_point_check(const uint8_t *point, size_t len)

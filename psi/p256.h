@@ -1,0 +1,34 @@
+/* Portable constant-time P-256 arithmetic (PROTOCOL.md §1, §4): the
+ * variable-base scalar multiplication of the `-Dp256=portable` build, with
+ * 32-bit limbs so that wasm32 multiplies with native 64-bit products.
+ * Not installed; built in every configuration so the tests can reach it.
+ *
+ * All byte strings are 32-byte big-endian integers.  Field inputs must be
+ * below p; the functions do not check it. */
+#ifndef PSI_P256_H
+#define PSI_P256_H
+
+#include <stdint.h>
+
+/* out = ser(k * (x, y)) (§4.1), 33 bytes.
+ * In: k: 1 <= k < n, secret (constant time in k; stack copies are wiped).
+ *     x, y: affine coordinates of a point on the curve (not checked). */
+void psi_p256_mul_compressed(uint8_t out[33], const uint8_t k[32], const uint8_t x[32],
+                             const uint8_t y[32]);
+
+/* Returns 1 if t is a non-zero square mod p, else 0.  y = t^((p+1)/4),
+ * the root whose square is t when t is a square.  Constant time. */
+int psi_p256_sqrt(uint8_t y[32], const uint8_t t[32]);
+
+/* Returns 1 and sets y to the root of x^3 - 3x + b with the given parity
+ * (0 even, 1 odd) when x is the abscissa of a curve point, else 0 and y
+ * is zeroed.  Constant time in x. */
+int psi_p256_decompress(uint8_t y[32], const uint8_t x[32], int odd);
+
+/* Field operations on canonical values below p, for the tests. */
+void psi_p256_fe_mul(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
+void psi_p256_fe_sqr(uint8_t r[32], const uint8_t a[32]);
+/* r = a^(p-2): the inverse, and 0 for 0. */
+void psi_p256_fe_inv(uint8_t r[32], const uint8_t a[32]);
+
+#endif /* PSI_P256_H */
