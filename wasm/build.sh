@@ -3,10 +3,11 @@
 # wasm32 OpenSSL and libsodium from wasm/deps.sh (cached outside the
 # clone), then a meson cross build of psi/ and shard/ with Debian's emcc,
 # single-threaded (-Dthreads=disabled).
-#   wasm/build.sh [BUILD_DIR]     (default build-wasm)
+#   wasm/build.sh [BUILD_DIR]     (default build-wasm; relative to the clone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-wasm}
+[[ $build == /* ]] || build=$PWD/$build   # a relative BUILD_DIR is relative to the clone
 export NODE_PATH=/usr/share/nodejs   # emcc's optimiser needs acorn
 
 prefix=$(bash wasm/deps.sh | tail -n 1)
@@ -29,11 +30,18 @@ PC
 }
 write_pc libcrypto 3.0.22 "$prefix/openssl" crypto
 write_pc libsodium 1.0.18 "$prefix/sodium" sodium
-sed "s|@PKGCONFIG@|$PWD/$cfg/pkgconfig|" wasm/emscripten.meson.in >"$cfg/emscripten.meson"
+sed "s|@PKGCONFIG@|$cfg/pkgconfig|" wasm/emscripten.meson.in >"$cfg/emscripten.meson"
 
+# P-256 multiplication: psi/p256.c (32-bit limbs, native 64-bit products in
+# wasm) unless SHARDPSI_WASM_P256=openssl asks for OpenSSL's nistp256.
+p256=${SHARDPSI_WASM_P256:-portable}
 if [[ ! -f $build/build.ninja ]]; then
     meson setup "$build" --cross-file "$cfg/emscripten.meson" --buildtype=release \
-        -Ddefault_library=static -Dthreads=disabled -Dtests=false -Dbench=false >&2
+        -Ddefault_library=static -Dthreads=disabled -Dtests=false -Dbench=false \
+        -Dp256="$p256" >&2
+elif ! grep -q "\"name\": \"p256\", \"value\": \"$p256\"" "$build/meson-info/intro-buildoptions.json" 2>/dev/null; then
+    # Another value, or a directory from before the option existed.
+    meson setup --reconfigure "$build" -Dp256="$p256" >&2
 fi
 ninja -C "$build" >&2
-echo "$PWD/$build/wasm"
+echo "$build/wasm"
