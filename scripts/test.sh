@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: sets up (scripts/setup.sh), runs every meson test in
 # the normal build, then again under AddressSanitizer + UndefinedBehavior-
-# Sanitizer, then the sharding layer's tests under ThreadSanitizer, and
+# Sanitizer, then the sharding layer's tests under ThreadSanitizer, then
+# every suite on the portable P-256 arithmetic of the wasm build, and
 # then the WebAssembly package: its Node tests (wasm/test/run.sh, which builds
 # the wasm32 dependencies once into a cache outside the clone, then the
 # module) and its browser test in headless Chromium
@@ -31,6 +32,14 @@ fi
 ninja -C build-tsan tests/test_pool tests/test_shard tests/test_shard_steps \
     tests/test_shard_fault >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
 
+# The portable P-256 arithmetic the wasm build uses (psi/p256.c,
+# -Dp256=portable), natively: every suite again on that engine.
+if [[ ! -f build-portable/build.ninja ]]; then
+    meson setup build-portable --buildtype=debugoptimized -Dp256=portable -Dbench=false >/dev/null ||
+        { echo "0 passed, 1 failed"; exit 1; }
+fi
+ninja -C build-portable >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
+
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export TSAN_OPTIONS=halt_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -39,6 +48,7 @@ meson test -C build --print-errorlogs --num-processes 2 || status=1
 meson test -C build-sanitize --print-errorlogs --num-processes 2 --timeout-multiplier 4 || status=1
 meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 2 \
     --timeout-multiplier 4 "${tsan_tests[@]}" || status=1
+meson test -C build-portable --print-errorlogs --num-processes 2 --timeout-multiplier 2 || status=1
 
 # The JavaScript package.  Each runner ends with "N passed, M failed"; a runner
 # that never gets that far counts as one failure.
@@ -76,7 +86,8 @@ fi
 # Count results from the meson runs' logs (meson writes one JSON object a
 # line) and add the JavaScript runners' counts.
 python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json \
-    build-tsan/meson-logs/testlog.json "${js_counts[@]}" <<'PY'
+    build-tsan/meson-logs/testlog.json build-portable/meson-logs/testlog.json \
+    "${js_counts[@]}" <<'PY'
 import json, sys
 passed = failed = 0
 for arg in sys.argv[1:]:
