@@ -67,15 +67,28 @@ static void fe_to_bytes(uint8_t b[32], const uint32_t a[8])
     }
 }
 
+/* Zero, read through a volatile lvalue: XORed into every mask before it is
+ * used, so that the compiler cannot see that the mask is 0 or all ones and
+ * turn a masked select into a branch on a secret.  clang -O3 (and so emcc)
+ * does exact that to table_lookup without it: valgrind reported the key
+ * reaching a conditional jump.  libsecp256k1 guards its selects the same way. */
+static volatile uint32_t ct_opaque_zero;
+
+static uint32_t ct_barrier(uint32_t mask)
+{
+    return mask ^ ct_opaque_zero;
+}
+
 /* All ones when a == 0, else 0. */
 static uint32_t mask_is_zero(uint32_t a)
 {
-    return ((a | (0u - a)) >> 31) - 1u;
+    return ct_barrier(((a | (0u - a)) >> 31) - 1u);
 }
 
 /* r = mask ? b : a, limb by limb; mask is 0 or all ones. */
 static void fe_select(uint32_t r[8], const uint32_t a[8], const uint32_t b[8], uint32_t mask)
 {
+    mask = ct_barrier(mask);
     for (int i = 0; i < 8; i++)
         r[i] = (a[i] & ~mask) | (b[i] & mask);
 }
