@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Values per second of createRequest and processRequest in Node: @openmined/psi.js 2.0.6
+// Values per second of createSetupMessage (GCS), createRequest, processRequest and
+// getIntersection in Node: @openmined/psi.js 2.0.6
 // (from vectors/node_modules, loaded and checked as vectors/psijs-common.mjs does), one
 // shardpsi wasm instance (js/index.mjs) and the shardpsi worker pool (js/pool.mjs) at 2 and 4
 // workers, in the same process; and the ceiling of the machine at that moment: two 1-worker
@@ -43,74 +44,103 @@ async function main() {
   const SKEY = Uint8Array.from({ length: 32 }, (_, i) => i + 1);
   const CKEY = Uint8Array.from({ length: 32 }, (_, i) => 64 - i);
   const inputs = Array.from({ length: o.values }, (_, i) => `user-${i}@example.org`);
+  // the server holds every other client value, and as many of its own
+  const serverInputs = inputs.map((v, i) => (i % 2 ? `server-only-${i}@example.org` : v));
+  const GCS = 1, FPR = 1e-6;
 
   const configs = [];
   if (om) {
     configs.push([`@openmined/psi.js ${om.package.version}`, async () => {
       const s = om.server.createFromKey(SKEY, true), c = om.client.createFromKey(CKEY, true);
-      return { request: async (xs) => c.createRequest(xs).serializeBinary(),
+      return {
+        setup: async (xs) => s.createSetupMessage(FPR, o.values, xs, om.dataStructure.GCS).serializeBinary(),
+        request: async (xs) => c.createRequest(xs).serializeBinary(),
         response: async (r) => s.processRequest(om.request.deserializeBinary(r)).serializeBinary(),
-        close: async () => { s.delete(); c.delete(); } };
+        intersection: async (st, r) => c.getIntersection(om.serverSetup.deserializeBinary(st), om.response.deserializeBinary(r)),
+        close: async () => { s.delete(); c.delete(); },
+      };
     }]);
   }
   configs.push([`shardpsi ${ours.package.version}, 1 instance`, async () => {
     const s = ours.server.createFromKey(SKEY, true), c = ours.client.createFromKey(CKEY, true);
-    return { request: async (xs) => c.createRequest(xs), response: async (r) => s.processRequest(r),
-      close: async () => { s.delete(); c.delete(); } };
+    return {
+      setup: async (xs) => s.createSetupMessage(FPR, o.values, xs, GCS),
+      request: async (xs) => c.createRequest(xs), response: async (r) => s.processRequest(r),
+      intersection: async (st, r) => c.getIntersection(st, r),
+      close: async () => { s.delete(); c.delete(); },
+    };
   }]);
   for (const workers of o.workers) {
     configs.push([`shardpsi pool, ${workers} workers`, async () => {
       const s = await createPool({ role: 'server', reveal: true, key: SKEY.slice(), workers, module });
       const c = await createPool({ role: 'client', reveal: true, key: CKEY.slice(), workers, module });
-      return { request: (xs) => c.createRequest(xs), response: (r) => s.processRequest(r),
-        close: async () => { await s.close(); await c.close(); } };
+      return {
+        setup: (xs) => s.createSetupMessage(FPR, o.values, xs, GCS),
+        request: (xs) => c.createRequest(xs), response: (r) => s.processRequest(r),
+        intersection: (st, r) => c.getIntersection(st, r),
+        close: async () => { await s.close(); await c.close(); },
+      };
     }]);
   }
   // The ceiling: two 1-worker pools at once, each on half the values (share-nothing
-  // parallelism with the same machinery; two messages, so no byte check).
+  // parallelism with the same machinery; two messages each time, so no byte check).
   configs.push(['ceiling: 2 x 1 worker, half each', async () => {
     const open = async (role, key) => Promise.all([0, 1].map(() => createPool({ role, reveal: true, key: key.slice(), workers: 1, module })));
     const s = await open('server', SKEY), c = await open('client', CKEY);
-    const half = (n) => [0, n >> 1, n];
+    const halves = (xs) => [xs.slice(0, xs.length >> 1), xs.slice(xs.length >> 1)];
     return { ceiling: true,
-      request: async (xs) => { const h = half(xs.length); return Promise.all([0, 1].map((i) => c[i].createRequest(xs.slice(h[i], h[i + 1])))); },
+      setup: async (xs) => Promise.all(halves(xs).map((h, i) => s[i].createSetupMessage(FPR, o.values >> 1, h, GCS))),
+      request: async (xs) => Promise.all(halves(xs).map((h, i) => c[i].createRequest(h))),
       response: async (rs) => Promise.all(rs.map((r, i) => s[i].processRequest(r))),
+      intersection: async (sts, rs) => Promise.all(rs.map((r, i) => c[i].getIntersection(sts[i], r))),
       close: async () => { for (const p of [...s, ...c]) await p.close(); } };
   }]);
+
+  const OPS = ['setup', 'request', 'response', 'intersection'];
   const parties = [];
   for (const [name, make] of configs) {
     const p = await make();
-    await p.response(await p.request(inputs.slice(0, 200))); // warm-up, untimed
-    parties.push({ name, p, best: { request: Infinity, response: Infinity } });
+    const few = inputs.slice(0, 200);
+    await p.intersection(await p.setup(few), await p.response(await p.request(few))); // warm-up, untimed
+    parties.push({ name, p, best: Object.fromEntries(OPS.map((op) => [op, Infinity])) });
   }
+  const timed = async (x, op, f) => {
+    const t = performance.now();
+    const r = await f();
+    x.best[op] = Math.min(x.best[op], performance.now() - t);
+    return r;
+  };
   let ref = null;
   try {
     for (let round = 0; round < o.rounds; round++) {
       for (const x of parties) {
-        let t = performance.now();
-        const request = await x.p.request(inputs);
-        x.best.request = Math.min(x.best.request, performance.now() - t);
-        t = performance.now();
-        const response = await x.p.response(request);
-        x.best.response = Math.min(x.best.response, performance.now() - t);
+        const setup = await timed(x, 'setup', () => x.p.setup(serverInputs));
+        const request = await timed(x, 'request', () => x.p.request(inputs));
+        const response = await timed(x, 'response', () => x.p.response(request));
+        const hits = await timed(x, 'intersection', () => x.p.intersection(setup, response));
         if (x.p.ceiling) continue;
-        ref = ref || { request, response };
-        if (!same(request, ref.request) || !same(response, ref.response)) throw new Error(`${x.name}: messages differ from ${parties[0].name}'s`);
+        const got = { setup, request, response, hits: Uint32Array.from(hits) };
+        ref = ref || got;
+        for (const k of Object.keys(got)) {
+          if (!same(got[k], ref[k])) throw new Error(`${x.name}: ${k} differs from ${parties[0].name}'s`);
+        }
+        if (hits.length !== o.values >> 1 && hits.length !== (o.values + 1) >> 1) throw new Error(`${x.name}: ${hits.length} hits`);
       }
     }
   } finally {
     for (const x of parties) await x.p.close();
   }
   const rate = (ms) => Math.round(o.values / (ms / 1000));
-  const rows = parties.map((x) => ({ name: x.name, request: rate(x.best.request), response: rate(x.best.response) }));
-  const info = { values: o.values, rounds: o.rounds, node: process.versions.node };
+  const rows = parties.map((x) => ({ name: x.name, ...Object.fromEntries(OPS.map((op) => [op, rate(x.best[op])])) }));
+  const info = { values: o.values, rounds: o.rounds, node: process.versions.node, setup: 'GCS, fpr 1e-6', reveal: true };
   if (o.json) { console.log(JSON.stringify({ rows, info }, null, 2)); return; }
   const omRow = om ? rows[0] : null, one = rows[om ? 1 : 0];
-  console.log(`# Node ${info.node}, ${o.values} values, best of ${o.rounds} interleaved rounds; messages identical in every configuration`);
-  console.log(`configuration                     request/s${om ? '  x psi.js' : ''}  x 1 inst.   response/s${om ? '  x psi.js' : ''}  x 1 inst.`);
-  for (const x of rows) {
-    const f = (op) => `${String(x[op]).padStart(10)}${om ? `  ${(x[op] / omRow[op]).toFixed(2).padStart(7)}x` : ''}  ${(x[op] / one[op]).toFixed(2).padStart(8)}x`;
-    console.log(`${x.name.padEnd(32)}${f('request')}   ${f('response')}`);
+  console.log(`# Node ${info.node}, ${o.values} values (GCS setup), best of ${o.rounds} interleaved rounds; messages and intersections identical in every configuration`);
+  console.log(`operation     configuration                      values/s${om ? '  x psi.js' : ''}  x 1 inst.`);
+  for (const op of OPS) {
+    for (const x of rows) {
+      console.log(`${op.padEnd(14)}${x.name.padEnd(33)}${String(x[op]).padStart(9)}${om ? `  ${(x[op] / omRow[op]).toFixed(2).padStart(7)}x` : ''}  ${(x[op] / one[op]).toFixed(2).padStart(8)}x`);
+    }
   }
 }
 
