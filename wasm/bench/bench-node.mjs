@@ -7,21 +7,24 @@
 // pools running at once, each on half the values.  Same keys and inputs everywhere; every message is compared
 // with the first configuration's bytes.  Rounds are interleaved (each round runs every
 // configuration once), so machine drift hits all alike; the best of the rounds is kept.
-//   node wasm/bench/bench-node.mjs [--values N] [--rounds R] [--workers LIST] [--json]
-// --workers: comma-separated pool sizes (default 2,4).  SHARDPSI_WASM_DIR picks the build.
+//   node wasm/bench/bench-node.mjs [--values N] [--rounds R] [--workers LIST] [--slices LIST] [--no-psijs] [--json]
+// --workers: comma-separated pool sizes (default 2,4); --slices: comma-separated slicesPerWorker
+// values to compare (default: the pool's default).  SHARDPSI_WASM_DIR picks the build.
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createPSI, compileModule } from '../js/index.mjs';
 import { createPool } from '../js/pool.mjs';
 
 function parseArgs(argv) {
-  const o = { values: 10000, rounds: 2, workers: [2, 4], json: false };
+  const o = { values: 10000, rounds: 2, workers: [2, 4], slices: [undefined], json: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = argv[i + 1] ?? '';
     if (a === '--json') o.json = true;
+    else if (a === '--no-psijs') o.noPsijs = true;
     else if ((a === '--values' || a === '--rounds') && /^[1-9][0-9]*$/.test(v)) { o[a.slice(2)] = Number(v); i++; }
     else if (a === '--workers' && /^[1-9][0-9]*(,[1-9][0-9]*)*$/.test(v)) { o.workers = v.split(',').map(Number); i++; }
-    else throw new Error(`usage: bench-node.mjs [--values N] [--rounds R] [--workers LIST] [--json] (bad argument '${a}')`);
+    else if (a === '--slices' && /^[1-9][0-9]*(,[1-9][0-9]*)*$/.test(v)) { o.slices = v.split(',').map(Number); i++; }
+    else throw new Error(`usage: bench-node.mjs [--values N] [--rounds R] [--workers LIST] [--slices LIST] [--no-psijs] [--json] (bad argument '${a}')`);
   }
   return o;
 }
@@ -40,7 +43,7 @@ async function main() {
   const o = parseArgs(process.argv.slice(2));
   const ours = await createPSI();
   const module = await compileModule();
-  const om = await loadOpenMined();
+  const om = o.noPsijs ? null : await loadOpenMined();
   const SKEY = Uint8Array.from({ length: 32 }, (_, i) => i + 1);
   const CKEY = Uint8Array.from({ length: 32 }, (_, i) => 64 - i);
   const inputs = Array.from({ length: o.values }, (_, i) => `user-${i}@example.org`);
@@ -70,10 +73,11 @@ async function main() {
       close: async () => { s.delete(); c.delete(); },
     };
   }]);
-  for (const workers of o.workers) {
-    configs.push([`shardpsi pool, ${workers} workers`, async () => {
-      const s = await createPool({ role: 'server', reveal: true, key: SKEY.slice(), workers, module });
-      const c = await createPool({ role: 'client', reveal: true, key: CKEY.slice(), workers, module });
+  for (const workers of o.workers) for (const slicesPerWorker of o.slices) {
+    const tag = slicesPerWorker === undefined ? '' : `, ${slicesPerWorker} sl/w`;
+    configs.push([`shardpsi pool, ${workers} workers${tag}`, async () => {
+      const s = await createPool({ role: 'server', reveal: true, key: SKEY.slice(), workers, module, slicesPerWorker });
+      const c = await createPool({ role: 'client', reveal: true, key: CKEY.slice(), workers, module, slicesPerWorker });
       return {
         setup: (xs) => s.createSetupMessage(FPR, o.values, xs, GCS),
         request: (xs) => c.createRequest(xs), response: (r) => s.processRequest(r),

@@ -4,25 +4,40 @@
 //
 // Worker 0 is the lead: it makes the engine (a new random key, or the key the page
 // handed it once), sends the key to each helper over the helper's MessagePort (a
-// MessageChannel the page created and only connected), splits every step into one
-// slice per worker (psi_shard_plan), runs slice 0 itself, merges (PROTOCOL.md §14,
-// as shard/shard_ops.c) and posts only the merged result to the page.
+// MessageChannel the page created and only connected), cuts every step into slices
+// (psi_shard_plan; slicesPerWorker per worker when there are several), hands them out to the helpers
+// as they free up and runs slices itself in between, merges (PROTOCOL.md §14, as
+// shard/shard_ops.c) and posts only the merged result to the page.
 // A helper makes its engine from the key it receives from the lead; it has no way
 // to make a key, and refuses to run a slice before it has one.  Lead and helpers
 // exchange whole slices (batches), never single values.
 //
 // Messages:
-//   page -> worker   { type: 'init', index, module, load, role, reveal, shards, key?, ports?|port?, test? }
+//   page -> worker   { type: 'init', index, module, load, role, reveal, shards, slicesPerWorker, key?, ports?|port?, test? }
 //   lead -> page     { type: 'ready' } | { type: 'progress', id, done } |
 //                    { type: 'result', id, value } | { type: 'fail', id, error, fatal }
 //   page -> lead     { type: 'call', id, op, args }
 //   page -> worker   { type: 'close' }   (frees the engine, wiping the key; answers { type: 'closed' })
-//   lead -> helper   { type: 'key', key } | { type: 'run', id, step, offset, input }
-//   helper -> lead   { type: 'ready' } | { type: 'done', id, out, perm } | { type: 'fail', id, error, fatal }
+//   lead -> helper   { type: 'key', key } | { type: 'run', id, slice, step, offset, input }
+//   helper -> lead   { type: 'ready' } | { type: 'done', id, slice, out, perm } | { type: 'fail', id, slice, error, fatal }
 
 import { loadModule } from './module.mjs';
 import { LowLevel, PsiError, STEP, STRUCTURE, packValues, packedCount, toU32 } from './lowlevel.mjs';
 import { parentChannel, wrapPort } from './pool-env.mjs';
+
+// How many slices a helper holds at once, and the fewest values worth a slice of their own.
+const HELPER_DEPTH = 2;
+const MIN_SLICE = 64;
+
+// Resolves after pending messages (finished slices from helpers) have been handled.
+const yieldToEvents = typeof setImmediate === 'function'
+  ? () => new Promise((resolve) => setImmediate(resolve))
+  : (() => {
+    const ch = new MessageChannel();
+    const waiters = [];
+    ch.port1.onmessage = () => waiters.shift()();
+    return () => new Promise((resolve) => { waiters.push(resolve); ch.port2.postMessage(0); });
+  })();
 
 const PSI_E_REVEAL_MISMATCH = -7;
 const PSI_E_REVEAL_DISABLED = -8;
@@ -133,17 +148,17 @@ async function helper(parent, msg) {
     if (m.type !== 'run' || hang) return; // test hook: a silent helper
     if (msg.test && msg.test.crash === msg.index) { setTimeout(() => { throw new Error('test hook: helper crashed'); }); return; }
     if (!engine) {
-      port.post({ type: 'fail', id: m.id, error: { kind: 'Error', message: 'shardpsi pool: a helper has no key and cannot make one; refusing to run' }, fatal: true });
+      port.post({ type: 'fail', id: m.id, slice: m.slice, error: { kind: 'Error', message: 'shardpsi pool: a helper has no key and cannot make one; refusing to run' }, fatal: true });
       return;
     }
     try {
       const { out, perm } = ll.shardRunOne(engine, m.step, m.offset, m.input);
       const transfer = [out.buffer];
       if (perm) transfer.push(perm.buffer);
-      port.post({ type: 'done', id: m.id, out, perm }, transfer);
+      port.post({ type: 'done', id: m.id, slice: m.slice, out, perm }, transfer);
     } catch (e) {
       const error = errorToWire(e);
-      port.post({ type: 'fail', id: m.id, error, fatal: error.fatal });
+      port.post({ type: 'fail', id: m.id, slice: m.slice, error, fatal: error.fatal });
     }
   });
   // The page hears from a helper only if it fails to start (through the worker's error event).
@@ -153,7 +168,7 @@ async function helper(parent, msg) {
 
 async function lead(parent, msg) {
   const ll = await instance(msg);
-  const shards = msg.shards;
+  const shards = msg.shards, slicesPerWorker = msg.slicesPerWorker;
   const helpers = (msg.ports || []).map(wrapPort);
   const hang = msg.test && msg.test.hang === 0;
   let engine;
@@ -166,7 +181,7 @@ async function lead(parent, msg) {
   freeEngine = () => { ll.engineFree(engine); engine = 0; };
 
   // Replies of helper k: the pending run's resolver.
-  const waiting = new Map(); // `${id}:${k}` -> { resolve }
+  const waiting = new Map(); // `${id}:${slice}` -> { resolve }
   let ready = 0, startFail = null;
   let readyResolve;
   const allReady = new Promise((r) => { readyResolve = r; });
@@ -175,8 +190,8 @@ async function lead(parent, msg) {
     h.onMessage((m) => {
       if (m.type === 'ready') { if (++ready === helpers.length) readyResolve(); return; }
       if (m.id === -1) { startFail = startFail || m.error; readyResolve(); return; }
-      const w = waiting.get(`${m.id}:${k}`);
-      if (w) { waiting.delete(`${m.id}:${k}`); w.resolve(m); }
+      const w = waiting.get(`${m.id}:${m.slice}`);
+      if (w) { waiting.delete(`${m.id}:${m.slice}`); w.resolve(m); }
     });
   });
   if (helpers.length === 0 || (msg.test && msg.test.noKey !== undefined && helpers.length === 1)) readyResolve();
@@ -194,38 +209,58 @@ async function lead(parent, msg) {
   if (startFail) { parent.post({ type: 'fail', id: -1, error: startFail, fatal: true }); return; }
   parent.post({ type: 'ready' });
 
-  // One step over all shards: slice k on worker k (0 = here).  Results in shard order;
-  // the lowest-numbered failing shard's error wins, after every shard has answered.
+  // One step over all slices.  With W workers the step is cut into W * slicesPerWorker
+  // slices (fewer for small steps, at least W and 64 values a slice when possible; one
+  // when W = 1), handed out in order as workers free up: each helper holds up
+  // to HELPER_DEPTH slices (so it never waits while the lead computes), and the lead runs
+  // a slice itself between refills.  A worker the machine runs slower then simply does
+  // fewer slices.  Results are kept in slice order; after a failure no further slice is
+  // handed out, every slice already out is waited for, and the lowest-numbered failing
+  // slice's error wins: every slice below it was handed out, so it is the error the
+  // single engine, which runs the slices in order, meets first (PROTOCOL.md §14.4).
   async function runStep(id, step, n, input) {
-    const jobs = [];
-    let done = 0;
-    const progress = () => parent.post({ type: 'progress', id, done: ++done });
+    const total = shards > 1 ? Math.max(shards, Math.min(shards * slicesPerWorker, Math.ceil(n / MIN_SLICE))) : 1;
     const slices = [];
-    for (let k = 0; k < shards; k++) slices.push(ll.shardPlan(n, shards, k));
+    for (let k = 0; k < total; k++) slices.push(ll.shardPlan(n, total, k));
     const cut = (k) => {
       const { offset, count } = slices[k];
       if (step === STEP.MASK || step === STEP.MASK_SORT) return slicePacked(input, offset, offset + count);
       return input.slice(offset * ll.ELEMENT_BYTES, (offset + count) * ll.ELEMENT_BYTES);
     };
-    for (let k = 1; k < shards; k++) {
-      const part = cut(k);
+    const results = new Array(total);
+    const out = []; // promises of the slices handed to helpers
+    let next = 0, stop = false, done = 0;
+    const record = (j, m) => {
+      results[j] = m;
+      if (m.type === 'fail') stop = true;
+      parent.post({ type: 'progress', id, done: ++done });
+    };
+    const give = (h) => { // hands the next slice to helper h (0-based)
+      if (stop || next >= total) return;
+      const j = next++;
+      const part = cut(j);
       const transfer = part.data ? [part.data.buffer, part.offsets.buffer] : [part.buffer];
-      jobs.push(new Promise((resolve) => {
-        waiting.set(`${id}:${k}`, { resolve });
-        helpers[k - 1].post({ type: 'run', id, step, offset: slices[k].offset, input: part }, transfer);
-      }).then((m) => { progress(); return m; }));
+      out.push(new Promise((resolve) => {
+        waiting.set(`${id}:${j}`, { resolve });
+        helpers[h].post({ type: 'run', id, slice: j, step, offset: slices[j].offset, input: part }, transfer);
+      }).then((m) => { record(j, m); give(h); }));
+    };
+    // with one slice per worker each helper takes one and the lead the last (a static split)
+    const depth = total >= 2 * shards ? HELPER_DEPTH : 1;
+    for (let d = 0; d < depth; d++) helpers.forEach((_, h) => give(h));
+    while (!stop && next < total) {
+      const j = next++;
+      try {
+        const r = ll.shardRunOne(engine, step, slices[j].offset, cut(j));
+        record(j, { type: 'done', out: r.out, perm: r.perm });
+      } catch (e) {
+        const error = errorToWire(e);
+        record(j, { type: 'fail', error, fatal: error.fatal, local: e });
+      }
+      if (helpers.length) await yieldToEvents(); // let finished helpers in, to be refilled
     }
-    let mine;
-    try {
-      const r = ll.shardRunOne(engine, step, slices[0].offset, cut(0));
-      mine = { type: 'done', out: r.out, perm: r.perm };
-    } catch (e) {
-      const error = errorToWire(e);
-      mine = { type: 'fail', error, fatal: error.fatal, local: e };
-    }
-    progress();
-    const all = [mine, ...(await Promise.all(jobs))];
-    const failed = all.find((m) => m.type === 'fail');
+    while (out.length) await out.shift();
+    const failed = results.find((m) => m && m.type === 'fail');
     if (failed) {
       if (failed.local && !failed.fatal) throw failed.local;
       const err = new Error('shard failed');
@@ -233,17 +268,18 @@ async function lead(parent, msg) {
       err.fatal = failed.fatal;
       throw err;
     }
+    const all = results;
     const outLen = all.reduce((s, m) => s + m.out.length, 0);
-    const out = new Uint8Array(outLen);
+    const merged = new Uint8Array(outLen);
     let at = 0;
-    for (const m of all) { out.set(m.out, at); at += m.out.length; }
+    for (const m of all) { merged.set(m.out, at); at += m.out.length; }
     let perm = null;
     if (step === STEP.MASK_SORT) {
       perm = new Uint32Array(n);
       at = 0;
       for (const m of all) { perm.set(m.perm, at); at += m.perm.length; }
     }
-    return { out, perm };
+    return { out: merged, perm, total };
   }
 
   const packInputs = (values) => {
@@ -265,7 +301,7 @@ async function lead(parent, msg) {
       let elements, perm = null;
       if (structure === STRUCTURE.RAW) {
         const r = await runStep(id, STEP.MASK_SORT, n, packed);
-        const m = as('psi_server_create_setup', () => ll.shardMergeSorted(r.out, r.perm, n, shards));
+        const m = as('psi_server_create_setup', () => ll.shardMergeSorted(r.out, r.perm, n, r.total));
         elements = m.elements; perm = m.perm;
       } else {
         elements = (await runStep(id, STEP.MASK, n, packed)).out;

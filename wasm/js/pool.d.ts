@@ -26,6 +26,10 @@ export interface PoolOptions {
   workers?: number;
   /** Cap of the default worker count; default 4. */
   maxWorkers?: number;
+  /** Each step is cut into this many slices per worker (fewer for small steps), handed out as
+   *  workers free up, so a worker the machine runs slower does fewer; 1 = a static split.
+   *  Default 16.  The bytes never depend on it. */
+  slicesPerWorker?: number;
   /** A run fails when no worker reports progress for this long; default 120000 ms. */
   timeoutMs?: number;
   /** The compiled module (compileModule()); compiled once here when absent. */

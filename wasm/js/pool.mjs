@@ -10,7 +10,9 @@
 // Options: role ('server' | 'client'), reveal (false), key (optional: the key bytes, handed
 // once to the first worker; without it the first worker makes a random key), workers (default:
 // navigator.hardwareConcurrency or os.availableParallelism(), at most maxWorkers = 4), timeoutMs
-// (no progress from the workers for this long fails the run; default 120000), module (a
+// (no progress from the workers for this long fails the run; default 120000), slicesPerWorker
+// (default 16: each step is cut into that many slices per worker, handed out as workers free
+// up; 1 = one slice each, a static split), module (a
 // compiled WebAssembly.Module; compiled here once when absent), workerUrl, load ({ dir } or
 // { jsUrl } for the workers' module glue).
 //
@@ -29,6 +31,9 @@ const ROLES = { client: 1, server: 2 };
 const DEFAULT_MAX_WORKERS = 4;
 const DEFAULT_TIMEOUT_MS = 120000;
 const CLOSE_GRACE_MS = 1000;
+// Slices per worker: many small slices handed out as workers free up, so that a worker the
+// machine runs slower (common in browsers) does fewer; measured in wasm/README.md.
+const DEFAULT_SLICES_PER_WORKER = 16;
 const PREFIX = 'shardpsi pool';
 
 // An error of the pool itself (a worker failed, exited or went silent; the pool is closed).
@@ -68,6 +73,10 @@ export async function createPool(options = {}) {
   const maxWorkers = options.maxWorkers ?? DEFAULT_MAX_WORKERS;
   const n = options.workers ?? await defaultWorkers(maxWorkers);
   if (!Number.isInteger(n) || n < 1 || n > 4096) throw new RangeError('workers must be an integer in [1, 4096]');
+  const slicesPerWorker = options.slicesPerWorker ?? DEFAULT_SLICES_PER_WORKER;
+  if (!Number.isInteger(slicesPerWorker) || slicesPerWorker < 1 || slicesPerWorker > 64) {
+    throw new RangeError('slicesPerWorker must be an integer in [1, 64]');
+  }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!(timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
   const module = options.module ?? await compileModule(options.load || {});
@@ -156,7 +165,7 @@ export async function createPool(options = {}) {
       w.onExit((code) => { if (!closed) fail(new PoolError(`worker ${k} exited (${typeof code === 'number' ? `code ${code}` : code}); the run failed`)); });
       if (k === 0) w.onMessage((m) => onLead(m && m.type === 'ready' ? { ...m, id: 0 } : m));
     }
-    const common = { type: 'init', module, load: options.load, role, reveal, shards: n, test: test ? { hang: test.hang, crash: test.crash, noKey: test.noKey } : undefined };
+    const common = { type: 'init', module, load: options.load, role, reveal, shards: n, slicesPerWorker, test: test ? { hang: test.hang, crash: test.crash, noKey: test.noKey } : undefined };
     for (let k = 1; k < n; k++) {
       const port = channels[k - 1].port2;
       workers[k].post({ ...common, index: k, port }, [port]);

@@ -180,6 +180,67 @@ test('pool: a helper without a key refuses to run', async () => {
   await failedThenClosed(pool, pool.createRequest(CLIENT_IN), /helper has no key and cannot make one; refusing to run/);
 });
 
+// Many slices (2,000 values at 3 workers: 32 slices of 62-63 values, handed out as workers
+// free up) give the single instance's bytes: raw setup and permutation (the k-way merge over
+// all slices), request, response, intersection and association table.
+test('pool: 32 slices on 3 workers give the single instance\'s bytes', async () => {
+  const skey = new Uint8Array(32).fill(5), ckey = new Uint8Array(32).fill(6);
+  const big = Array.from({ length: 2000 }, (_, i) => `big-${i}`);
+  const mine = Array.from({ length: 2000 }, (_, i) => `big-${3 * i}`);
+  const s1 = psi.server.createFromKey(skey, true), c1 = psi.client.createFromKey(ckey, true);
+  const sp = await createPool({ role: 'server', reveal: true, workers: 3, module, key: skey.slice() });
+  const cp = await createPool({ role: 'client', reveal: true, workers: 3, module, key: ckey.slice() });
+  try {
+    const want = s1.createSetupMessageWithPermutation(0, 0, big, psi.dataStructure.Raw);
+    const got = await sp.createSetupMessageWithPermutation(0, 0, big, psi.dataStructure.Raw);
+    assert.deepEqual(got.setup, want.setup);
+    assert.deepEqual(got.permutation, want.permutation);
+    const request = c1.createRequest(mine);
+    assert.deepEqual(await cp.createRequest(mine), request);
+    const response = s1.processRequest(request);
+    assert.deepEqual(await sp.processRequest(request), response);
+    assert.deepEqual(await cp.getIntersection(want.setup, response), c1.getIntersection(want.setup, response));
+    assert.deepEqual(await cp.getAssociationTable(want.setup, response, want.permutation),
+      c1.getAssociationTable(want.setup, response, want.permutation));
+  } finally {
+    s1.delete(); c1.delete();
+    await sp.close(); await cp.close();
+  }
+});
+
+// Slices are handed out as workers free up; the error must still be the one the single
+// engine meets first: the lowest-numbered failing slice's.
+test('pool: of two bad points in a request, the first one\'s error wins, as with one instance', async () => {
+  const key = new Uint8Array(32).fill(3);
+  const single = psi.server.createFromKey(key, true);
+  const pool = await createPool({ role: 'server', reveal: true, workers: 3, module, key: key.slice() });
+  const client = psi.client.createWithNewKey(true);
+  try {
+    const clean = client.createRequest(Array.from({ length: 600 }, (_, i) => `v${i}`));
+    let request = clean;
+    // elements are repeated field 2 (tag 0x12), each 0x12 0x21 + 33 bytes (PROTOCOL.md §10)
+    let base = 0;
+    while (!(clean[base] === 0x12 && clean[base + 1] === 0x21)) base++;
+    const at = (i) => base + 35 * i + 2;
+    const spoil = (i, how) => {
+      if (how === 'prefix') request[at(i)] = 0x05;
+      else request.fill(0xff, at(i) + 1, at(i) + 33); // x >= p
+    };
+    for (const [first, second] of [['prefix', 'x'], ['x', 'prefix']]) {
+      request = clean.slice();
+      spoil(50, first);
+      spoil(500, second);
+      let want;
+      try { single.processRequest(request); } catch (e) { want = e; }
+      assert.ok(want && want.codeName === (first === 'prefix' ? 'PSI_E_POINT_PREFIX' : 'PSI_E_POINT_X_RANGE'), String(want));
+      await assert.rejects(pool.processRequest(request), (e) => e.codeName === want.codeName && e.message === want.message);
+    }
+  } finally {
+    single.delete(); client.delete();
+    await pool.close();
+  }
+});
+
 test('pool: library errors are PsiErrors and leave the pool usable', async () => {
   const pool = await createPool({ role: 'server', reveal: true, workers: 3, module });
   try {

@@ -4,13 +4,15 @@
 // worker pool at 1, 2 and 4 workers.  Same keys and inputs everywhere; every message is
 // compared with psi.js's bytes first.  Rounds are interleaved (each round runs every
 // configuration once), so machine drift hits all alike; the best of the rounds is kept.
-// Query: ?n=N&rounds=R.  Results: window.__bench = { rows, info } or { error }.
+// Query: ?n=N&rounds=R&workers=LIST&slices=LIST (slicesPerWorker values to compare).  Results: window.__bench = { rows, info } or { error }.
 import { createPSI, compileModule } from '/js/index.mjs';
 import { createPool } from '/js/pool.mjs';
 
 const q = new URLSearchParams(location.search);
 const N = Number(q.get('n') || 10000);
 const ROUNDS = Number(q.get('rounds') || 2);
+const WORKERS = (q.get('workers') || '1,2,4').split(',').map(Number);
+const SLICES = q.get('slices') ? q.get('slices').split(',').map(Number) : [undefined];
 const out = document.getElementById('out');
 const note = (s) => { out.textContent += `${s}\n`; };
 const base = new URL('/wasm/', location.href).href;
@@ -41,10 +43,11 @@ async function main() {
         close: async () => { s.delete(); c.delete(); } };
     }],
   ];
-  for (const workers of [1, 2, 4]) {
-    configs.push([`shardpsi pool, ${workers} worker(s)`, async () => {
-      const s = await createPool({ role: 'server', reveal: true, key: SKEY.slice(), workers, module, load });
-      const c = await createPool({ role: 'client', reveal: true, key: CKEY.slice(), workers, module, load });
+  for (const workers of WORKERS) for (const slicesPerWorker of SLICES) {
+    const tag = slicesPerWorker === undefined ? '' : `, ${slicesPerWorker} sl/w`;
+    configs.push([`shardpsi pool, ${workers} worker(s)${tag}`, async () => {
+      const s = await createPool({ role: 'server', reveal: true, key: SKEY.slice(), workers, module, load, slicesPerWorker });
+      const c = await createPool({ role: 'client', reveal: true, key: CKEY.slice(), workers, module, load, slicesPerWorker });
       return { request: (xs) => c.createRequest(xs), response: (r) => s.processRequest(r),
         close: async () => { await s.close(); await c.close(); } };
     }]);
