@@ -203,6 +203,18 @@ static void fe_sqr_n(uint32_t r[8], const uint32_t a[8], int n)
         fe_sqr(r, r);
 }
 
+/* r = d + p when borrow is -1, r = d when it is 0 (mod 2^256). */
+static void fe_add_p_on_borrow(uint32_t r[8], const uint32_t d[8], int64_t borrow)
+{
+    uint32_t mask = ct_barrier((uint32_t)borrow);
+    int64_t acc = 0;
+    for (int i = 0; i < 8; i++) {
+        acc += (int64_t)d[i] + (fe_p[i] & mask);
+        r[i] = (uint32_t)acc;
+        acc >>= 32;
+    }
+}
+
 static void fe_add(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
 {
     uint32_t d[8];
@@ -213,13 +225,7 @@ static void fe_add(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
         acc >>= 32;
     }
     /* a + b - p is in [-p, p): on a borrow (acc = -1) add p back. */
-    uint32_t mask = (uint32_t)acc;
-    acc = 0;
-    for (int i = 0; i < 8; i++) {
-        acc += (int64_t)d[i] + (fe_p[i] & mask);
-        r[i] = (uint32_t)acc;
-        acc >>= 32;
-    }
+    fe_add_p_on_borrow(r, d, acc);
 }
 
 static void fe_sub(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
@@ -232,13 +238,7 @@ static void fe_sub(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
         acc >>= 32;
     }
     /* On borrow (acc = -1) add p back. */
-    uint32_t mask = (uint32_t)acc;
-    acc = 0;
-    for (int i = 0; i < 8; i++) {
-        acc += (int64_t)d[i] + (fe_p[i] & mask);
-        r[i] = (uint32_t)acc;
-        acc >>= 32;
-    }
+    fe_add_p_on_borrow(r, d, acc);
 }
 
 static void fe_to_mont(uint32_t r[8], const uint32_t a[8])

@@ -7,18 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(meson ninja-build pkg-config gcc libc6-dev python3 libssl-dev libsodium-dev
           libcmocka-dev libcjson-dev valgrind clang-14)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-    sudo=""
-    [[ $(id -u) -eq 0 ]] || sudo=sudo
-    echo "setup: installing ${missing[*]}" >&2
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-        "${missing[@]}" >/dev/null
-fi
+bash scripts/apt-install.sh "${packages[@]}"
 
 [[ -f build/build.ninja ]] || meson setup build --buildtype=debugoptimized >/dev/null
 ninja -C build >/dev/null
