@@ -109,18 +109,25 @@ static uint32_t fe_mask_equal(const uint32_t a[8], const uint32_t b[8])
     return mask_is_zero(acc);
 }
 
+/* d = a - b mod 2^256; returns the borrow, 0 or -1. */
+static int64_t limbs_sub(uint32_t d[8], const uint32_t a[8], const uint32_t b[8])
+{
+    int64_t acc = 0;
+    for (int i = 0; i < 8; i++) {
+        acc += (int64_t)a[i] - b[i];
+        d[i] = (uint32_t)acc;
+        acc >>= 32;
+    }
+    return acc;
+}
+
 /* r = v mod p, given v = s + carry * 2^256 < 2p with carry 0 or 1. */
 static void fe_final_sub(uint32_t r[8], const uint32_t s[8], int64_t carry)
 {
     uint32_t d[8];
-    int64_t acc = 0;
-    for (int i = 0; i < 8; i++) {
-        acc += (int64_t)s[i] - fe_p[i];
-        d[i] = (uint32_t)acc;
-        acc >>= 32;
-    }
-    /* acc + carry is 0 when v >= p (keep d), -1 when v < p (keep s). */
-    fe_select(r, d, s, (uint32_t)(acc + carry));
+    int64_t borrow = limbs_sub(d, s, fe_p);
+    /* borrow + carry is 0 when v >= p (keep d), -1 when v < p (keep s). */
+    fe_select(r, d, s, (uint32_t)(borrow + carry));
 }
 
 /* Montgomery reduction: r = c / 2^256 mod p, where c = sum col[k] 2^(32k)
@@ -231,14 +238,8 @@ static void fe_add(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
 static void fe_sub(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
 {
     uint32_t d[8];
-    int64_t acc = 0;
-    for (int i = 0; i < 8; i++) {
-        acc += (int64_t)a[i] - b[i];
-        d[i] = (uint32_t)acc;
-        acc >>= 32;
-    }
-    /* On borrow (acc = -1) add p back. */
-    fe_add_p_on_borrow(r, d, acc);
+    /* On borrow (-1) add p back. */
+    fe_add_p_on_borrow(r, d, limbs_sub(d, a, b));
 }
 
 static void fe_to_mont(uint32_t r[8], const uint32_t a[8])

@@ -268,16 +268,14 @@ async function lead(parent, msg) {
       err.fatal = failed.fatal;
       throw err;
     }
-    const all = results;
-    const outLen = all.reduce((s, m) => s + m.out.length, 0);
-    const merged = new Uint8Array(outLen);
+    const merged = new Uint8Array(results.reduce((s, m) => s + m.out.length, 0));
     let at = 0;
-    for (const m of all) { merged.set(m.out, at); at += m.out.length; }
+    for (const m of results) { merged.set(m.out, at); at += m.out.length; }
     let perm = null;
     if (step === STEP.MASK_SORT) {
       perm = new Uint32Array(n);
       at = 0;
-      for (const m of all) { perm.set(m.perm, at); at += m.perm.length; }
+      for (const m of results) { perm.set(m.perm, at); at += m.perm.length; }
     }
     return { out: merged, perm, total };
   }
