@@ -76,8 +76,11 @@ test('inputs psi.js hashes: bytes alike; lone surrogates as miscounted WTF-8 (re
   } finally { c.delete(); oc.delete(); }
 });
 
+// Fixed keys: with random ones GCS and Bloom (fpr 0.001) sometimes report a false positive,
+// which made this test fail about once in a hundred runs.
 test('every data structure gives the README example result', () => {
-  const s = psi.server.createWithNewKey(true), c = psi.client.createWithNewKey(true);
+  const s = psi.server.createFromKey(new Uint8Array(32).fill(0x11), true);
+  const c = psi.client.createFromKey(new Uint8Array(32).fill(0x22), true);
   try {
     for (const ds of Object.values(psi.dataStructure)) {
       const setup = s.createSetupMessage(0.001, clientInputs.length, serverInputs, ds);
