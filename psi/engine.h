@@ -7,6 +7,7 @@
 #include <openssl/ec.h>
 
 #include "common.h"
+#include "p256.h"
 
 /* The secret half of an engine, in sodium_malloc memory (guard pages,
  * canary, mlock where allowed), read-only after creation and wiped by
@@ -21,43 +22,53 @@ struct psi_engine {
     psi_secret *secret;
 };
 
+/* Points the OpenSSL build multiplies before converting them to affine
+ * together (one field inversion per batch, psi/p256.c). */
+#define PSI_EC_BATCH PSI_P256_BATCH_MAX
+
 /* Workspace for one batch call.  Each call builds its own, so calls on a
- * const engine never share mutable state.  The scalar is copied into a
- * BIGNUM only for the duration of the call and cleared on release. */
+ * const engine never share mutable state.  The current point is kept as
+ * affine big-endian coordinates (px, py), set by psi_h2c or
+ * psi_point_decode.  The scalar is borrowed from the engine's guarded
+ * memory (portable build) or copied into a BIGNUM for the call and
+ * cleared on release (OpenSSL build). */
 typedef struct psi_ec {
-    EC_GROUP *group;
-    BN_CTX *bn;
-    BIGNUM *scalar;   /* k or k^-1, BN_FLG_CONSTTIME; NULL when unused */
-    BIGNUM *p;        /* field prime */
-    BIGNUM *b;        /* curve coefficient b */
-    BIGNUM *sqrt_exp; /* (p + 1) / 4 */
-    BN_MONT_CTX *mont;
-    EC_POINT *pt;
-    BIGNUM *x, *y, *t, *u; /* scratch field elements */
-    /* -Dp256=portable only (PSI_P256_PORTABLE): the scalar is not copied
-     * but borrowed from the engine's guarded memory for the call, and the
-     * current point is kept as affine big-endian coordinates instead of
-     * ec->pt. */
-    const uint8_t *key; /* k or k^-1, PSI_KEY_BYTES; NULL when unused */
     uint8_t px[32], py[32];
+#ifdef PSI_P256_PORTABLE
+    const uint8_t *key; /* k or k^-1, PSI_KEY_BYTES; NULL when unused */
+#else
+    EC_GROUP *group;    /* NULL when the workspace only decodes */
+    BN_CTX *bn;
+    BIGNUM *scalar;     /* k or k^-1, BN_FLG_CONSTTIME */
+    BIGNUM *bx, *by, *bz;
+    /* Multiplied points waiting for psi_ec_flush, and where each goes. */
+    EC_POINT *batch[PSI_EC_BATCH];
+    uint8_t *batch_out[PSI_EC_BATCH];
+    size_t batch_n;
+    uint8_t xyz[PSI_EC_BATCH][96];
+#endif
 } psi_ec;
 
-/* scalar may be NULL (decoding only); with PSI_P256_PORTABLE it must stay
- * valid until psi_ec_release (the engine's secret does).  Returns PSI_OK, PSI_E_NOMEM,
+/* scalar may be NULL (decoding only); it must stay valid until
+ * psi_ec_release (the engine's secret does).  Returns PSI_OK, PSI_E_NOMEM,
  * PSI_E_CRYPTO. */
 int psi_ec_init(psi_ec *ec, const uint8_t *scalar);
+/* Frees and wipes everything, pending results included. */
 void psi_ec_release(psi_ec *ec);
 
-/* H(m) of PROTOCOL.md §3 into ec->pt (PSI_P256_PORTABLE: ec->px, ec->py).  Returns PSI_OK,
- * PSI_E_HASH_TO_CURVE, PSI_E_CRYPTO. */
+/* H(m) of PROTOCOL.md §3 into ec->px, ec->py.  Returns PSI_OK or
+ * PSI_E_HASH_TO_CURVE. */
 int psi_h2c(psi_ec *ec, const uint8_t *m, size_t len);
 
-/* Strict decode (§4.2) of one partner point into ec->pt (PSI_P256_PORTABLE:
- * ec->px, ec->py). */
+/* Strict decode (§4.2) of one partner point into ec->px, ec->py. */
 int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len);
 
-/* out = ser(scalar * ec->pt), 33 bytes. */
-int psi_ec_mul_encode(psi_ec *ec, uint8_t *out);
+/* Queues out = ser(scalar * (px, py)), 33 bytes: out holds it once
+ * psi_ec_flush has returned PSI_OK (the portable build writes it at once).
+ * Returns PSI_OK, PSI_E_NOMEM, PSI_E_CRYPTO. */
+int psi_ec_mul_queue(psi_ec *ec, uint8_t *out);
+/* Writes every queued result.  Returns PSI_OK, PSI_E_CRYPTO. */
+int psi_ec_flush(psi_ec *ec);
 
 /* Progress reporting for batch loops. */
 void psi_report_progress(const psi_engine *e, uint64_t done, uint64_t total);

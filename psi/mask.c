@@ -1,5 +1,8 @@
 /* The batch primitives (PROTOCOL.md §4): mask, re-mask, unmask.  Each call
  * builds one EC workspace and reuses it for the whole batch. */
+/* EC_POINT_get_Jprojective_coordinates_GFp (see flush_batch). */
+#define OPENSSL_SUPPRESS_DEPRECATED
+
 #include <string.h>
 
 #include <openssl/err.h>
@@ -9,97 +12,136 @@
 #include "engine.h"
 #include "p256.h"
 
-/* b of P-256, big-endian (§1). */
-static const uint8_t curve_b[32] = {
-    0x5a, 0xc6, 0x35, 0xd8, 0xaa, 0x3a, 0x93, 0xe7, 0xb3, 0xeb, 0xbd, 0x55,
-    0x76, 0x98, 0x86, 0xbc, 0x65, 0x1d, 0x06, 0xb0, 0xcc, 0x53, 0xb0, 0xf6,
-    0x3b, 0xce, 0x3c, 0x3e, 0x27, 0xd2, 0x60, 0x4b,
-};
-
-static int ec_alloc(psi_ec *ec)
-{
-    ec->group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
-    ec->bn = BN_CTX_new();
-    ec->p = BN_new();
-    ec->b = BN_new();
-    ec->sqrt_exp = BN_new();
-    ec->mont = BN_MONT_CTX_new();
-    ec->x = BN_new();
-    ec->y = BN_new();
-    ec->t = BN_new();
-    ec->u = BN_new();
-    if (ec->group == NULL || ec->bn == NULL || ec->p == NULL || ec->b == NULL ||
-        ec->sqrt_exp == NULL || ec->mont == NULL || ec->x == NULL || ec->y == NULL ||
-        ec->t == NULL || ec->u == NULL)
-        return PSI_E_NOMEM;
-    ec->pt = EC_POINT_new(ec->group);
-    return ec->pt == NULL ? PSI_E_NOMEM : PSI_OK;
-}
-
+#ifdef PSI_P256_PORTABLE
 int psi_ec_init(psi_ec *ec, const uint8_t *scalar)
 {
     memset(ec, 0, sizeof *ec);
-    int rc = ec_alloc(ec);
-    if (rc != PSI_OK) {
-        ERR_clear_error();
-        return rc;
-    }
-    if (!EC_GROUP_get_curve(ec->group, ec->p, NULL, NULL, ec->bn) ||
-        BN_bin2bn(curve_b, sizeof curve_b, ec->b) == NULL ||
-        !BN_add(ec->sqrt_exp, ec->p, BN_value_one()) ||
-        !BN_rshift(ec->sqrt_exp, ec->sqrt_exp, 2) ||
-        !BN_MONT_CTX_set(ec->mont, ec->p, ec->bn))
-        return psi_crypto_error();
-#ifdef PSI_P256_PORTABLE
     ec->key = scalar; /* no copy: p256.c wipes the ones it makes */
+    return PSI_OK;
+}
+
+void psi_ec_release(psi_ec *ec)
+{
+    sodium_memzero(ec, sizeof *ec);
+}
+
+int psi_ec_mul_queue(psi_ec *ec, uint8_t *out)
+{
+    /* The key is in [1, n - 1] (§2) and (px, py) on the curve, checked by
+     * psi_h2c or psi_point_decode. */
+    psi_p256_mul_compressed(out, ec->key, ec->px, ec->py);
+    return PSI_OK;
+}
+
+int psi_ec_flush(psi_ec *ec)
+{
+    (void)ec;
+    return PSI_OK;
+}
 #else
-    if (scalar != NULL) {
-        ec->scalar = BN_secure_new();
-        if (ec->scalar == NULL)
-            return PSI_E_NOMEM;
-        BN_set_flags(ec->scalar, BN_FLG_CONSTTIME);
-        if (BN_bin2bn(scalar, PSI_KEY_BYTES, ec->scalar) == NULL)
-            return psi_crypto_error();
+int psi_ec_init(psi_ec *ec, const uint8_t *scalar)
+{
+    memset(ec, 0, sizeof *ec);
+    if (scalar == NULL)
+        return PSI_OK; /* decoding needs no OpenSSL object */
+    ec->group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+    ec->bn = BN_CTX_new();
+    ec->scalar = BN_secure_new();
+    ec->bx = BN_new();
+    ec->by = BN_new();
+    ec->bz = BN_new();
+    if (ec->group == NULL || ec->bn == NULL || ec->scalar == NULL || ec->bx == NULL ||
+        ec->by == NULL || ec->bz == NULL) {
+        ERR_clear_error();
+        return PSI_E_NOMEM;
     }
-#endif
+    BN_set_flags(ec->scalar, BN_FLG_CONSTTIME);
+    if (BN_bin2bn(scalar, PSI_KEY_BYTES, ec->scalar) == NULL)
+        return psi_crypto_error();
     return PSI_OK;
 }
 
 void psi_ec_release(psi_ec *ec)
 {
     BN_clear_free(ec->scalar);
-    /* Points and field scratch are derived from secret-scaled values. */
-    EC_POINT_clear_free(ec->pt);
-    BN_clear_free(ec->x);
-    BN_clear_free(ec->y);
-    BN_clear_free(ec->t);
-    BN_clear_free(ec->u);
-    sodium_memzero(ec->px, sizeof ec->px);
-    sodium_memzero(ec->py, sizeof ec->py);
-    BN_MONT_CTX_free(ec->mont);
-    BN_free(ec->sqrt_exp);
-    BN_free(ec->b);
-    BN_free(ec->p);
+    /* Points and coordinates are derived from secret-scaled values. */
+    for (size_t i = 0; i < PSI_EC_BATCH; i++)
+        EC_POINT_clear_free(ec->batch[i]);
+    BN_clear_free(ec->bx);
+    BN_clear_free(ec->by);
+    BN_clear_free(ec->bz);
     BN_CTX_free(ec->bn);
     EC_GROUP_free(ec->group);
-    memset(ec, 0, sizeof *ec);
+    sodium_memzero(ec, sizeof *ec);
 }
 
-int psi_ec_mul_encode(psi_ec *ec, uint8_t *out)
+int psi_ec_mul_queue(psi_ec *ec, uint8_t *out)
 {
-#ifdef PSI_P256_PORTABLE
-    /* The key is in [1, n - 1] (§2) and (px, py) on the curve, checked by
-     * psi_h2c or psi_point_decode. */
-    psi_p256_mul_compressed(out, ec->key, ec->px, ec->py);
-    return PSI_OK;
-#else
-    if (!EC_POINT_mul(ec->group, ec->pt, NULL, ec->pt, ec->scalar, ec->bn) ||
-        EC_POINT_point2oct(ec->group, ec->pt, POINT_CONVERSION_COMPRESSED, out,
-                           PSI_ELEMENT_BYTES, ec->bn) != PSI_ELEMENT_BYTES)
+    size_t j = ec->batch_n;
+    if (ec->batch[j] == NULL && (ec->batch[j] = EC_POINT_new(ec->group)) == NULL) {
+        ERR_clear_error();
+        return PSI_E_NOMEM;
+    }
+    /* set_affine_coordinates checks the curve equation again (psi_h2c and
+     * psi_point_decode already did): a second, independent guard before
+     * the key touches the point. */
+    if (BN_bin2bn(ec->px, 32, ec->bx) == NULL || BN_bin2bn(ec->py, 32, ec->by) == NULL ||
+        !EC_POINT_set_affine_coordinates(ec->group, ec->batch[j], ec->bx, ec->by, ec->bn) ||
+        !EC_POINT_mul(ec->group, ec->batch[j], NULL, ec->batch[j], ec->scalar, ec->bn))
         return psi_crypto_error();
-    return PSI_OK;
-#endif
+    ec->batch_out[j] = out;
+    ec->batch_n = j + 1;
+    return ec->batch_n == PSI_EC_BATCH ? psi_ec_flush(ec) : PSI_OK;
 }
+
+#ifndef OPENSSL_NO_DEPRECATED_3_0
+/* The Jacobian coordinates of every queued point, compressed with one
+ * inversion (psi/p256.c) instead of point2oct's one a point (about 5 us
+ * each).  EC_POINT_get_Jprojective_coordinates_GFp is deprecated in
+ * OpenSSL 3.0 but the only public way to the coordinates without that
+ * inversion; builds without deprecated APIs take the point2oct path. */
+static int flush_batch(psi_ec *ec, uint8_t out[PSI_EC_BATCH][PSI_ELEMENT_BYTES])
+{
+    for (size_t j = 0; j < ec->batch_n; j++) {
+        if (!EC_POINT_get_Jprojective_coordinates_GFp(ec->group, ec->batch[j], ec->bx, ec->by,
+                                                     ec->bz, ec->bn) ||
+            BN_bn2binpad(ec->bx, ec->xyz[j], 32) != 32 ||
+            BN_bn2binpad(ec->by, ec->xyz[j] + 32, 32) != 32 ||
+            BN_bn2binpad(ec->bz, ec->xyz[j] + 64, 32) != 32)
+            return psi_crypto_error();
+    }
+    if (!psi_p256_jacobian_compress(&out[0][0], &ec->xyz[0][0], ec->batch_n))
+        return PSI_E_CRYPTO; /* a point at infinity: cannot happen */
+    return PSI_OK;
+}
+#else
+static int flush_batch(psi_ec *ec, uint8_t out[PSI_EC_BATCH][PSI_ELEMENT_BYTES])
+{
+    for (size_t j = 0; j < ec->batch_n; j++) {
+        if (EC_POINT_point2oct(ec->group, ec->batch[j], POINT_CONVERSION_COMPRESSED, out[j],
+                               PSI_ELEMENT_BYTES, ec->bn) != PSI_ELEMENT_BYTES)
+            return psi_crypto_error();
+    }
+    return PSI_OK;
+}
+#endif
+
+int psi_ec_flush(psi_ec *ec)
+{
+    uint8_t out[PSI_EC_BATCH][PSI_ELEMENT_BYTES];
+    if (ec->batch_n == 0)
+        return PSI_OK;
+    int rc = flush_batch(ec, out);
+    if (rc == PSI_OK) {
+        for (size_t j = 0; j < ec->batch_n; j++)
+            memcpy(ec->batch_out[j], out[j], PSI_ELEMENT_BYTES);
+    }
+    ec->batch_n = 0;
+    sodium_memzero(ec->xyz, sizeof ec->xyz);
+    sodium_memzero(out, sizeof out);
+    return rc;
+}
+#endif
 
 /* Checks a batch call's arguments and clears its output (header rules). */
 static int batch_begin(const psi_engine *e, uint8_t *out, size_t *out_len,
@@ -140,9 +182,11 @@ int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
     for (size_t i = 0; rc == PSI_OK && i < n; i++) {
         rc = psi_h2c(&ec, values[i].data, values[i].len);
         if (rc == PSI_OK)
-            rc = psi_ec_mul_encode(&ec, out + i * PSI_ELEMENT_BYTES);
+            rc = psi_ec_mul_queue(&ec, out + i * PSI_ELEMENT_BYTES);
         psi_report_progress(e, i + 1, n);
     }
+    if (rc == PSI_OK)
+        rc = psi_ec_flush(&ec);
     return batch_end(&ec, rc, out, out_len, n);
 }
 
@@ -158,9 +202,11 @@ static int scale_points(const psi_engine *e, const uint8_t *scalar, uint8_t *out
     for (size_t i = 0; rc == PSI_OK && i < n; i++) {
         rc = psi_point_decode(&ec, points + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);
         if (rc == PSI_OK)
-            rc = psi_ec_mul_encode(&ec, out + i * PSI_ELEMENT_BYTES);
+            rc = psi_ec_mul_queue(&ec, out + i * PSI_ELEMENT_BYTES);
         psi_report_progress(e, i + 1, n);
     }
+    if (rc == PSI_OK)
+        rc = psi_ec_flush(&ec);
     return batch_end(&ec, rc, out, out_len, n);
 }
 

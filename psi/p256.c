@@ -1,12 +1,14 @@
-/* P-256 variable-base scalar multiplication with 32-bit limbs
- * (PROTOCOL.md §1, §4), for targets without a 64x64->128-bit multiply
- * (wasm32, where OpenSSL's nistp256 calls __multi3 for every product).
+/* P-256 variable-base scalar multiplication, point decompression and the
+ * field helpers of the OpenMined hash (PROTOCOL.md §1, §3, §4.3).
  *
- * Field: 8 x 32-bit little-endian limbs, Montgomery form with R = 2^256,
- * always fully reduced to [0, p).  Since p = -1 mod 2^32 the Montgomery
- * factor of each reduction round is the low limb itself, and m*p only
- * touches limbs 0, 3, 6, 7 and 8 (p = 2^256 - 2^224 + 2^192 + 2^96 - 1),
- * so the reduction is a column pass of additions.
+ * Field: p256_field_4x64.h (4 x 64-bit limbs, 128-bit products) where the
+ * compiler has unsigned __int128 on a 64-bit target, p256_field_8x32.h
+ * (8 x 32-bit limbs) elsewhere, notably wasm32; PSI_P256_FIELD_8X32 forces
+ * the latter so the tests can check both on one machine.  Both give
+ * fe, fe_limb, FE_LIMBS, the constants fe_p, fe_r2, fe_r3, fe_one,
+ * fe_three, fe_b, fe_zero, and fe_from_bytes, fe_to_bytes, ct_barrier,
+ * mask_is_zero, fe_select, fe_mask_zero, fe_mask_equal, fe_add, fe_sub,
+ * fe_mul, fe_sqr, fe_to_mont, fe_from_mont, all constant time.
  *
  * Points: Jacobian coordinates for a = -3 (EFD dbl-2001-b, add-2007-bl).
  * Scalar: made odd (k or n - k), recoded into 64 odd signed digits of
@@ -16,6 +18,7 @@
  *
  * Constant time: no branch or memory index depends on the scalar or on
  * field values; table entries are selected by scanning with masks. */
+#include <stdint.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -30,233 +33,31 @@
 #define UNROLL
 #endif
 
+#if defined(__SIZEOF_INT128__) && UINTPTR_MAX > 0xffffffffu && !defined(PSI_P256_FIELD_8X32)
+#include "p256_field_4x64.h"
+#else
+#include "p256_field_8x32.h"
+#endif
+
 typedef struct jac {
-    uint32_t x[8], y[8], z[8];
+    fe x, y, z;
 } jac;
 
-static const uint32_t fe_p[8] = {0xffffffff, 0xffffffff, 0xffffffff, 0, 0, 0, 1, 0xffffffff};
+/* The group order n, in the 32-bit limbs of the scalar code. */
 static const uint32_t sc_n[8] = {0xfc632551, 0xf3b9cac2, 0xa7179e84, 0xbce6faad,
                                  0xffffffff, 0xffffffff, 0x00000000, 0xffffffff};
-/* R^2 mod p, and R, 3R and bR mod p (1, 3 and b in Montgomery form). */
-static const uint32_t fe_r2[8] = {0x00000003, 0x00000000, 0xffffffff, 0xfffffffb,
-                                  0xfffffffe, 0xffffffff, 0xfffffffd, 0x00000004};
-static const uint32_t fe_one[8] = {0x00000001, 0x00000000, 0x00000000, 0xffffffff,
-                                   0xffffffff, 0xffffffff, 0xfffffffe, 0x00000000};
-static const uint32_t fe_three[8] = {0x00000003, 0x00000000, 0x00000000, 0xfffffffd,
-                                     0xffffffff, 0xffffffff, 0xfffffffc, 0x00000002};
-static const uint32_t fe_b[8] = {0x29c4bddf, 0xd89cdf62, 0x78843090, 0xacf005cd,
-                                 0xf7212ed6, 0xe5a220ab, 0x04874834, 0xdc30061d};
-static const uint32_t fe_zero[8] = {0};
 
-static void fe_from_bytes(uint32_t r[8], const uint8_t b[32])
-{
-    for (int i = 0; i < 8; i++) {
-        const uint8_t *q = b + 28 - 4 * i;
-        r[i] = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
-    }
-}
-
-static void fe_to_bytes(uint8_t b[32], const uint32_t a[8])
-{
-    for (int i = 0; i < 8; i++) {
-        uint8_t *q = b + 28 - 4 * i;
-        q[0] = (uint8_t)(a[i] >> 24);
-        q[1] = (uint8_t)(a[i] >> 16);
-        q[2] = (uint8_t)(a[i] >> 8);
-        q[3] = (uint8_t)a[i];
-    }
-}
-
-/* Zero, read through a volatile lvalue: XORed into every mask before it is
- * used, so that the compiler cannot see that the mask is 0 or all ones and
- * turn a masked select into a branch on a secret.  clang -O3 (and so emcc)
- * does exact that to table_lookup without it: valgrind reported the key
- * reaching a conditional jump.  libsecp256k1 guards its selects the same way. */
-static volatile uint32_t ct_opaque_zero;
-
-static uint32_t ct_barrier(uint32_t mask)
-{
-    return mask ^ ct_opaque_zero;
-}
-
-/* All ones when a == 0, else 0. */
-static uint32_t mask_is_zero(uint32_t a)
-{
-    return ct_barrier(((a | (0u - a)) >> 31) - 1u);
-}
-
-/* r = mask ? b : a, limb by limb; mask is 0 or all ones. */
-static void fe_select(uint32_t r[8], const uint32_t a[8], const uint32_t b[8], uint32_t mask)
-{
-    mask = ct_barrier(mask);
-    for (int i = 0; i < 8; i++)
-        r[i] = (a[i] & ~mask) | (b[i] & mask);
-}
-
-static uint32_t fe_mask_zero(const uint32_t a[8])
-{
-    uint32_t acc = 0;
-    for (int i = 0; i < 8; i++)
-        acc |= a[i];
-    return mask_is_zero(acc);
-}
-
-static uint32_t fe_mask_equal(const uint32_t a[8], const uint32_t b[8])
-{
-    uint32_t acc = 0;
-    for (int i = 0; i < 8; i++)
-        acc |= a[i] ^ b[i];
-    return mask_is_zero(acc);
-}
-
-/* d = a - b mod 2^256; returns the borrow, 0 or -1. */
-static int64_t limbs_sub(uint32_t d[8], const uint32_t a[8], const uint32_t b[8])
-{
-    int64_t acc = 0;
-    for (int i = 0; i < 8; i++) {
-        acc += (int64_t)a[i] - b[i];
-        d[i] = (uint32_t)acc;
-        acc >>= 32;
-    }
-    return acc;
-}
-
-/* r = v mod p, given v = s + carry * 2^256 < 2p with carry 0 or 1. */
-static void fe_final_sub(uint32_t r[8], const uint32_t s[8], int64_t carry)
-{
-    uint32_t d[8];
-    int64_t borrow = limbs_sub(d, s, fe_p);
-    /* borrow + carry is 0 when v >= p (keep d), -1 when v < p (keep s). */
-    fe_select(r, d, s, (uint32_t)(borrow + carry));
-}
-
-/* Montgomery reduction: r = c / 2^256 mod p, where c = sum col[k] 2^(32k)
- * < p * 2^256 and each col[k] < 2^37.  Round i's factor m_i is the low
- * limb of column i; m_i * p adds m_i to columns i+3, i+6, i+8 and takes it
- * from i+7 (the -m_i of column i clears its low limb).  Signed carries. */
-static void fe_reduce(uint32_t r[8], const uint64_t col[16])
-{
-    int64_t m[8], acc, carry = 0;
-    uint32_t s[8];
-    UNROLL
-    for (int i = 0; i < 16; i++) {
-        acc = carry + (int64_t)col[i];
-        if (i >= 3 && i - 3 < 8)
-            acc += m[i - 3];
-        if (i >= 6 && i - 6 < 8)
-            acc += m[i - 6];
-        if (i >= 7 && i - 7 < 8)
-            acc -= m[i - 7];
-        if (i >= 8)
-            acc += m[i - 8];
-        if (i < 8)
-            m[i] = acc & 0xffffffff;
-        else
-            s[i - 8] = (uint32_t)acc;
-        carry = acc >> 32; /* arithmetic: floor division of a signed sum */
-    }
-    fe_final_sub(r, s, carry);
-}
-
-/* r = a * b / R mod p.  Products are summed by column in 32-bit halves,
- * so no carry chain runs through the 64 multiplications. */
-static void fe_mul(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
-{
-    uint64_t lo[16] = {0}, hi[17] = {0}, col[16];
-    UNROLL
-    for (int i = 0; i < 8; i++) {
-        UNROLL
-        for (int j = 0; j < 8; j++) {
-            uint64_t t = (uint64_t)a[i] * b[j];
-            lo[i + j] += t & 0xffffffff;
-            hi[i + j + 1] += t >> 32;
-        }
-    }
-    UNROLL
-    for (int k = 0; k < 16; k++)
-        col[k] = lo[k] + hi[k];
-    fe_reduce(r, col);
-}
-
-/* r = a^2 / R mod p: 28 cross products doubled, plus 8 squares. */
-static void fe_sqr(uint32_t r[8], const uint32_t a[8])
-{
-    uint64_t lo[16] = {0}, hi[17] = {0}, col[16];
-    UNROLL
-    for (int i = 0; i < 8; i++) {
-        UNROLL
-        for (int j = i + 1; j < 8; j++) {
-            uint64_t t = (uint64_t)a[i] * a[j];
-            lo[i + j] += t & 0xffffffff;
-            hi[i + j + 1] += t >> 32;
-        }
-    }
-    UNROLL
-    for (int k = 0; k < 16; k++)
-        col[k] = 2 * (lo[k] + hi[k]);
-    UNROLL
-    for (int i = 0; i < 8; i++) {
-        uint64_t t = (uint64_t)a[i] * a[i];
-        col[2 * i] += t & 0xffffffff;
-        col[2 * i + 1] += t >> 32;
-    }
-    fe_reduce(r, col);
-}
-
-static void fe_sqr_n(uint32_t r[8], const uint32_t a[8], int n)
+static void fe_sqr_n(fe r, const fe a, int n)
 {
     fe_sqr(r, a);
     for (int i = 1; i < n; i++)
         fe_sqr(r, r);
 }
 
-/* r = d + p when borrow is -1, r = d when it is 0 (mod 2^256). */
-static void fe_add_p_on_borrow(uint32_t r[8], const uint32_t d[8], int64_t borrow)
-{
-    uint32_t mask = ct_barrier((uint32_t)borrow);
-    int64_t acc = 0;
-    for (int i = 0; i < 8; i++) {
-        acc += (int64_t)d[i] + (fe_p[i] & mask);
-        r[i] = (uint32_t)acc;
-        acc >>= 32;
-    }
-}
-
-static void fe_add(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
-{
-    uint32_t d[8];
-    int64_t acc = 0;
-    for (int i = 0; i < 8; i++) {
-        acc += (int64_t)a[i] + b[i] - fe_p[i];
-        d[i] = (uint32_t)acc;
-        acc >>= 32;
-    }
-    /* a + b - p is in [-p, p): on a borrow (acc = -1) add p back. */
-    fe_add_p_on_borrow(r, d, acc);
-}
-
-static void fe_sub(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
-{
-    uint32_t d[8];
-    /* On borrow (-1) add p back. */
-    fe_add_p_on_borrow(r, d, limbs_sub(d, a, b));
-}
-
-static void fe_to_mont(uint32_t r[8], const uint32_t a[8])
-{
-    fe_mul(r, a, fe_r2);
-}
-
-static void fe_from_mont(uint32_t r[8], const uint32_t a[8])
-{
-    static const uint32_t one[8] = {1};
-    fe_mul(r, a, one);
-}
-
 /* x^(2^32 - 1) into x32, and x^(2^30 - 1) into x30 (for inversion). */
-static void fe_pow_ones(uint32_t x32[8], uint32_t x30[8], const uint32_t x[8])
+static void fe_pow_ones(fe x32, fe x30, const fe x)
 {
-    uint32_t x2[8], x3[8], x6[8], x12[8], x15[8];
+    fe x2, x3, x6, x12, x15;
     fe_sqr(x2, x);
     fe_mul(x2, x2, x);       /* 2^2 - 1 */
     fe_sqr(x3, x2);
@@ -275,9 +76,9 @@ static void fe_pow_ones(uint32_t x32[8], uint32_t x30[8], const uint32_t x[8])
 
 /* r = a^(p-2); p - 2 = ffffffff 00000001 00000000 00000000 00000000
  * ffffffff ffffffff fffffffd in 32-bit words. */
-static void fe_inv(uint32_t r[8], const uint32_t a[8])
+static void fe_inv(fe r, const fe a)
 {
-    uint32_t x32[8], x30[8], t[8];
+    fe x32, x30, t;
     fe_pow_ones(x32, x30, a);
     fe_sqr_n(t, x32, 32);
     fe_mul(t, t, a);         /* ffffffff 00000001 */
@@ -292,9 +93,9 @@ static void fe_inv(uint32_t r[8], const uint32_t a[8])
 }
 
 /* r = a^((p+1)/4) = a^(2^254 - 2^222 + 2^190 + 2^94). */
-static void fe_sqrt_pow(uint32_t r[8], const uint32_t a[8])
+static void fe_sqrt_pow(fe r, const fe a)
 {
-    uint32_t x32[8], x30[8], t[8];
+    fe x32, x30, t;
     fe_pow_ones(x32, x30, a);
     fe_sqr_n(t, x32, 32);
     fe_mul(t, t, a);         /* bits 222..253 and 190, relative */
@@ -307,7 +108,7 @@ static void fe_sqrt_pow(uint32_t r[8], const uint32_t a[8])
  * (P-256 has no point of order 2). */
 static void jac_dbl(jac *r, const jac *a)
 {
-    uint32_t delta[8], gamma[8], beta[8], alpha[8], t[8], u[8], x3[8];
+    fe delta, gamma, beta, alpha, t, u, x3;
     fe_sqr(delta, a->z);
     fe_sqr(gamma, a->y);
     fe_mul(beta, a->x, gamma);
@@ -338,10 +139,9 @@ static void jac_dbl(jac *r, const jac *a)
 /* add-2007-bl: 11M + 5S.  Returns all ones when H = 0, i.e. when a and b
  * have the same x (then r is wrong: the caller must rule the case out or
  * replace r); neither input may be infinity.  r may alias a or b. */
-static uint32_t jac_add(jac *r, const jac *a, const jac *b)
+static fe_limb jac_add(jac *r, const jac *a, const jac *b)
 {
-    uint32_t z1z1[8], z2z2[8], u1[8], u2[8], s1[8], s2[8], h[8], i[8], j[8], rr[8],
-        v[8], x3[8], y3[8], t[8];
+    fe z1z1, z2z2, u1, u2, s1, s2, h, i, j, rr, v, x3, y3, t;
     fe_sqr(z1z1, a->z);
     fe_sqr(z2z2, b->z);
     fe_mul(u1, a->x, z2z2);
@@ -379,14 +179,15 @@ static uint32_t jac_add(jac *r, const jac *a, const jac *b)
 /* r = table[idx] for a public table, reading every entry. */
 static void table_lookup(jac *r, const jac table[8], uint32_t idx)
 {
-    const uint32_t *t = (const uint32_t *)table;
-    uint32_t *o = (uint32_t *)r;
+    enum { WORDS = 3 * FE_LIMBS };
+    const fe_limb *t = (const fe_limb *)table;
+    fe_limb *o = (fe_limb *)r;
     memset(r, 0, sizeof *r);
     for (uint32_t e = 0; e < 8; e++) {
-        uint32_t mask = mask_is_zero(e ^ idx);
+        fe_limb mask = mask_is_zero((fe_limb)(e ^ idx));
         UNROLL
-        for (int w = 0; w < 24; w++)
-            o[w] |= t[24 * e + w] & mask;
+        for (int w = 0; w < WORDS; w++)
+            o[w] |= t[WORDS * e + w] & mask;
     }
 }
 
@@ -404,24 +205,27 @@ static void table_lookup_signed(jac *r, const jac table[8], uint32_t window)
     uint32_t v = (window | 1) - 16;
     uint32_t neg = 0u - (v >> 31);
     uint32_t abs = (v ^ neg) - neg;
-    uint32_t ny[8];
+    fe ny;
     table_lookup(r, table, (abs - 1) >> 1);
     fe_sub(ny, fe_zero, r->y);
-    fe_select(r->y, r->y, ny, neg);
+    fe_select(r->y, r->y, ny, (fe_limb)0 - (neg & 1));
 }
 
 /* Secret-dependent state of one multiplication, wiped as a whole. */
 typedef struct mul_state {
     uint32_t k[9], nk[8];
     jac table[8], acc, q, dq;
-    uint32_t zi[8], zi2[8], x[8], y[8];
+    fe zi, zi2, x, y;
 } mul_state;
 
 /* Sets s->k to the odd one of k and n - k; returns 1 when it is n - k
  * (then k * P = -(s->k * P)). */
 static uint32_t scalar_make_odd(mul_state *s, const uint8_t k[32])
 {
-    fe_from_bytes(s->k, k);
+    for (int i = 0; i < 8; i++) {
+        const uint8_t *q = k + 28 - 4 * i;
+        s->k[i] = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
+    }
     s->k[8] = 0;
     int64_t acc = 0;
     for (int i = 0; i < 8; i++) {
@@ -430,7 +234,9 @@ static uint32_t scalar_make_odd(mul_state *s, const uint8_t k[32])
         acc >>= 32;
     }
     uint32_t even = (s->k[0] & 1) ^ 1;
-    fe_select(s->k, s->k, s->nk, 0u - even);
+    uint32_t mask = (uint32_t)ct_barrier(0u - (fe_limb)even);
+    for (int i = 0; i < 8; i++)
+        s->k[i] = (s->k[i] & ~mask) | (s->nk[i] & mask);
     return even;
 }
 
@@ -455,7 +261,7 @@ static void scalar_mul(mul_state *s)
             jac_add(&s->acc, &s->acc, &s->q);
         } else {
             jac_dbl(&s->dq, &s->q);
-            uint32_t same = jac_add(&s->acc, &s->acc, &s->q);
+            fe_limb same = jac_add(&s->acc, &s->acc, &s->q);
             fe_select(s->acc.x, s->acc.x, s->dq.x, same);
             fe_select(s->acc.y, s->acc.y, s->dq.y, same);
             fe_select(s->acc.z, s->acc.z, s->dq.z, same);
@@ -504,9 +310,9 @@ void psi_p256_mul_compressed(uint8_t out[33], const uint8_t k[32], const uint8_t
 }
 
 /* Montgomery-form root: returns all ones when a is a non-zero square. */
-static uint32_t fe_sqrt(uint32_t r[8], const uint32_t a[8])
+static fe_limb fe_sqrt(fe r, const fe a)
 {
-    uint32_t t[8];
+    fe t;
     fe_sqrt_pow(r, a);
     fe_sqr(t, r);
     return fe_mask_equal(t, a) & ~fe_mask_zero(a);
@@ -514,10 +320,10 @@ static uint32_t fe_sqrt(uint32_t r[8], const uint32_t a[8])
 
 int psi_p256_sqrt(uint8_t y[32], const uint8_t t[32])
 {
-    uint32_t a[8], r[8];
+    fe a, r;
     fe_from_bytes(a, t);
     fe_to_mont(a, a);
-    uint32_t ok = fe_sqrt(r, a);
+    fe_limb ok = fe_sqrt(r, a);
     fe_from_mont(r, r);
     fe_to_bytes(y, r);
     return (int)(ok & 1);
@@ -525,17 +331,17 @@ int psi_p256_sqrt(uint8_t y[32], const uint8_t t[32])
 
 int psi_p256_decompress(uint8_t y[32], const uint8_t x[32], int odd)
 {
-    uint32_t xm[8], t[8], r[8], nr[8];
+    fe xm, t, r, nr;
     fe_from_bytes(xm, x);
     fe_to_mont(xm, xm);
     fe_sqr(t, xm);
     fe_sub(t, t, fe_three);
     fe_mul(t, t, xm);
     fe_add(t, t, fe_b);                   /* x^3 - 3x + b */
-    uint32_t ok = fe_sqrt(r, t);
+    fe_limb ok = fe_sqrt(r, t);
     fe_from_mont(r, r);
     fe_sub(nr, fe_zero, r);
-    fe_select(r, r, nr, 0u - ((r[0] ^ (uint32_t)odd) & 1));
+    fe_select(r, r, nr, (fe_limb)0 - ((r[0] ^ (fe_limb)odd) & 1));
     fe_select(r, fe_zero, r, ok);
     fe_to_bytes(y, r);
     return (int)(ok & 1);
@@ -543,7 +349,7 @@ int psi_p256_decompress(uint8_t y[32], const uint8_t x[32], int odd)
 
 void psi_p256_fe_mul(uint8_t r[32], const uint8_t a[32], const uint8_t b[32])
 {
-    uint32_t x[8], y[8];
+    fe x, y;
     fe_from_bytes(x, a);
     fe_from_bytes(y, b);
     fe_to_mont(x, x);
@@ -553,7 +359,7 @@ void psi_p256_fe_mul(uint8_t r[32], const uint8_t a[32], const uint8_t b[32])
 
 void psi_p256_fe_sqr(uint8_t r[32], const uint8_t a[32])
 {
-    uint32_t x[8];
+    fe x;
     fe_from_bytes(x, a);
     fe_to_mont(x, x);
     fe_sqr(x, x);
@@ -563,10 +369,75 @@ void psi_p256_fe_sqr(uint8_t r[32], const uint8_t a[32])
 
 void psi_p256_fe_inv(uint8_t r[32], const uint8_t a[32])
 {
-    uint32_t x[8];
+    fe x;
     fe_from_bytes(x, a);
     fe_to_mont(x, x);
     fe_inv(x, x);
     fe_from_mont(x, x);
     fe_to_bytes(r, x);
+}
+
+void psi_p256_reduce_wide(uint8_t x[32], const uint8_t wide[64])
+{
+    fe hi, lo;
+    fe_from_bytes(hi, wide);
+    fe_from_bytes(lo, wide + 32);
+    /* hi, lo < 2^256 = R and fe_r3, fe_r2 < p, so each product is below
+     * p R, as fe_mul needs: hi R^3 / R = (hi 2^256) R, lo R^2 / R = lo R. */
+    fe_mul(hi, hi, fe_r3);
+    fe_mul(lo, lo, fe_r2);
+    fe_add(hi, hi, lo);
+    fe_from_mont(hi, hi);
+    fe_to_bytes(x, hi);
+}
+
+int psi_p256_jacobian_compress(uint8_t *out, const uint8_t *xyz, size_t n)
+{
+    /* Montgomery's trick: one inversion for the batch.  pre[i] is the
+     * product of z_0..z_i; walking back, inv holds (z_0..z_i)^-1. */
+    struct {
+        fe z[PSI_P256_BATCH_MAX], pre[PSI_P256_BATCH_MAX];
+        fe inv, zi, zi2, x, y;
+    } s;
+    if (n == 0)
+        return 1;
+    if (n > PSI_P256_BATCH_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        fe_from_bytes(s.z[i], xyz + 96 * i + 64);
+        fe_to_mont(s.z[i], s.z[i]);
+        if (i == 0)
+            memcpy(s.pre[0], s.z[0], sizeof(fe));
+        else
+            fe_mul(s.pre[i], s.pre[i - 1], s.z[i]);
+    }
+    /* A zero z (infinity) makes the product zero.  The engine never
+     * produces one; refuse rather than write garbage. */
+    fe_limb bad = fe_mask_zero(s.pre[n - 1]);
+    fe_inv(s.inv, s.pre[n - 1]);
+    for (size_t i = n; i-- > 0;) {
+        if (i > 0) {
+            fe_mul(s.zi, s.inv, s.pre[i - 1]);
+            fe_mul(s.inv, s.inv, s.z[i]);
+        } else {
+            memcpy(s.zi, s.inv, sizeof(fe));
+        }
+        fe_sqr(s.zi2, s.zi);
+        fe_from_bytes(s.x, xyz + 96 * i);
+        fe_from_bytes(s.y, xyz + 96 * i + 32);
+        /* X and Y are plain and zi, zi2 in Montgomery form, so each
+         * product's 1/R cancels the R of zi: x = X zi^2, y = Y zi^3. */
+        fe_mul(s.x, s.x, s.zi2);
+        fe_mul(s.y, s.y, s.zi2);
+        fe_mul(s.y, s.y, s.zi);
+        uint8_t *o = out + 33 * i;
+        o[0] = (uint8_t)(0x02 | (s.y[0] & 1));
+        fe_to_bytes(o + 1, s.x);
+    }
+    sodium_memzero(&s, sizeof s);
+    /* Without a branch: whether a Z was 0 is the caller's to reveal. */
+    uint8_t keep = (uint8_t)~(bad & 0xff);
+    for (size_t i = 0; i < 33 * n; i++)
+        out[i] &= keep;
+    return (int)(~bad & 1);
 }

@@ -1,13 +1,16 @@
-/* Portable constant-time P-256 arithmetic (PROTOCOL.md §1, §4): the
- * variable-base scalar multiplication of the `-Dp256=portable` build, with
- * 32-bit limbs so that wasm32 multiplies with native 64-bit products.
- * Not installed; built in every configuration so the tests can reach it.
+/* Constant-time P-256 arithmetic (PROTOCOL.md §1, §3, §4.3): the field
+ * work of every build (hash-to-curve roots, point decoding, the batched
+ * affine conversion after OpenSSL's multiplication) and the variable-base
+ * scalar multiplication of the `-Dp256=portable` build.  64-bit limbs
+ * where the compiler has 128-bit products, else 32-bit (wasm32).  Not
+ * installed.
  *
  * All byte strings are 32-byte big-endian integers.  Field inputs must be
  * below p; the functions do not check it. */
 #ifndef PSI_P256_H
 #define PSI_P256_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* out = ser(k * (x, y)) (§4.1), 33 bytes.
@@ -24,6 +27,20 @@ int psi_p256_sqrt(uint8_t y[32], const uint8_t t[32]);
  * (0 even, 1 odd) when x is the abscissa of a curve point, else 0 and y
  * is zeroed.  Constant time in x. */
 int psi_p256_decompress(uint8_t y[32], const uint8_t x[32], int odd);
+
+/* x = int(wide) mod p for a 64-byte big-endian integer (§3.1).  Constant
+ * time. */
+void psi_p256_reduce_wide(uint8_t x[32], const uint8_t wide[64]);
+
+/* Most points psi_p256_jacobian_compress takes in one call. */
+#define PSI_P256_BATCH_MAX 64
+
+/* Compresses n Jacobian points (96 bytes each: X, Y, Z, each 32 bytes
+ * big-endian and below p; the affine point is (X/Z^2, Y/Z^3)) into n
+ * 33-byte encodings (§4.1) with one field inversion for the batch.
+ * Returns 1, or 0 when n > PSI_P256_BATCH_MAX or some Z is 0 (infinity),
+ * and then out is zeroed.  Constant time in the coordinates. */
+int psi_p256_jacobian_compress(uint8_t *out, const uint8_t *xyz, size_t n);
 
 /* Field operations on canonical values below p, for the tests. */
 void psi_p256_fe_mul(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);

@@ -6,14 +6,12 @@
 #include "engine.h"
 #include "p256.h"
 
-#ifdef PSI_P256_PORTABLE
 /* p, big-endian (§1). */
 static const uint8_t field_p[32] = {
     0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff,
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 };
-#endif
 
 int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
 {
@@ -23,7 +21,6 @@ int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
         return PSI_E_POINT_LENGTH;
     if (in[0] != 0x02 && in[0] != 0x03)
         return PSI_E_POINT_PREFIX;
-#ifdef PSI_P256_PORTABLE
     /* x is public (it came over the wire), so memcmp may compare it. */
     if (memcmp(in + 1, field_p, sizeof field_p) >= 0)
         return PSI_E_POINT_X_RANGE;
@@ -33,25 +30,6 @@ int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
     if (!psi_p256_decompress(ec->py, ec->px, in[0] & 1))
         return PSI_E_POINT_NOT_ON_CURVE;
     return PSI_OK;
-#else
-    if (BN_bin2bn(in + 1, PSI_ELEMENT_BYTES - 1, ec->x) == NULL)
-        return psi_crypto_error();
-    if (BN_cmp(ec->x, ec->p) >= 0)
-        return PSI_E_POINT_X_RANGE;
-    if (!EC_POINT_set_compressed_coordinates(ec->group, ec->pt, ec->x, in[0] & 1, ec->bn)) {
-        psi_crypto_error(); /* the queue holds "invalid compressed point" */
-        return PSI_E_POINT_NOT_ON_CURVE;
-    }
-    /* Belt and braces: OpenSSL's is_on_curve says yes for infinity, so both
-     * checks are needed (§4.2); neither can fail after the decode above. */
-    if (EC_POINT_is_at_infinity(ec->group, ec->pt))
-        return PSI_E_POINT_IDENTITY;
-    if (EC_POINT_is_on_curve(ec->group, ec->pt, ec->bn) != 1) {
-        psi_crypto_error();
-        return PSI_E_POINT_NOT_ON_CURVE;
-    }
-    return PSI_OK;
-#endif
 }
 
 int psi_point_check(const uint8_t *point, size_t len)

@@ -1,10 +1,12 @@
-/* psi/p256.c, the portable P-256 arithmetic of -Dp256=portable, against
- * OpenSSL: field multiplication, squaring, inversion and square root
- * against BN on edge and random values; decompression against
+/* psi/p256.c against OpenSSL: field multiplication, squaring, inversion,
+ * square root and the 512-bit reduction of the hash against BN on edge and
+ * random values; batched Jacobian-to-compressed conversion against
+ * point2oct; decompression against
  * EC_POINT_set_compressed_coordinates; scalar multiplication against
  * EC_POINT_mul for edge scalars (1, 2, n - 1, n - 2 ... where the last
  * addition meets the doubling case), structured points and random pairs.
- * Built in every configuration.  Random cases print their seed
+ * Built in every configuration, and again (tests/meson.build) for each
+ * other field implementation the machine can compile.  Random cases print their seed
  * (PSI_TEST_SEED replays); PSI_TEST_ITERS sets the number of random
  * scalar multiplications (default 10,000). */
 #include <setjmp.h>
@@ -403,6 +405,114 @@ static void test_p256_mul_random(void **state)
     BN_free(k);
 }
 
+/* psi_p256_reduce_wide against BN_nnmod: 64-byte edges (0, p, p - 1,
+ * 2^512 - 1, p * 2^256, multiples of p, each half p or 2^256 - 1) and
+ * random and word-pattern halves. */
+static void check_reduce_wide(const uint8_t wide[64])
+{
+    uint8_t got[32], want[32];
+    BIGNUM *w = BN_bin2bn(wide, 64, NULL), *r = BN_new();
+    assert_non_null(w);
+    assert_true(BN_nnmod(r, w, fx.p, fx.ctx));
+    bytes_of(want, r);
+    psi_p256_reduce_wide(got, wide);
+    assert_memory_equal(got, want, 32);
+    BN_free(w);
+    BN_free(r);
+}
+
+static void test_p256_reduce_wide(void **state)
+{
+    (void)state;
+    uint8_t wide[64], p[32], pm1[32];
+    bytes_of(p, fx.p);
+    memcpy(pm1, p, 32);
+    pm1[31]--;
+    const uint8_t *halves[4] = {NULL, p, pm1, NULL};
+    for (int hi = 0; hi < 4; hi++) {
+        for (int lo = 0; lo < 4; lo++) {
+            /* NULL picks 0 (index 0) or all ones (index 3). */
+            if (halves[hi] != NULL)
+                memcpy(wide, halves[hi], 32);
+            else
+                memset(wide, hi == 0 ? 0x00 : 0xff, 32);
+            if (halves[lo] != NULL)
+                memcpy(wide + 32, halves[lo], 32);
+            else
+                memset(wide + 32, lo == 0 ? 0x00 : 0xff, 32);
+            check_reduce_wide(wide);
+        }
+    }
+    for (int i = 0; i < N_FIELD_RANDOM; i++) {
+        if (i % 2) {
+            pattern_bytes(wide);
+            pattern_bytes(wide + 32);
+        } else {
+            rand_bytes(wide, 64);
+        }
+        check_reduce_wide(wide);
+    }
+}
+
+/* psi_p256_jacobian_compress against point2oct: batches of 1, 2, 17 and
+ * PSI_P256_BATCH_MAX random multiples of G, each given in Jacobian form
+ * with a random Z (X = x Z^2, Y = y Z^3), Z = 1 included; then a batch
+ * that is one too long and one with a Z of 0 must fail and leave zeros. */
+static void jacobian_of(uint8_t xyz[96], const EC_POINT *pt, int z_is_one)
+{
+    BIGNUM *x = BN_new(), *y = BN_new(), *z = BN_new(), *t = BN_new();
+    assert_true(EC_POINT_get_affine_coordinates(fx.g, pt, x, y, fx.ctx));
+    if (z_is_one) {
+        BN_one(z);
+    } else {
+        uint8_t zb[32];
+        do {
+            field_value(zb, N_FIELD_EDGES + 1);
+            assert_non_null(BN_bin2bn(zb, 32, z));
+        } while (BN_is_zero(z));
+    }
+    assert_true(BN_mod_sqr(t, z, fx.p, fx.ctx));
+    assert_true(BN_mod_mul(x, x, t, fx.p, fx.ctx));
+    assert_true(BN_mod_mul(t, t, z, fx.p, fx.ctx));
+    assert_true(BN_mod_mul(y, y, t, fx.p, fx.ctx));
+    bytes_of(xyz, x);
+    bytes_of(xyz + 32, y);
+    bytes_of(xyz + 64, z);
+    BN_free(x);
+    BN_free(y);
+    BN_free(z);
+    BN_free(t);
+}
+
+static void test_p256_jacobian_compress(void **state)
+{
+    (void)state;
+    static uint8_t xyz[(PSI_P256_BATCH_MAX + 1) * 96];
+    static uint8_t got[(PSI_P256_BATCH_MAX + 1) * 33], want[(PSI_P256_BATCH_MAX + 1) * 33];
+    static const size_t sizes[] = {1, 2, 17, PSI_P256_BATCH_MAX};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        for (size_t i = 0; i < n; i++) {
+            EC_POINT *pt = test_point(i < 3 ? (int)i : 3 + (int)i);
+            jacobian_of(xyz + 96 * i, pt, i % 5 == 0);
+            assert_int_equal(EC_POINT_point2oct(fx.g, pt, POINT_CONVERSION_COMPRESSED,
+                                                want + 33 * i, 33, fx.ctx), 33);
+            EC_POINT_free(pt);
+        }
+        memset(got, 0xaa, sizeof got);
+        assert_int_equal(psi_p256_jacobian_compress(got, xyz, n), 1);
+        assert_memory_equal(got, want, 33 * n);
+        assert_int_equal(got[33 * n], 0xaa); /* nothing past the batch */
+    }
+    uint8_t zeros[33 * 4] = {0};
+    assert_int_equal(psi_p256_jacobian_compress(got, xyz, PSI_P256_BATCH_MAX + 1), 0);
+    memset(xyz + 96 * 2 + 64, 0, 32); /* the third point's Z */
+    memset(got, 0xaa, sizeof got);
+    assert_int_equal(psi_p256_jacobian_compress(got, xyz, 4), 0);
+    assert_memory_equal(got, zeros, sizeof zeros);
+    assert_int_equal(psi_p256_jacobian_compress(got, xyz, 0), 1);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -436,6 +546,8 @@ int main(void)
         cmocka_unit_test(test_p256_mul_edge_scalars),
         cmocka_unit_test(test_p256_mul_pattern_points),
         cmocka_unit_test(test_p256_mul_random),
+        cmocka_unit_test(test_p256_reduce_wide),
+        cmocka_unit_test(test_p256_jacobian_compress),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
