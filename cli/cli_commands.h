@@ -18,4 +18,9 @@ int psi_cli_cmd_demo(int argc, char **argv);
 /** Prints the help of `psi demo` to `out`. */
 void psi_cli_demo_usage(FILE *out);
 
+/** `psi bench ...` (cli_bench.c). */
+int psi_cli_cmd_bench(int argc, char **argv);
+/** Prints the help of `psi bench` to `out`. */
+void psi_cli_bench_usage(FILE *out);
+
 #endif /* PSI_CLI_COMMANDS_H */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli_commands.h"
 #include "cli_demo.h"
@@ -332,6 +333,17 @@ static int demo_protocol(const psi_cli_demo_opts *o, const psi_cli_demo_sets *s)
     return rc;
 }
 
+/* The whole process's peak resident memory: sets, messages and every
+ * party's temporaries, for the sizes the demo is run at. */
+static void demo_peak_memory(void)
+{
+    struct rusage ru;
+
+    // ru_maxrss is in KiB on Linux, where it is VmHWM of /proc/self/status.
+    if (getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > 0)
+        printf("peak memory: %.1f MiB (VmHWM)\n", (double)ru.ru_maxrss / 1024.0);
+}
+
 int psi_cli_cmd_demo(int argc, char **argv)
 {
     psi_cli_demo_opts o;
@@ -355,6 +367,7 @@ int psi_cli_cmd_demo(int argc, char **argv)
            psi_cli_now_ms() - t0);
     rc = demo_protocol(&o, &s);
     psi_cli_demo_sets_free(&s);
+    demo_peak_memory();
     if (rc == 0)
         printf("result: OK\n");
     else if (rc > 0)

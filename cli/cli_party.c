@@ -13,13 +13,7 @@ static int party_parse_count(size_t *out, const char *text, size_t max,
     char what[64];
 
     snprintf(what, sizeof what, "%s: %s", cmd, name);
-    if (psi_cli_parse_size(out, text, max, what) != 0)
-        return -1;
-    if (*out == 0) {
-        psi_cli_error("%s: 0 is not allowed, give 1 to %zu", what, max);
-        return -1;
-    }
-    return 0;
+    return psi_cli_parse_count(out, text, max, what);
 }
 
 int psi_cli_shard_opt(psi_cli_shard_opts *o, int argc, char **argv, int *i,

@@ -84,6 +84,17 @@ int psi_cli_parse_size(size_t *out, const char *text, size_t max, const char *wh
     return 0;
 }
 
+int psi_cli_parse_count(size_t *out, const char *text, size_t max, const char *what)
+{
+    if (psi_cli_parse_size(out, text, max, what) != 0)
+        return -1;
+    if (*out == 0) {
+        psi_cli_error("%s: 0 is not allowed, give 1 to %zu", what, max);
+        return -1;
+    }
+    return 0;
+}
+
 int psi_cli_parse_double(double *out, const char *text, double lo, int lo_open,
                          double hi, int hi_open, const char *what)
 {

@@ -37,6 +37,10 @@ int psi_cli_is_help(const char *arg);
  *  `what` and returns -1 on anything else (sign, junk, overflow). */
 int psi_cli_parse_size(size_t *out, const char *text, size_t max, const char *what);
 
+/** As psi_cli_parse_size, for a count in [1, max]: 0 is refused with
+ *  "0 is not allowed, give 1 to <max>". */
+int psi_cli_parse_count(size_t *out, const char *text, size_t max, const char *what);
+
 /** Parses an unsigned 64-bit decimal integer; -1 with a message on error. */
 int psi_cli_parse_u64(uint64_t *out, const char *text, const char *what);
 

@@ -15,6 +15,8 @@ static const char psi_main_usage[] =
     "Commands:\n"
     "  vectors check FILE...  check wire vector files against this library\n"
     "  demo [options]         run the protocol on generated sets and time it\n"
+    "  bench [options]        values/s of every operation against the hardware\n"
+    "                         limit, on one engine, shards and psi.js\n"
     "  help [COMMAND]         show help for psi or for a command\n"
     "\n"
     "Both 'vectors check' and 'demo' take --shards N and --threads T to run\n"
@@ -43,6 +45,8 @@ static int psi_main_help(int argc, char **argv)
         psi_cli_vectors_usage(stdout);
     } else if (strcmp(argv[1], "demo") == 0) {
         psi_cli_demo_usage(stdout);
+    } else if (strcmp(argv[1], "bench") == 0) {
+        psi_cli_bench_usage(stdout);
     } else if (strcmp(argv[1], "help") == 0) {
         fputs(psi_main_usage, stdout);
     } else {
@@ -70,6 +74,8 @@ static int psi_main_dispatch(int argc, char **argv)
         return psi_cli_cmd_vectors(argc - 1, argv + 1);
     if (strcmp(argv[1], "demo") == 0)
         return psi_cli_cmd_demo(argc - 1, argv + 1);
+    if (strcmp(argv[1], "bench") == 0)
+        return psi_cli_cmd_bench(argc - 1, argv + 1);
     if (argv[1][0] == '-')
         psi_cli_error("unknown option '%s' (see 'psi --help')", argv[1]);
     else

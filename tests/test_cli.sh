@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tests of the `psi` command line tool: help and usage errors, `vectors
 # check` on the shared sample vectors, on shardpsi's extra vectors
-# (vectors/shardpsi-extra.json) and on the fixtures in tests/cli/, and small
-# `psi demo` runs.
+# (vectors/shardpsi-extra.json) and on the fixtures in tests/cli/, small
+# `psi demo` runs, and small `psi bench` runs without psi.js
+# (tests/test_bench_psijs.sh runs it with psi.js).
 #
 # Usage: tests/test_cli.sh PSI_BINARY REPO_ROOT
 # Prints one line per failed check and exits 1 if any check failed.
@@ -91,13 +92,16 @@ test_help() {
     local args
     for args in "--help" "-h" "help" "help help" "help vectors" "help demo" \
                 "vectors --help" "vectors -h" "vectors check --help" \
-                "demo --help" "demo -h"; do
+                "demo --help" "demo -h" "help bench" "bench --help" "bench -h"; do
         # shellcheck disable=SC2086  # split the arguments on purpose
         run 0 $args && has_out '^Usage: psi' && empty_err
     done
     run 0 --help && has_out 'vectors check' && has_out 'demo'
     run 0 demo --help && has_out '--server-size' && has_out '--count-only'
     has_out '--shards N' && has_out '--threads T' && has_out '--single-engine'
+    run 0 bench --help && has_out '--values N' && has_out '--psijs MODE'
+    has_out '--ops LIST' && has_out '--out-dir DIR' && has_out 'association'
+    run 0 --help && has_out '^  bench '
     run 0 vectors check --help && has_out 'N passed, M failed'
     has_out '--shards N' && has_out '--threads T'
     run 0 --help && has_out '--shards N and --threads T'
@@ -370,6 +374,7 @@ test_demo() {
         has_out '^intersection size: 0$'
     run 0 demo --server-size 0 --client-size 0 --structure bloom_filter &&
         has_out '^intersection size: 0$'
+    has_out '^peak memory: [0-9]+\.[0-9] MiB \(VmHWM\)$'
 }
 
 test_demo_sharded() {
@@ -392,6 +397,130 @@ test_demo_sharded() {
     no_out 'single engine'
 }
 
+# ------------------------------------------------------------------ bench
+
+# holds WHAT COMMAND...: the command succeeds, else WHAT is reported.
+holds() {
+    local what=$1
+    shift
+    checks=$((checks + 1))
+    if ! "$@" >/dev/null 2>&1; then
+        fail "$what"
+        return 1
+    fi
+    return 0
+}
+
+# run_no_path WANT_RC ARGS...: as run, but psi gets a PATH where it finds
+# neither openssl nor node.
+run_no_path() {
+    local want=$1 got
+    shift
+    checks=$((checks + 1))
+    PATH=/nonexistent "$psi" "$@" >"$out" 2>"$err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "PATH=/nonexistent psi $*: exit code $got, expected $want"
+        show_output
+        return 1
+    fi
+    return 0
+}
+
+# bench_json FILE OP...: FILE is JSON with exactly these ops, in order, each
+# with a median of every C column (without python3: the ops are named).
+bench_json() {
+    local f=$1 op
+    shift
+    if ! command -v python3 >/dev/null; then
+        for op in "$@"; do
+            grep -Eq "\"op\":[[:space:]]*\"$op\"" "$f" || return 1
+        done
+        return 0
+    fi
+    python3 - "$f" "$@" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+ops = [o["op"] for o in j["ops"]]
+assert ops == sys.argv[2:], ops
+for o in j["ops"]:
+    m = o["median"]
+    for k in ("S", "one_thread", "shards4_t1", "all_cores", "one_thread_per_S"):
+        assert isinstance(m[k], (int, float)) and m[k] > 0, (o["op"], k, m[k])
+    assert len(o["rounds"]) == j["rounds"]
+assert j["machine"]["online_cpus"] >= 1 and j["values"] > 0
+EOF
+}
+
+test_bench() {
+    local d=$tmp/bench op
+    local all="setup_raw setup_gcs request response intersection association"
+    # Short S measurements keep the test quick; the figures do not matter.
+    run 0 bench --values 200 --psijs off --s-seconds 0.05 --out-dir "$d" &&
+        has_out '^psi bench: shardpsi [0-9.]+, 200 values per side \(100 shared\), 1 round$'
+    has_out '^psi.js: skipped: off \(--psijs off\)$'
+    has_out '^(cross-check: openssl speed -seconds 2 ecdhp256: [0-9,]+ ECDH/s|cross-check: openssl speed not run: .+)$'
+    has_out '^op +S +1 thread +1t/S +shards4t1 +/1t +all cores +/1t +psi\.js '
+    for op in $all; do
+        has_out "^$op +[0-9,]+ +[0-9,]+ +[0-9.]+ +[0-9,]+ +[0-9.]+ +[0-9,]+ +[0-9.]+ +- +- +- "
+        has_err "^$op round 1/1: (S [0-9,]+ ECDH/s|1 thread [0-9,]+ values/s|shards 4, 1 thread [0-9,]+ values/s|all cores [0-9,]+ values/s) \([0-9.]+ s\)$"
+    done
+    holds "bench.txt differs from the table on stdout" cmp "$out" "$d/bench.txt"
+    # shellcheck disable=SC2086
+    holds "bench.json lacks an op or a figure" bench_json "$d/bench.json" $all
+    holds "bench.svg does not start with <svg" grep -q '^<svg ' "$d/bench.svg"
+    for op in $all; do
+        holds "bench.svg lacks $op" grep -q ">$op</text>" "$d/bench.svg"
+    done
+    holds "bench.svg lacks the S line" grep -q 'S (ECDH/s, 1 core)' "$d/bench.svg"
+    holds "bench.svg does not end with </svg>" sh -c "tail -n 1 '$d/bench.svg' | grep -qx '</svg>'"
+
+    # --ops: the others are left out; missing inputs are made untimed.
+    # Without openssl on PATH the cross-check is skipped with a note.
+    run_no_path 0 bench --values 60 --rounds 3 --psijs off --ops association,request \
+        --s-seconds 0.02 --threads 1 --out-dir "$d/ops" &&
+        has_out '^cross-check: openssl speed not run: no openssl program on PATH$'
+    has_out '^request +[0-9,]+ ' && has_out '^association +[0-9,]+ ' && has_out '3 rounds \(medians\)$'
+    no_out '^(setup_raw|setup_gcs|response|intersection) '
+    has_err '^association: making its input with setup_raw \(untimed\)$'
+    has_err '^association: making its input with response \(untimed\)$'
+    has_err '^request round 3/3: all cores '
+    holds "bench.json (--ops) is not request, association" \
+        bench_json "$d/ops/bench.json" request association
+
+    # psi.js unavailable: skipped with a reason by default, an error when on.
+    run_no_path 0 bench --values 10 --ops setup_raw --s-seconds 0.02 \
+        --node "$tmp/no-node" --out-dir "$d/auto" &&
+        has_out "^psi.js: skipped: --node $tmp/no-node is not an executable file$"
+    run 2 bench --values 10 --psijs on --node "$tmp/no-node" --out-dir "$d/on" &&
+        has_err '^psi: bench: --psijs on, but psi.js is unavailable: --node '
+    run 2 bench --values 10 --psijs on --psijs-script "$tmp/none.mjs" --out-dir "$d/on" &&
+        has_err "psi.js is unavailable: cannot read the script $tmp/none.mjs: "
+    holds "--psijs on without psi.js wrote bench.json" test ! -e "$d/on/bench.json"
+}
+
+test_bench_usage_errors() {
+    local args
+    for args in "--values 0" "--values 10000001" "--values x" "--values -1" \
+                "--values 1.5" "--values" "--rounds 0" "--rounds 1001" "--rounds x" \
+                "--threads 0" "--threads 257" "--ops bogus" "--ops setup_raw,,request" \
+                "--ops=" "--ops setup_raw," "--ops" "--psijs maybe" "--psijs" \
+                "--s-seconds 0" "--s-seconds 11" "--s-seconds x" "--seed -1" \
+                "--out-dir=" "--node=" "--bogus" "extra"; do
+        # shellcheck disable=SC2086
+        run 2 bench $args && has_err '^psi: '
+        no_out '.'
+    done
+    run 2 bench --values 0 && has_err '^psi: bench: --values: 0 is not allowed, give 1 to 10000000$'
+    run 2 bench --values 10000001 &&
+        has_err '^psi: bench: --values: 10000001 is larger than the limit 10000000$'
+    run 2 bench --ops setup_raw,bogus &&
+        has_err "^psi: bench: --ops: unknown op 'bogus' \(setup_raw, setup_gcs, request, response, intersection, association\)$"
+    run 2 bench --psijs maybe && has_err "^psi: bench: --psijs: unknown mode 'maybe' \(auto, on or off\)$"
+    run 2 bench --bogus && has_err "^psi: bench: unknown option '--bogus' \(see 'psi bench --help'\)$"
+    run 2 bench --out-dir "$sample/x" --values 5 --psijs off && has_err '^psi: bench: cannot create '
+}
+
 test_help
 test_usage_errors
 test_shard_usage_errors
@@ -404,6 +533,8 @@ test_vectors_extra
 test_vectors_sharded
 test_demo
 test_demo_sharded
+test_bench_usage_errors
+test_bench
 
 echo "test_cli: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,0 +1,244 @@
+/* `psi bench`: its help, the names of its ops and columns, and its
+ * options; see cli_bench.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli_bench.h"
+#include "cli_commands.h"
+#include "cli_util.h"
+
+#ifndef PSI_CLI_PSIJS_SCRIPT
+#define PSI_CLI_PSIJS_SCRIPT "bench/psijs-bench.mjs"
+#endif
+
+#define BENCH_MAX_VALUES ((size_t)10000000)
+
+static const char *const bench_ops[PSI_CLI_BENCH_OPS] = {
+    "setup_raw", "setup_gcs", "request", "response", "intersection", "association",
+};
+static const char *const bench_cols[PSI_CLI_BENCH_COLS] = {
+    "1 thread", "psi.js", "shards 4, 1 thread", "all cores",
+};
+
+static const char bench_usage[] =
+    "Usage: psi bench [--values N] [--rounds R] [--threads T] [--ops LIST]\n"
+    "                 [--psijs auto|on|off] [--node PATH] [--psijs-script PATH]\n"
+    "                 [--out-dir DIR] [--seed S] [--s-seconds X]\n"
+    "\n"
+    "Measures each operation in values per second, N values per side (server\n"
+    "and client N values each, half of the client's also in the server set,\n"
+    "generated as 'psi demo' does), in these columns:\n"
+    "  S                   the hardware limit: P-256 ECDH derivations per second\n"
+    "                      on one core, measured in this process as 'openssl\n"
+    "                      speed ecdhp256' does (EVP_PKEY_derive, fixed peer)\n"
+    "  1 thread            one engine (psi.h)\n"
+    "  shards 4, 1 thread  the sharding layer, 4 shards in turn on the calling\n"
+    "                      thread: its overhead, to be close to 1 thread\n"
+    "  all cores           the sharding layer on T threads with 4T shards\n"
+    "  psi.js              @openmined/psi.js 2.0.6 in Node, on the same values\n"
+    "\n"
+    "Operations, in this order; each one's output feeds the later ones:\n"
+    "  setup_raw     psi_server_create_setup, raw\n"
+    "  setup_gcs     psi_server_create_setup, GCS, fpr 1e-9 for N client values\n"
+    "  request       psi_client_create_request, reveal on\n"
+    "  response      psi_server_process_request\n"
+    "  intersection  psi_client_get_intersection against the GCS setup\n"
+    "  association   psi_client_get_association against the raw setup (psi.js\n"
+    "                has no association table: its getIntersection against\n"
+    "                the raw setup)\n"
+    "\n"
+    "Each round of an op runs S, 1 thread, psi.js, shards 4, all cores and S\n"
+    "again; the op's S is the mean of the two around it.  With R rounds every\n"
+    "figure, ratios included, is the median over the rounds.  Every result is\n"
+    "checked (intersection: the true matches, and at most a few GCS false\n"
+    "positives; association: exact), and the C columns must give the single\n"
+    "engine's bytes.  Peak memory (Linux): the call's peak RSS minus the RSS\n"
+    "before it, \"n/a\" where /proc/self/clear_refs cannot be written.\n"
+    "\n"
+    "Prints the table on stdout and writes it to DIR/bench.txt, with\n"
+    "DIR/bench.json (machine, every round's figures, the medians) and\n"
+    "DIR/bench.svg (a bar chart).  Progress goes to stderr.  If the openssl\n"
+    "program is on PATH, 'openssl speed -seconds 2 ecdhp256' runs once first\n"
+    "as a cross-check of S.\n"
+    "\n"
+    "Options:\n"
+    "  --values N           values per side, 1 to 10000000 (default 100000)\n"
+    "  --rounds R           rounds of each op, 1 to 1000 (default 1)\n"
+    "  --threads T          threads of 'all cores', 1 to "
+    PSI_CLI_STR(PSI_SHARD_MAX_THREADS) " (default: the online\n"
+    "                       CPUs)\n"
+    "  --ops LIST           comma-separated ops to time and report (default:\n"
+    "                       all); an input that comes from an op not listed\n"
+    "                       is made first by that op, untimed\n"
+    "  --psijs MODE         auto (default): the psi.js column if node, the\n"
+    "                       script and psi.js are found, else a line says why\n"
+    "                       not; on: their absence is an error; off: none\n"
+    "  --node PATH          the node program (default: node on PATH)\n"
+    "  --psijs-script PATH  the Node side (default:\n"
+    "                       " PSI_CLI_PSIJS_SCRIPT ")\n"
+    "  --out-dir DIR        where the files go, created if missing (default:\n"
+    "                       bench-results)\n"
+    "  --seed S             seed of the generated sets (default 1)\n"
+    "  --s-seconds X        length of each S measurement, in (0, 10] seconds\n"
+    "                       (default 1)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Exit status: 0 success; 1 a wrong result or an error at run time; 2 a\n"
+    "usage error, an --out-dir that cannot be made, or --psijs on without a\n"
+    "usable psi.js.\n";
+
+void psi_cli_bench_usage(FILE *out)
+{
+    fputs(bench_usage, out);
+}
+
+const char *psi_cli_bench_op_name(int op)
+{
+    return op >= 0 && op < PSI_CLI_BENCH_OPS ? bench_ops[op] : "?";
+}
+
+const char *psi_cli_bench_col_name(int col)
+{
+    return col >= 0 && col < PSI_CLI_BENCH_COLS ? bench_cols[col] : "?";
+}
+
+/* --ops: a comma-separated list of op names. */
+static int bench_parse_ops(psi_cli_bench_opts *o, const char *text)
+{
+    memset(o->op_on, 0, sizeof o->op_on);
+    for (const char *p = text;; p++) {
+        size_t n = strcspn(p, ","), k;
+        for (k = 0; k < PSI_CLI_BENCH_OPS; k++)
+            if (strlen(bench_ops[k]) == n && strncmp(p, bench_ops[k], n) == 0)
+                break;
+        if (n == 0) {
+            psi_cli_error("bench: --ops: empty op name in '%s'", text);
+            return -1;
+        }
+        if (k == PSI_CLI_BENCH_OPS) {
+            psi_cli_error("bench: --ops: unknown op '%.*s' (setup_raw, setup_gcs, "
+                          "request, response, intersection, association)", (int)n, p);
+            return -1;
+        }
+        o->op_on[k] = 1;
+        p += n;
+        if (*p == '\0')
+            return 0;
+    }
+}
+
+static int bench_parse_mode(psi_cli_bench_opts *o, const char *text)
+{
+    static const char *const modes[] = {"off", "auto", "on"};
+
+    for (int k = 0; k < 3; k++)
+        if (strcmp(text, modes[k]) == 0) {
+            o->js = (psi_cli_bench_js_mode)k;
+            return 0;
+        }
+    psi_cli_error("bench: --psijs: unknown mode '%s' (auto, on or off)", text);
+    return -1;
+}
+
+/* Parses argv[*i] (and its value).  Returns: 0, 1 after the help, -1 on a
+ * usage error. */
+static int bench_parse_one(psi_cli_bench_opts *o, int argc, char **argv, int *i)
+{
+    const char *v = NULL;
+
+    if (psi_cli_is_help(argv[*i])) {
+        psi_cli_bench_usage(stdout);
+        return 1;
+    }
+    if (psi_cli_opt_value(argc, argv, i, "--values", &v))
+        return v ? psi_cli_parse_count(&o->values, v, BENCH_MAX_VALUES,
+                                     "bench: --values") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--rounds", &v))
+        return v ? psi_cli_parse_count(&o->rounds, v, PSI_CLI_BENCH_MAX_ROUNDS,
+                                     "bench: --rounds") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--threads", &v))
+        return v ? psi_cli_parse_count(&o->threads, v, PSI_SHARD_MAX_THREADS,
+                                     "bench: --threads") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--s-seconds", &v))
+        return v ? psi_cli_parse_double(&o->s_seconds, v, 0, 1, 10, 0,
+                                        "bench: --s-seconds") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--seed", &v))
+        return v ? psi_cli_parse_u64(&o->seed, v, "bench: --seed") : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--ops", &v))
+        return v ? bench_parse_ops(o, v) : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--psijs", &v))
+        return v ? bench_parse_mode(o, v) : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--node", &v))
+        return v ? (o->node = v, 0) : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--psijs-script", &v))
+        return v ? (o->script = v, 0) : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--out-dir", &v))
+        return v ? (o->out_dir = v, 0) : -1;
+    if (argv[*i][0] == '-')
+        psi_cli_error("bench: unknown option '%s' (see 'psi bench --help')", argv[*i]);
+    else
+        psi_cli_error("bench: unexpected argument '%s' (see 'psi bench --help')", argv[*i]);
+    return -1;
+}
+
+int psi_cli_bench_parse(psi_cli_bench_opts *o, int argc, char **argv)
+{
+    memset(o, 0, sizeof *o);
+    o->values = 100000;
+    o->rounds = 1;
+    // Thousands of derivations, and short enough to run twice a round.
+    o->s_seconds = 1.0;
+    o->seed = 1;
+    o->js = PSI_CLI_BENCH_JS_AUTO;
+    o->script = PSI_CLI_PSIJS_SCRIPT;
+    o->out_dir = "bench-results";
+    for (int k = 0; k < PSI_CLI_BENCH_OPS; k++)
+        o->op_on[k] = 1;
+    for (int i = 1; i < argc; i++) {
+        int rc = bench_parse_one(o, argc, argv, &i);
+        if (rc != 0)
+            return rc;
+    }
+    if (o->out_dir[0] == '\0' || o->script[0] == '\0' || (o->node && o->node[0] == '\0')) {
+        psi_cli_error("bench: --out-dir, --node and --psijs-script need a non-empty path");
+        return -1;
+    }
+    if (o->threads == 0) {
+        o->threads = psi_cli_bench_online_cpus();
+        if (o->threads > PSI_SHARD_MAX_THREADS)
+            o->threads = PSI_SHARD_MAX_THREADS;
+    }
+    return 0;
+}
+
+/* As `mkdir -p`: each ancestor in turn, those that exist left alone. */
+int psi_cli_bench_mkdirs(const char *dir)
+{
+    char path[4096];
+    struct stat st;
+    size_t n = strlen(dir);
+
+    if (n >= sizeof path) {
+        psi_cli_error("bench: --out-dir: path too long");
+        return -1;
+    }
+    memcpy(path, dir, n + 1);
+    for (size_t k = 1; k <= n; k++) {
+        if (path[k] != '/' && path[k] != '\0')
+            continue;
+        path[k] = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            psi_cli_error("bench: cannot create %s: %s", path, strerror(errno));
+            return -1;
+        }
+        path[k] = dir[k];
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        psi_cli_error("bench: %s is not a directory", dir);
+        return -1;
+    }
+    return 0;
+}
+
