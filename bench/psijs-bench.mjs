@@ -15,7 +15,7 @@
 //   quit     exits; so does the end of the input
 //
 // OP is one of `psi bench`'s operations; each keeps its output for the later ones, as on the
-// C side: setup_raw and setup_gcs (createSetupMessage, fpr 1e-9 for N client inputs), request
+// C side: setup_raw and setup_gcs (createSetupMessage, fpr 1e-6 for N client inputs), request
 // (createRequest), response (processRequest of the kept request), intersection (getIntersection
 // against the GCS setup) and association.  psi.js has no association table, so association
 // times getIntersection against the raw setup: the same unmasking and matching, without the
@@ -30,7 +30,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 
-const FPR = 1e-9;
+const FPR = 1e-6;
 
 const say = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
 

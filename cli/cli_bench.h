@@ -42,7 +42,7 @@ enum {
 // Most rounds --rounds takes.
 #define PSI_CLI_BENCH_MAX_ROUNDS ((size_t)1000)
 // False-positive rate of the GCS setup, for the whole client query.
-#define PSI_CLI_BENCH_FPR 1e-9
+#define PSI_CLI_BENCH_FPR 1e-6
 
 /* --psijs */
 typedef enum psi_cli_bench_js_mode {

@@ -41,7 +41,7 @@ static const char bench_usage[] =
     "\n"
     "Operations, in this order; each one's output feeds the later ones:\n"
     "  setup_raw     psi_server_create_setup, raw\n"
-    "  setup_gcs     psi_server_create_setup, GCS, fpr 1e-9 for N client values\n"
+    "  setup_gcs     psi_server_create_setup, GCS, fpr 1e-6 for N client values\n"
     "  request       psi_client_create_request, reveal on\n"
     "  response      psi_server_process_request\n"
     "  intersection  psi_client_get_intersection against the GCS setup\n"
@@ -203,6 +203,18 @@ int psi_cli_bench_parse(psi_cli_bench_opts *o, int argc, char **argv)
     }
     if (o->out_dir[0] == '\0' || o->script[0] == '\0' || (o->node && o->node[0] == '\0')) {
         psi_cli_error("bench: --out-dir, --node and --psijs-script need a non-empty path");
+        return -1;
+    }
+    // GCS's hash range is N^2 / fpr, which passes 2^63 above about 3
+    // million values at fpr 1e-6: say so now rather than after setup_raw.
+    psi_setup_params gcs = {PSI_STRUCTURE_GCS, PSI_CLI_BENCH_FPR, (int64_t)o->values};
+    size_t bound;
+    if ((o->op_on[PSI_CLI_BENCH_SETUP_GCS] || o->op_on[PSI_CLI_BENCH_INTERSECTION]) &&
+        psi_setup_bound(&bound, &gcs, o->values) != PSI_OK) {
+        psi_cli_error("bench: a GCS setup for %zu client values at fpr %g overflows its "
+                      "hash range (%s); use fewer values, or --ops without setup_gcs and "
+                      "intersection", o->values, PSI_CLI_BENCH_FPR,
+                      psi_strerror(PSI_E_PARAM_OVERFLOW));
         return -1;
     }
     if (o->threads == 0) {

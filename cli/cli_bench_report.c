@@ -16,7 +16,7 @@ static const char *const brep_keys[PSI_CLI_BENCH_COLS] = {
 };
 static const char *const brep_calls[PSI_CLI_BENCH_OPS] = {
     "psi_server_create_setup (raw)",
-    "psi_server_create_setup (GCS, fpr 1e-9, num_client_inputs = values)",
+    "psi_server_create_setup (GCS, fpr 1e-6, num_client_inputs = values)",
     "psi_client_create_request (reveal on)",
     "psi_server_process_request",
     "psi_client_get_intersection (GCS setup)",
@@ -24,7 +24,7 @@ static const char *const brep_calls[PSI_CLI_BENCH_OPS] = {
 };
 static const char *const brep_js_calls[PSI_CLI_BENCH_OPS] = {
     "createSetupMessage (Raw)",
-    "createSetupMessage (GCS, fpr 1e-9, numClientInputs = values)",
+    "createSetupMessage (GCS, fpr 1e-6, numClientInputs = values)",
     "createRequest",
     "processRequest",
     "getIntersection (GCS setup)",

@@ -514,6 +514,8 @@ test_bench_usage_errors() {
     run 2 bench --values 0 && has_err '^psi: bench: --values: 0 is not allowed, give 1 to 10000000$'
     run 2 bench --values 10000001 &&
         has_err '^psi: bench: --values: 10000001 is larger than the limit 10000000$'
+    run 2 bench --values 5000000 --psijs off &&
+        has_err '^psi: bench: a GCS setup for 5000000 client values at fpr 1e-06 overflows its hash range'
     run 2 bench --ops setup_raw,bogus &&
         has_err "^psi: bench: --ops: unknown op 'bogus' \(setup_raw, setup_gcs, request, response, intersection, association\)$"
     run 2 bench --psijs maybe && has_err "^psi: bench: --psijs: unknown mode 'maybe' \(auto, on or off\)$"
