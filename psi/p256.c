@@ -6,9 +6,10 @@
  * (8 x 32-bit limbs) elsewhere, notably wasm32; PSI_P256_FIELD_8X32 forces
  * the latter so the tests can check both on one machine.  Both give
  * fe, fe_limb, FE_LIMBS, the constants fe_p, fe_r2, fe_r3, fe_one,
- * fe_three, fe_b, fe_zero, and fe_from_bytes, fe_to_bytes, ct_barrier,
- * mask_is_zero, fe_select, fe_mask_zero, fe_mask_equal, fe_add, fe_sub,
- * fe_mul, fe_sqr, fe_to_mont, fe_from_mont, all constant time.
+ * fe_three, fe_b, fe_zero, and fe_add, fe_sub, fe_mul, fe_sqr, all
+ * constant time; the limb-size-free helpers (fe_from_bytes, fe_to_bytes,
+ * ct_barrier, mask_is_zero, fe_select, fe_mask_zero, fe_mask_equal) are
+ * in p256_field_ct.h, which both include.
  *
  * Points: Jacobian coordinates for a = -3 (EFD dbl-2001-b, add-2007-bl).
  * Scalar: made odd (k or n - k), recoded into 64 odd signed digits of
@@ -46,6 +47,17 @@ typedef struct jac {
 /* The group order n, in the 32-bit limbs of the scalar code. */
 static const uint32_t sc_n[8] = {0xfc632551, 0xf3b9cac2, 0xa7179e84, 0xbce6faad,
                                  0xffffffff, 0xffffffff, 0x00000000, 0xffffffff};
+
+static void fe_to_mont(fe r, const fe a)
+{
+    fe_mul(r, a, fe_r2);
+}
+
+static void fe_from_mont(fe r, const fe a)
+{
+    static const fe one = {1};
+    fe_mul(r, a, one);
+}
 
 static void fe_sqr_n(fe r, const fe a, int n)
 {

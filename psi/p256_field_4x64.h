@@ -41,59 +41,7 @@ static const uint64_t fe_b[4] = {UINT64_C(0xd89cdf6229c4bddf), UINT64_C(0xacf005
                                  UINT64_C(0xe5a220abf7212ed6), UINT64_C(0xdc30061d04874834)};
 static const uint64_t fe_zero[4] = {0};
 
-static void fe_from_bytes(uint64_t r[4], const uint8_t b[32])
-{
-    for (int i = 0; i < 4; i++) {
-        const uint8_t *q = b + 24 - 8 * i;
-        uint64_t v = 0;
-        for (int j = 0; j < 8; j++)
-            v = v << 8 | q[j];
-        r[i] = v;
-    }
-}
-
-static void fe_to_bytes(uint8_t b[32], const uint64_t a[4])
-{
-    for (int i = 0; i < 4; i++) {
-        uint8_t *q = b + 24 - 8 * i;
-        for (int j = 0; j < 8; j++)
-            q[j] = (uint8_t)(a[i] >> (56 - 8 * j));
-    }
-}
-
-/* Zero, read through a volatile lvalue and XORed into every mask, so that
- * the compiler cannot prove a mask is 0 or all ones and turn a select into
- * a branch on a secret (p256_field_8x32.h says what clang did without). */
-static volatile uint64_t ct_opaque_zero;
-
-static uint64_t ct_barrier(uint64_t mask)
-{
-    return mask ^ ct_opaque_zero;
-}
-
-/* All ones when a == 0, else 0. */
-static uint64_t mask_is_zero(uint64_t a)
-{
-    return ct_barrier(((a | (0u - a)) >> 63) - 1u);
-}
-
-/* r = mask ? b : a, limb by limb; mask is 0 or all ones. */
-static void fe_select(uint64_t r[4], const uint64_t a[4], const uint64_t b[4], uint64_t mask)
-{
-    mask = ct_barrier(mask);
-    for (int i = 0; i < 4; i++)
-        r[i] = (a[i] & ~mask) | (b[i] & mask);
-}
-
-static uint64_t fe_mask_zero(const uint64_t a[4])
-{
-    return mask_is_zero(a[0] | a[1] | a[2] | a[3]);
-}
-
-static uint64_t fe_mask_equal(const uint64_t a[4], const uint64_t b[4])
-{
-    return mask_is_zero((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]));
-}
+#include "p256_field_ct.h"
 
 /* Carry and borrow steps.  gcc turns a chain of 128-bit additions into
  * several instructions a limb; on x86-64 the intrinsics give one adc or
@@ -278,17 +226,6 @@ static void fe_sub(uint64_t r[4], const uint64_t a[4], const uint64_t b[4])
     c = fe_adc(c, d[1], fe_p[1] & mask, &r[1]);
     c = fe_adc(c, d[2], fe_p[2] & mask, &r[2]);
     (void)fe_adc(c, d[3], fe_p[3] & mask, &r[3]);
-}
-
-static void fe_to_mont(uint64_t r[4], const uint64_t a[4])
-{
-    fe_mul(r, a, fe_r2);
-}
-
-static void fe_from_mont(uint64_t r[4], const uint64_t a[4])
-{
-    static const uint64_t one[4] = {1};
-    fe_mul(r, a, one);
 }
 
 #endif /* PSI_P256_FIELD_4X64_H */

@@ -33,66 +33,7 @@ static const uint32_t fe_b[8] = {0x29c4bddf, 0xd89cdf62, 0x78843090, 0xacf005cd,
                                  0xf7212ed6, 0xe5a220ab, 0x04874834, 0xdc30061d};
 static const uint32_t fe_zero[8] = {0};
 
-static void fe_from_bytes(uint32_t r[8], const uint8_t b[32])
-{
-    for (int i = 0; i < 8; i++) {
-        const uint8_t *q = b + 28 - 4 * i;
-        r[i] = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
-    }
-}
-
-static void fe_to_bytes(uint8_t b[32], const uint32_t a[8])
-{
-    for (int i = 0; i < 8; i++) {
-        uint8_t *q = b + 28 - 4 * i;
-        q[0] = (uint8_t)(a[i] >> 24);
-        q[1] = (uint8_t)(a[i] >> 16);
-        q[2] = (uint8_t)(a[i] >> 8);
-        q[3] = (uint8_t)a[i];
-    }
-}
-
-/* Zero, read through a volatile lvalue: XORed into every mask before it is
- * used, so that the compiler cannot see that the mask is 0 or all ones and
- * turn a masked select into a branch on a secret.  clang -O3 (and so emcc)
- * does exact that to table_lookup without it: valgrind reported the key
- * reaching a conditional jump.  libsecp256k1 guards its selects the same way. */
-static volatile uint32_t ct_opaque_zero;
-
-static uint32_t ct_barrier(uint32_t mask)
-{
-    return mask ^ ct_opaque_zero;
-}
-
-/* All ones when a == 0, else 0. */
-static uint32_t mask_is_zero(uint32_t a)
-{
-    return ct_barrier(((a | (0u - a)) >> 31) - 1u);
-}
-
-/* r = mask ? b : a, limb by limb; mask is 0 or all ones. */
-static void fe_select(uint32_t r[8], const uint32_t a[8], const uint32_t b[8], uint32_t mask)
-{
-    mask = ct_barrier(mask);
-    for (int i = 0; i < 8; i++)
-        r[i] = (a[i] & ~mask) | (b[i] & mask);
-}
-
-static uint32_t fe_mask_zero(const uint32_t a[8])
-{
-    uint32_t acc = 0;
-    for (int i = 0; i < 8; i++)
-        acc |= a[i];
-    return mask_is_zero(acc);
-}
-
-static uint32_t fe_mask_equal(const uint32_t a[8], const uint32_t b[8])
-{
-    uint32_t acc = 0;
-    for (int i = 0; i < 8; i++)
-        acc |= a[i] ^ b[i];
-    return mask_is_zero(acc);
-}
+#include "p256_field_ct.h"
 
 /* d = a - b mod 2^256; returns the borrow, 0 or -1. */
 static int64_t limbs_sub(uint32_t d[8], const uint32_t a[8], const uint32_t b[8])
@@ -218,17 +159,6 @@ static void fe_sub(uint32_t r[8], const uint32_t a[8], const uint32_t b[8])
     uint32_t d[8];
     /* On borrow (-1) add p back. */
     fe_add_p_on_borrow(r, d, limbs_sub(d, a, b));
-}
-
-static void fe_to_mont(uint32_t r[8], const uint32_t a[8])
-{
-    fe_mul(r, a, fe_r2);
-}
-
-static void fe_from_mont(uint32_t r[8], const uint32_t a[8])
-{
-    static const uint32_t one[8] = {1};
-    fe_mul(r, a, one);
 }
 
 #endif /* PSI_P256_FIELD_8X32_H */
