@@ -1,0 +1,98 @@
+/*
+ * Reading a party's values for `psi server` and `psi client`: one value per
+ * line, or one column of a CSV file (RFC 4180), from a file or stdin.
+ *
+ * Line mode: every line is one value, its bytes as they are (UTF-8 is not
+ * checked: a value is a byte string).  A line ends at "\n"; a "\r" right
+ * before it is dropped (CRLF files).  A final newline is optional: a file
+ * "a\nb" and "a\nb\n" both hold two values.  An empty line in the middle is
+ * an empty value (so value i is always line i + 1).  An empty file holds no
+ * values.  A "\r" anywhere else, even at the very end of the file, is part
+ * of its value.
+ *
+ * CSV mode (column != NULL): RFC 4180.  The first record is the header and
+ * names the columns; `column` must match exactly one header field (after
+ * unquoting).  Records end at "\n" or "\r\n" outside quotes; fields are
+ * separated by ","; a field is either bare (no '"' anywhere in it) or
+ * quoted ("..." with "" for one quote, and commas and line breaks allowed
+ * inside).  Every record must have as many fields as the header.  A final
+ * line break is optional; empty lines (a record of zero characters) are
+ * errors unless the header has exactly one column, where they are an empty
+ * value.  A "\r" outside quotes that is not followed by "\n" is an error
+ * ("bare carriage return"), not part of a field.  Errors name the record's
+ * 1-based line number in the file (an unterminated quoted field: the line
+ * where its quote opens) and, for errors inside a record, the field number.
+ * A file holding only the header row is valid and has no values.
+ *
+ * Both modes: a UTF-8 byte order mark (EF BB BF) at the very start is not
+ * part of the input: spreadsheets write one before the header, and it would
+ * otherwise stick to the first value or column name.  The span fields and
+ * psi_cli_input_write_header leave it out.
+ *
+ * Memory: the file's bytes once, plus 16 bytes per value (psi_value), plus
+ * in CSV mode 16 bytes per record (its raw span) and the unescaped copies of
+ * values that contained "" escapes.  Values point into that memory.  (In
+ * CSV mode the two arrays are sized by the lines after the header, one more
+ * entry for each line break inside quotes.)  Reading is linear in the input;
+ * there is no allocation per value.
+ */
+#ifndef PSI_CLI_INPUT_H
+#define PSI_CLI_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "psi.h"
+
+/** A byte span of the input. */
+typedef struct psi_cli_span {
+    size_t off, len;
+} psi_cli_span;
+
+typedef struct psi_cli_input {
+    uint8_t *data;        // the input's bytes as read (not modified)
+    size_t data_len;
+    psi_value *values;    // n values, pointing into data or into extra
+    size_t n;
+    // CSV mode only (NULL in line mode):
+    psi_cli_span header;  // the header record's raw bytes, without its line break
+    psi_cli_span *records;// n raw records (without line break), in input order;
+                          // allocated even for n = 0, so non-NULL exactly in CSV mode
+    uint8_t *extra;       // unescaped copies of values with "" escapes (NULL if none)
+    size_t extra_len;
+} psi_cli_input;
+
+/* Errors of psi_cli_input_read. */
+#define PSI_CLI_INPUT_OK 0
+#define PSI_CLI_INPUT_EOPEN (-1)   // cannot open (missing, permission, a directory)
+#define PSI_CLI_INPUT_EREAD (-2)   // a read failed
+#define PSI_CLI_INPUT_ENOMEM (-3)  // out of memory (or the file is too large)
+#define PSI_CLI_INPUT_ECSV (-4)    // malformed CSV: unterminated quote, a quote in a
+                                   // bare field, text after a closing quote, wrong
+                                   // field count, no header, column not found or
+                                   // named twice
+
+/** Reads the whole input.  path "-" reads stdin.  column: NULL for line mode,
+ *  else the CSV column's name.  Returns: PSI_CLI_INPUT_OK or an error above,
+ *  with a one-line message in err (naming the path and, for CSV, the line
+ *  number and what is wrong, e.g. "data.csv: line 7: 3 fields, the header has
+ *  4").  Out: *in (zeroed on failure; free it with psi_cli_input_free in any
+ *  case). */
+int psi_cli_input_read(psi_cli_input *in, const char *path, const char *column,
+                       char *err, size_t err_len);
+
+/** Frees everything; a zeroed *in is fine. */
+void psi_cli_input_free(psi_cli_input *in);
+
+/** Writes row i as the client outputs it, followed by "\n": in line mode the
+ *  value's bytes; in CSV mode the raw record as it appears in the input
+ *  (quotes and all, with any line breaks inside quotes kept as they are).
+ *  Returns: 0, or -1 if the write failed (ferror). */
+int psi_cli_input_write_row(FILE *f, const psi_cli_input *in, size_t i);
+
+/** In CSV mode writes the header record and "\n"; in line mode nothing.
+ *  Returns: 0 or -1. */
+int psi_cli_input_write_header(FILE *f, const psi_cli_input *in);
+
+#endif /* PSI_CLI_INPUT_H */
