@@ -23,4 +23,14 @@ int psi_cli_cmd_bench(int argc, char **argv);
 /** Prints the help of `psi bench` to `out`. */
 void psi_cli_bench_usage(FILE *out);
 
+/** `psi server ...` (cli_server.c). */
+int psi_cli_cmd_server(int argc, char **argv);
+/** Prints the help of `psi server` to `out`. */
+void psi_cli_server_usage(FILE *out);
+
+/** `psi client ...` (cli_client.c). */
+int psi_cli_cmd_client(int argc, char **argv);
+/** Prints the help of `psi client` to `out`. */
+void psi_cli_client_usage(FILE *out);
+
 #endif /* PSI_CLI_COMMANDS_H */

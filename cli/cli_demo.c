@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "cli_commands.h"
 #include "cli_demo.h"
@@ -337,11 +336,10 @@ static int demo_protocol(const psi_cli_demo_opts *o, const psi_cli_demo_sets *s)
  * party's temporaries, for the sizes the demo is run at. */
 static void demo_peak_memory(void)
 {
-    struct rusage ru;
+    double mib = psi_cli_peak_mib();
 
-    // ru_maxrss is in KiB on Linux, where it is VmHWM of /proc/self/status.
-    if (getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > 0)
-        printf("peak memory: %.1f MiB (VmHWM)\n", (double)ru.ru_maxrss / 1024.0);
+    if (mib > 0)
+        printf("peak memory: %.1f MiB (VmHWM)\n", mib);
 }
 
 int psi_cli_cmd_demo(int argc, char **argv)

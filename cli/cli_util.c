@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 void psi_cli_error(const char *fmt, ...)
@@ -164,6 +165,16 @@ double psi_cli_now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+double psi_cli_peak_mib(void)
+{
+    struct rusage ru;
+
+    // ru_maxrss is in KiB on Linux, where it is VmHWM of /proc/self/status.
+    if (getrusage(RUSAGE_SELF, &ru) != 0 || ru.ru_maxrss <= 0)
+        return -1;
+    return (double)ru.ru_maxrss / 1024.0;
 }
 
 void *psi_cli_alloc(size_t n, size_t size)

@@ -58,6 +58,10 @@ int psi_cli_hex_decode(uint8_t **out, size_t *out_len, const char *hex,
 /** Returns: a monotonic clock reading in milliseconds. */
 double psi_cli_now_ms(void);
 
+/** Returns: the process's peak resident memory so far in MiB (VmHWM, from
+ *  getrusage), or -1 when unknown. */
+double psi_cli_peak_mib(void);
+
 /** Returns: malloc(n ? n : 1) times `size`, or NULL on overflow/failure. */
 void *psi_cli_alloc(size_t n, size_t size);
 

@@ -17,6 +17,11 @@ static const char psi_main_usage[] =
     "  demo [options]         run the protocol on generated sets and time it\n"
     "  bench [options]        values/s of every operation against the hardware\n"
     "                         limit, on one engine, shards and psi.js\n"
+    "  server [options]       answer a psi client over the network with the\n"
+    "                         values of a file (--listen HOST:PORT --input FILE)\n"
+    "  client [options]       run an intersection with a psi server and write\n"
+    "                         the result (--connect HOST:PORT --input FILE\n"
+    "                         --output FILE)\n"
     "  help [COMMAND]         show help for psi or for a command\n"
     "\n"
     "Both 'vectors check' and 'demo' take --shards N and --threads T to run\n"
@@ -47,6 +52,10 @@ static int psi_main_help(int argc, char **argv)
         psi_cli_demo_usage(stdout);
     } else if (strcmp(argv[1], "bench") == 0) {
         psi_cli_bench_usage(stdout);
+    } else if (strcmp(argv[1], "server") == 0) {
+        psi_cli_server_usage(stdout);
+    } else if (strcmp(argv[1], "client") == 0) {
+        psi_cli_client_usage(stdout);
     } else if (strcmp(argv[1], "help") == 0) {
         fputs(psi_main_usage, stdout);
     } else {
@@ -76,6 +85,10 @@ static int psi_main_dispatch(int argc, char **argv)
         return psi_cli_cmd_demo(argc - 1, argv + 1);
     if (strcmp(argv[1], "bench") == 0)
         return psi_cli_cmd_bench(argc - 1, argv + 1);
+    if (strcmp(argv[1], "server") == 0)
+        return psi_cli_cmd_server(argc - 1, argv + 1);
+    if (strcmp(argv[1], "client") == 0)
+        return psi_cli_cmd_client(argc - 1, argv + 1);
     if (argv[1][0] == '-')
         psi_cli_error("unknown option '%s' (see 'psi --help')", argv[1]);
     else

@@ -1,0 +1,480 @@
+/*
+ * `psi client`: connects to a `psi server` with its input, runs one round
+ * (PROTOCOL.md §15) and writes the result: its intersecting rows, their
+ * indices, the count, or the association table.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_commands.h"
+#include "cli_input.h"
+#include "cli_keyfile.h"
+#include "cli_net.h"
+#include "cli_output.h"
+#include "cli_progress.h"
+#include "cli_session.h"
+#include "cli_util.h"
+#include "psi_shard.h"
+
+typedef enum client_mode {
+    CLIENT_ROWS,        // the intersecting rows of the input (default)
+    CLIENT_INDICES,     // their 0-based indices
+    CLIENT_COUNT,       // the intersection's size only (reveal off)
+    CLIENT_ASSOCIATION  // pairs: client index, server index
+} client_mode;
+
+typedef struct client_opts {
+    psi_cli_net_opts net;
+    const char *output;
+    client_mode mode;
+} client_opts;
+
+/* One round's state. */
+typedef struct client_ctx {
+    const client_opts *o;
+    psi_cli_input in;
+    psi_cli_output out;
+    psi_cli_conn conn;
+    psi_cli_progress prog;
+    psi_shards *g;
+    psi_cli_handshake hello, accept;
+    uint8_t *setup, *response, *perm;
+    size_t setup_len, response_len, perm_len;
+    char err[PSI_CLI_NET_MSG_MAX + 200];
+} client_ctx;
+
+void psi_cli_client_usage(FILE *out)
+{
+    fprintf(out,
+        "Usage: psi client --connect HOST:PORT --input FILE --output FILE [options]\n"
+        "\n"
+        "Runs one private set intersection with the `psi server` at HOST:PORT on the\n"
+        "values of FILE, and writes the result to FILE ('-': stdout) only when the\n"
+        "round succeeded (under a temporary name until then).  The server learns\n"
+        "this side's set size and nothing else.\n"
+        "\n"
+        "Input:\n"
+        "  --input FILE         one value per line (bytes as they are; CRLF handled),\n"
+        "                       or '-' for stdin\n"
+        "  --column NAME        read FILE as CSV (RFC 4180, header row) and take the\n"
+        "                       values of column NAME\n"
+        "Output (one of):\n"
+        "  (default)            the intersecting rows of FILE, in input order (for\n"
+        "                       CSV: the header, then the whole rows as written)\n"
+        "  --indices            their 0-based row indices, one per line\n"
+        "  --count-only         only the size of the intersection; the server need\n"
+        "                       not reveal more, and does not\n"
+        "  --association        pairs 'CLIENT_INDEX<TAB>SERVER_INDEX' of matching rows,\n"
+        "                       by client index; needs a server started with\n"
+        "                       --association (raw setup)\n"
+        "Protocol (checked against the server's; by default the server's):\n"
+        "  --structure S        raw, gcs or bloom\n"
+        "  --fpr F              the false-positive rate of gcs or bloom\n"
+        "  --max-peer-values N  refuse servers announcing more than N values\n"
+        "                       (default %u)\n"
+        "Keys and resources:\n"
+        "  --key-file FILE      reuse the key in FILE (64 hex digits, mode 0600), or\n"
+        "                       create FILE with a new key; default: a fresh key\n"
+        "  --threads N          worker threads (default: every online CPU)\n"
+        "  --timeout S          give up when the server sends nothing for S seconds\n"
+        "                       (default %d); both sides send keepalives while working\n"
+        "  --progress           progress lines on stderr even when it is not a\n"
+        "                       terminal (--no-progress: never)\n"
+        "\n"
+        "Exit status: 0 success, 1 when the round failed (the message says why; no\n"
+        "output file is written), 2 for a usage error or unreadable input.\n",
+        PSI_CLI_DEFAULT_MAX_PEER, PSI_CLI_DEFAULT_TIMEOUT_S);
+}
+
+/* Sets the output mode once.  Returns: 0 or -1 after a message. */
+static int client_set_mode(client_opts *o, client_mode m, int *given)
+{
+    if (*given && o->mode != m) {
+        psi_cli_error("client: give only one of --indices, --count-only and --association");
+        return -1;
+    }
+    o->mode = m;
+    *given = 1;
+    return 0;
+}
+
+/* Parses the command line.  Returns: 0, 1 after --help, -1 after a message. */
+static int client_parse(client_opts *o, int argc, char **argv)
+{
+    int given = 0;
+
+    memset(o, 0, sizeof *o);
+    psi_cli_net_opts_default(&o->net);
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int rc = psi_cli_net_common_opt(&o->net, argc, argv, &i, "client");
+
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            continue;
+        if (psi_cli_is_help(argv[i])) {
+            psi_cli_client_usage(stdout);
+            return 1;
+        } else if (psi_cli_opt_value(argc, argv, &i, "--connect", &v)) {
+            if (v == NULL)
+                return -1;
+            o->net.addr = v;
+        } else if (psi_cli_opt_value(argc, argv, &i, "--output", &v)) {
+            if (v == NULL)
+                return -1;
+            o->output = v;
+        } else if (strcmp(argv[i], "--indices") == 0) {
+            rc = client_set_mode(o, CLIENT_INDICES, &given);
+        } else if (strcmp(argv[i], "--count-only") == 0) {
+            rc = client_set_mode(o, CLIENT_COUNT, &given);
+        } else if (strcmp(argv[i], "--association") == 0) {
+            rc = client_set_mode(o, CLIENT_ASSOCIATION, &given);
+        } else {
+            psi_cli_error("client: unknown argument '%s' (see 'psi client --help')", argv[i]);
+            return -1;
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (o->net.addr == NULL || o->net.input == NULL || o->output == NULL) {
+        psi_cli_error("client: %s is required (see 'psi client --help')",
+                      o->net.addr == NULL ? "--connect HOST:PORT"
+                      : o->net.input == NULL ? "--input FILE" : "--output FILE");
+        return -1;
+    }
+    if (o->mode == CLIENT_ASSOCIATION && o->net.structure != PSI_CLI_STRUCTURE_ANY &&
+        o->net.structure != PSI_STRUCTURE_RAW) {
+        psi_cli_error("client: --association needs the raw setup");
+        return -1;
+    }
+    return 0;
+}
+
+/* Reports a failure: to the server (an ERROR frame, unless the connection
+ * itself failed) and on stderr.  Returns: -1. */
+static int client_fail(client_ctx *s, int tell_peer, const char *msg)
+{
+    if (tell_peer && s->conn.fd >= 0)
+        psi_cli_net_send_error(&s->conn, msg);
+    psi_cli_progress_note(&s->prog, "error: %s", msg);
+    return -1;
+}
+
+/* As client_fail for a library error of `what`. */
+static int client_fail_psi(client_ctx *s, const char *what, int rc)
+{
+    char msg[sizeof s->err];
+
+    snprintf(msg, sizeof msg, "%s: %s (%s)", what, psi_strerror(rc),
+             psi_error_name(rc) ? psi_error_name(rc) : "?");
+    return client_fail(s, 1, msg);
+}
+
+/* As client_fail for the connection's own error. */
+static int client_fail_net(client_ctx *s, int rc)
+{
+    char msg[sizeof s->err];
+
+    psi_cli_session_net_error(msg, sizeof msg, &s->conn, rc, "server");
+    return client_fail(s, 0, msg);
+}
+
+/* Makes the client's shards: the key file's key or a fresh one.  Returns:
+ * 0, -1 (reported), or -2 for an unusable key file (reported). */
+static int client_shards(client_ctx *s)
+{
+    psi_settings st;
+    psi_shard_settings ss;
+    psi_engine *e = NULL;
+    int rc, created = 0;
+
+    psi_settings_default(&st);
+    st.role = PSI_ROLE_CLIENT;
+    st.reveal_intersection = s->o->mode != CLIENT_COUNT;
+    if (s->o->net.key_file != NULL) {
+        if (psi_cli_keyfile_engine(&e, &created, &st, s->o->net.key_file, s->err,
+                                   sizeof s->err) != 0) {
+            psi_cli_error("client: %s", s->err);
+            return -2;
+        }
+        if (created)
+            psi_cli_progress_note(&s->prog, "created key file %s", s->o->net.key_file);
+    } else if ((rc = psi_engine_create(&e, &st)) != PSI_OK) {
+        return client_fail_psi(s, "cannot create the engine", rc);
+    }
+    psi_shard_settings_default(&ss);
+    ss.threads = s->o->net.threads;
+    ss.progress = psi_cli_progress_update;
+    ss.progress_arg = &s->prog;
+    rc = psi_shards_create(&s->g, e, &ss);
+    psi_engine_free(e);
+    return rc != PSI_OK ? client_fail_psi(s, "cannot start the shards", rc) : 0;
+}
+
+/* Connects, sends the HELLO, receives and checks the ACCEPT. */
+static int client_handshake(client_ctx *s)
+{
+    uint8_t hello[PSI_CLI_HANDSHAKE_BYTES], *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = psi_cli_net_connect(&s->conn, s->o->net.addr, s->o->net.timeout_ms)) != 0)
+        return client_fail_net(s, rc);
+    s->prog.conn = &s->conn;
+    s->hello.version = PSI_CLI_PROTOCOL_VERSION;
+    s->hello.reveal = s->o->mode != CLIENT_COUNT;
+    s->hello.association = s->o->mode == CLIENT_ASSOCIATION;
+    s->hello.structure = s->o->net.structure;
+    s->hello.fpr = s->o->net.fpr;
+    s->hello.n = s->in.n;
+    psi_cli_handshake_encode(hello, &s->hello);
+    rc = psi_cli_net_send(&s->conn, PSI_CLI_FRAME_HELLO, hello, sizeof hello, NULL, NULL);
+    if (rc == 0)
+        rc = psi_cli_net_recv(&s->conn, PSI_CLI_FRAME_ACCEPT, PSI_CLI_NET_MSG_MAX, &buf,
+                              &len, NULL, NULL);
+    if (rc != 0)
+        return client_fail_net(s, rc);
+    rc = psi_cli_handshake_decode(&s->accept, buf, len, "the server", s->err, sizeof s->err);
+    free(buf);
+    if (rc == 0)
+        rc = psi_cli_session_check_accept(&s->accept, &s->hello, s->o->net.max_peer,
+                                          s->err, sizeof s->err);
+    return rc != 0 ? client_fail(s, 1, s->err) : 0;
+}
+
+/* Receives a frame of `type` with at most max bytes, showing progress. */
+static int client_recv(client_ctx *s, int type, size_t max, const char *step,
+                       uint8_t **buf, size_t *len)
+{
+    int rc;
+
+    psi_cli_progress_begin(&s->prog, step, "bytes", 0, 0);
+    rc = psi_cli_net_recv(&s->conn, type, max, buf, len, psi_cli_progress_update, &s->prog);
+    s->prog.total = *len;
+    psi_cli_progress_end(&s->prog);
+    return rc != 0 ? client_fail_net(s, rc) : 0;
+}
+
+/* Masks and sends the request, receiving the setup in between (the server
+ * sends it first: PROTOCOL.md §15.3), then receives the response (and the
+ * permutation of the association table). */
+static int client_exchange(client_ctx *s)
+{
+    psi_setup_params p;
+    size_t cap = psi_request_bound(s->in.n), len = cap, setup_cap = 0;
+    uint8_t *req = psi_cli_alloc(cap, 1);
+    int rc;
+
+    if (req == NULL)
+        return client_fail(s, 1, "out of memory for the request");
+    psi_cli_progress_begin(&s->prog, "masking the request", "values", 1, s->in.n);
+    rc = psi_shards_client_create_request(s->g, req, &len, s->in.values, s->in.n);
+    psi_cli_progress_end(&s->prog);
+    if (rc != PSI_OK) {
+        free(req);
+        return client_fail_psi(s, "cannot build the request", rc);
+    }
+    psi_cli_session_params(&p, &s->accept, s->in.n);
+    if ((rc = psi_setup_bound(&setup_cap, &p, (size_t)s->accept.n)) != PSI_OK) {
+        free(req);
+        return client_fail_psi(s, "the server's setup parameters", rc);
+    }
+    if (client_recv(s, PSI_CLI_FRAME_SETUP, setup_cap, "receiving the setup", &s->setup,
+                    &s->setup_len) != 0) {
+        free(req);
+        return -1;
+    }
+    psi_cli_progress_begin(&s->prog, "sending the request", "bytes", 0, len);
+    rc = psi_cli_net_send(&s->conn, PSI_CLI_FRAME_REQUEST, req, len,
+                          psi_cli_progress_update, &s->prog);
+    psi_cli_progress_end(&s->prog);
+    free(req);
+    if (rc != 0)
+        return client_fail_net(s, rc);
+    if (client_recv(s, PSI_CLI_FRAME_RESPONSE, psi_response_bound(s->in.n),
+                    "receiving the response", &s->response, &s->response_len) != 0)
+        return -1;
+    if (s->accept.association &&
+        client_recv(s, PSI_CLI_FRAME_PERM, (size_t)s->accept.n * 8,
+                    "receiving the association table", &s->perm, &s->perm_len) != 0)
+        return -1;
+    if (s->accept.association && s->perm_len != (size_t)s->accept.n * 8) {
+        snprintf(s->err, sizeof s->err, "the server's association table holds %zu bytes, "
+                 "not 8 for each of its %llu values", s->perm_len,
+                 (unsigned long long)s->accept.n);
+        return client_fail(s, 1, s->err);
+    }
+    return 0;
+}
+
+/* Orders indices and pairs for the output. */
+static int client_cmp_index(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+static int client_cmp_pair(const void *a, const void *b)
+{
+    const psi_pair *x = a, *y = b;
+
+    if (x->client_index != y->client_index)
+        return (x->client_index > y->client_index) - (x->client_index < y->client_index);
+    return (x->server_index > y->server_index) - (x->server_index < y->server_index);
+}
+
+/* Writes the rows or indices of the intersection. */
+static int client_write_matches(client_ctx *s, size_t *count)
+{
+    size_t cap = s->in.n, k = cap;
+    size_t *idx = psi_cli_alloc(cap, sizeof *idx);
+    FILE *f = s->out.f;
+    int rc;
+
+    if (idx == NULL)
+        return client_fail(s, 0, "out of memory for the intersection");
+    rc = psi_shards_client_get_intersection(s->g, idx, &k, s->setup, s->setup_len,
+                                            s->response, s->response_len);
+    if (rc != PSI_OK) {
+        free(idx);
+        return client_fail_psi(s, "cannot compute the intersection", rc);
+    }
+    qsort(idx, k, sizeof *idx, client_cmp_index);
+    if (s->o->mode == CLIENT_ROWS)
+        psi_cli_input_write_header(f, &s->in);
+    for (size_t i = 0; i < k; i++) {
+        if (s->o->mode == CLIENT_ROWS)
+            psi_cli_input_write_row(f, &s->in, idx[i]);
+        else
+            fprintf(f, "%zu\n", idx[i]);
+    }
+    free(idx);
+    *count = k;
+    return 0;
+}
+
+/* Writes the association table, by client index. */
+static int client_write_association(client_ctx *s, size_t *count)
+{
+    size_t n_server = (size_t)s->accept.n, k = s->in.n;
+    psi_pair *pairs = psi_cli_alloc(s->in.n, sizeof *pairs);
+    size_t *perm = psi_cli_alloc(n_server, sizeof *perm);
+    int rc = PSI_E_NOMEM;
+
+    if (pairs != NULL && perm != NULL) {
+        for (size_t i = 0; i < n_server; i++) {
+            uint64_t v = 0;
+            for (int b = 0; b < 8; b++)
+                v = v << 8 | s->perm[8 * i + (size_t)b];
+            perm[i] = v < n_server ? (size_t)v : n_server; // out of range: refused below
+        }
+        rc = psi_shards_client_get_association(s->g, pairs, &k, s->setup, s->setup_len,
+                                               s->response, s->response_len);
+        if (rc == PSI_OK)
+            rc = psi_association_map(pairs, k, perm, n_server);
+    }
+    if (rc == PSI_OK)
+        for (size_t i = 0; i < k; i++)
+            if (pairs[i].server_index >= n_server)
+                rc = PSI_E_INVALID_ARG;
+    if (rc == PSI_OK) {
+        qsort(pairs, k, sizeof *pairs, client_cmp_pair);
+        for (size_t i = 0; i < k; i++)
+            fprintf(s->out.f, "%zu\t%zu\n", pairs[i].client_index, pairs[i].server_index);
+        *count = k;
+    }
+    free(pairs);
+    free(perm);
+    return rc != PSI_OK ? client_fail_psi(s, "cannot compute the association table", rc) : 0;
+}
+
+/* Computes the result and writes it to the output. */
+static int client_result(client_ctx *s, size_t *count)
+{
+    int rc;
+
+    psi_cli_progress_begin(&s->prog, "matching", "values", 1, s->in.n);
+    if (s->o->mode == CLIENT_COUNT) {
+        rc = psi_shards_client_get_intersection_size(s->g, count, s->setup, s->setup_len,
+                                                     s->response, s->response_len);
+        if (rc == PSI_OK)
+            fprintf(s->out.f, "%zu\n", *count);
+        else
+            rc = client_fail_psi(s, "cannot count the intersection", rc);
+    } else if (s->o->mode == CLIENT_ASSOCIATION) {
+        rc = client_write_association(s, count);
+    } else {
+        rc = client_write_matches(s, count);
+    }
+    psi_cli_progress_end(&s->prog);
+    return rc;
+}
+
+/* The round after the input and output are open. */
+static int client_round(client_ctx *s)
+{
+    size_t count = 0;
+    double t0 = psi_cli_now_ms();
+
+    int rc;
+
+    if (client_handshake(s) != 0 || client_exchange(s) != 0 || client_result(s, &count) != 0)
+        return -1;
+    if (psi_cli_output_commit(&s->out, s->err, sizeof s->err) != 0)
+        return client_fail(s, 1, s->err);
+    // DONE last: the server's exit status says whether the client got its
+    // result, and a bad response is reported to it as an ERROR instead.
+    if ((rc = psi_cli_net_send(&s->conn, PSI_CLI_FRAME_DONE, NULL, 0, NULL, NULL)) != 0)
+        return client_fail_net(s, rc);
+    psi_cli_net_close(&s->conn);
+    s->prog.conn = NULL;
+    psi_cli_progress_note(&s->prog, "%zu of %zu values in the intersection (server: %llu "
+                          "values, %s setup); %s in %.1f s; peak memory %.1f MiB",
+                          count, s->in.n,
+                          (unsigned long long)s->accept.n,
+                          psi_cli_structure_name(s->accept.structure),
+                          strcmp(s->o->output, "-") == 0 ? "written to stdout" : "written",
+                          (psi_cli_now_ms() - t0) / 1000.0, psi_cli_peak_mib());
+    return 0;
+}
+
+int psi_cli_cmd_client(int argc, char **argv)
+{
+    client_opts o;
+    client_ctx s;
+    int rc = client_parse(&o, argc, argv);
+
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    memset(&s, 0, sizeof s);
+    s.o = &o;
+    s.conn.fd = -1;
+    psi_cli_progress_init(&s.prog, "psi client", o.net.progress, NULL, o.net.timeout_ms);
+    signal(SIGPIPE, SIG_IGN);
+    if (psi_cli_input_read(&s.in, o.net.input, o.net.column, s.err, sizeof s.err) !=
+        PSI_CLI_INPUT_OK) {
+        psi_cli_error("client: %s", s.err);
+        rc = CLI_EXIT_USAGE;
+    } else if (psi_cli_output_open(&s.out, o.output, s.err, sizeof s.err) != 0) {
+        psi_cli_error("client: %s", s.err);
+        rc = CLI_EXIT_USAGE;
+    } else if ((rc = client_shards(&s)) != 0) {
+        rc = rc == -2 ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+        psi_cli_output_abort(&s.out);
+    } else {
+        psi_cli_output_cleanup_on_signal();
+        rc = client_round(&s) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+        psi_cli_output_abort(&s.out);
+    }
+    psi_cli_net_close(&s.conn);
+    psi_shards_free(s.g);
+    free(s.setup);
+    free(s.response);
+    free(s.perm);
+    psi_cli_input_free(&s.in);
+    return rc;
+}

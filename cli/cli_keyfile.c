@@ -1,0 +1,192 @@
+/* Key files; see cli_keyfile.h. */
+#include "cli_keyfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KEYFILE_HEX (2 * PSI_KEY_BYTES)
+
+/* Hex digit value of c, or -1. */
+static int keyfile_nibble(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decodes the file's text into key: 64 hex digits, then only whitespace.
+ * Returns: 0 or -1 (the caller's message names no byte of the text). */
+static int keyfile_decode(unsigned char key[PSI_KEY_BYTES], const unsigned char *text,
+                          size_t len)
+{
+    int bad = 0;
+
+    if (len < KEYFILE_HEX)
+        return -1;
+    for (size_t i = 0; i < PSI_KEY_BYTES; i++) {
+        int hi = keyfile_nibble(text[2 * i]), lo = keyfile_nibble(text[2 * i + 1]);
+        bad |= hi < 0 || lo < 0;
+        key[i] = (unsigned char)((hi & 15) << 4 | (lo & 15));
+    }
+    for (size_t i = KEYFILE_HEX; i < len; i++)
+        bad |= !(text[i] == '\n' || text[i] == '\r' || text[i] == ' ' || text[i] == '\t');
+    return bad ? -1 : 0;
+}
+
+/* Reads at most cap bytes of fd into buf.  Returns: the count, or -1. */
+static ssize_t keyfile_read_all(int fd, unsigned char *buf, size_t cap)
+{
+    size_t got = 0;
+
+    while (got < cap) {
+        ssize_t r = read(fd, buf + got, cap - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+/* Opens an existing key file and checks its type and mode.  Returns: the
+ * descriptor, -1 with a message, or -2 when the file does not exist. */
+static int keyfile_open_existing(const char *path, char *err, size_t err_len)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0 && errno == ENOENT)
+        return -2;
+    if (fd < 0) {
+        snprintf(err, err_len, "key file %s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, err_len, "key file %s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if ((st.st_mode & 077) != 0) {
+        snprintf(err, err_len, "key file %s is accessible to others (mode %04o): "
+                 "run 'chmod 600 %s' if the key has not leaked, else make a new one",
+                 path, (unsigned)(st.st_mode & 07777), path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Loads the key of an open key file into a new engine. */
+static int keyfile_load(psi_engine **e, const psi_settings *s, int fd, const char *path,
+                        char *err, size_t err_len)
+{
+    unsigned char text[KEYFILE_HEX + 64], key[PSI_KEY_BYTES];
+    ssize_t n = keyfile_read_all(fd, text, sizeof text);
+    int rc = -1, prc;
+
+    if (n < 0) {
+        snprintf(err, err_len, "key file %s: cannot read: %s", path, strerror(errno));
+        goto done;
+    }
+    if ((size_t)n == sizeof text || keyfile_decode(key, text, (size_t)n) != 0) {
+        snprintf(err, err_len, "key file %s: not a key (expected %d hex digits and a "
+                 "line break)", path, KEYFILE_HEX);
+        goto done;
+    }
+    prc = psi_engine_create_from_key(e, s, key, sizeof key);
+    if (prc != PSI_OK) {
+        snprintf(err, err_len, "key file %s: %s", path, psi_strerror(prc));
+        goto done;
+    }
+    rc = 0;
+done:
+    OPENSSL_cleanse(text, sizeof text);
+    OPENSSL_cleanse(key, sizeof key);
+    return rc;
+}
+
+/* Writes the key of engine e to a new file at path (O_EXCL, mode 0600). */
+static int keyfile_store(const psi_engine *e, const char *path, char *err, size_t err_len)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char key[PSI_KEY_BYTES], text[KEYFILE_HEX + 1];
+    size_t key_len = sizeof key;
+    int fd = -1, rc = -1;
+
+    if (psi_engine_export_key(e, key, &key_len) != PSI_OK) {
+        snprintf(err, err_len, "key file %s: cannot export the key", path);
+        goto done;
+    }
+    for (size_t i = 0; i < PSI_KEY_BYTES; i++) {
+        text[2 * i] = (unsigned char)digits[key[i] >> 4];
+        text[2 * i + 1] = (unsigned char)digits[key[i] & 15];
+    }
+    text[KEYFILE_HEX] = '\n';
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, err_len, "key file %s: cannot create: %s", path, strerror(errno));
+        goto done;
+    }
+    // The mode is 0600 whatever the umask (which can only remove bits).
+    if (fchmod(fd, 0600) != 0 || write(fd, text, sizeof text) != (ssize_t)sizeof text ||
+        fsync(fd) != 0) {
+        snprintf(err, err_len, "key file %s: cannot write: %s", path, strerror(errno));
+        close(fd);
+        fd = -1;
+        unlink(path);
+        goto done;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        snprintf(err, err_len, "key file %s: cannot write: %s", path, strerror(errno));
+        unlink(path);
+        goto done;
+    }
+    fd = -1;
+    rc = 0;
+done:
+    OPENSSL_cleanse(key, sizeof key);
+    OPENSSL_cleanse(text, sizeof text);
+    return rc;
+}
+
+int psi_cli_keyfile_engine(psi_engine **e, int *created, const psi_settings *s,
+                           const char *path, char *err, size_t err_len)
+{
+    int fd, prc;
+
+    *e = NULL;
+    *created = 0;
+    fd = keyfile_open_existing(path, err, err_len);
+    if (fd >= 0) {
+        int rc = keyfile_load(e, s, fd, path, err, err_len);
+        close(fd);
+        return rc;
+    }
+    if (fd == -1)
+        return -1;
+    prc = psi_engine_create(e, s);
+    if (prc != PSI_OK) {
+        snprintf(err, err_len, "cannot create a key: %s", psi_strerror(prc));
+        return -1;
+    }
+    if (keyfile_store(*e, path, err, err_len) != 0) {
+        psi_engine_free(*e);
+        *e = NULL;
+        return -1;
+    }
+    *created = 1;
+    return 0;
+}

@@ -1,0 +1,26 @@
+/*
+ * Key files of the `psi` commands: the key as 64 hexadecimal digits and a
+ * line break (PROTOCOL.md §2.3's 32 big-endian bytes), in a file only its
+ * owner can read.  The key passes through a stack buffer of this file on its
+ * way to or from the engine's guarded memory, and that buffer is wiped; the
+ * key's bytes never appear in a message.
+ */
+#ifndef PSI_CLI_KEYFILE_H
+#define PSI_CLI_KEYFILE_H
+
+#include <stddef.h>
+
+#include "psi.h"
+
+/** Loads the engine's key from `path`, or, when no file of that name exists,
+ *  creates the engine with a fresh key and writes it there (mode 0600,
+ *  O_EXCL: an existing file is never overwritten).  An existing file must be
+ *  a regular file whose mode gives the group and others no access (else it
+ *  is refused with the chmod to run) and must hold exactly 64 hex digits
+ *  (then optional whitespace); the key must be in [1, n-1].
+ *  Returns: 0, or -1 with a message in err.  Out: *e (NULL on failure),
+ *  *created (1 if the file was written).  In: s, the engine's settings. */
+int psi_cli_keyfile_engine(psi_engine **e, int *created, const psi_settings *s,
+                           const char *path, char *err, size_t err_len);
+
+#endif /* PSI_CLI_KEYFILE_H */

@@ -1,0 +1,419 @@
+/*
+ * `psi server`: listens with its input, answers one client (or more with
+ * --keep-serving): handshake, setup, request, response (PROTOCOL.md §15).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_commands.h"
+#include "cli_input.h"
+#include "cli_keyfile.h"
+#include "cli_net.h"
+#include "cli_progress.h"
+#include "cli_session.h"
+#include "cli_util.h"
+#include "psi_shard.h"
+
+typedef struct server_opts {
+    psi_cli_net_opts net;
+    int reveal;        // --reveal: clients may learn the intersection
+    int association;   // --association: clients may get the association table
+    int keep_serving;  // --keep-serving
+} server_opts;
+
+/* The server's state across rounds. */
+typedef struct server_ctx {
+    const server_opts *o;
+    psi_cli_input in;
+    psi_engine *key;       // from --key-file; NULL: a fresh key each round
+    psi_cli_progress prog;
+    char err[PSI_CLI_NET_MSG_MAX];
+} server_ctx;
+
+void psi_cli_server_usage(FILE *out)
+{
+    fprintf(out,
+        "Usage: psi server --listen HOST:PORT --input FILE [options]\n"
+        "\n"
+        "Waits for one `psi client` on HOST:PORT, runs one private set intersection\n"
+        "with it on the values of FILE and exits 0 after a successful round.  The\n"
+        "client learns the intersection (with --reveal) or only its size; this side\n"
+        "learns the client's set size and nothing else.\n"
+        "\n"
+        "Input:\n"
+        "  --input FILE         one value per line (bytes as they are; CRLF handled),\n"
+        "                       or '-' for stdin\n"
+        "  --column NAME        read FILE as CSV (RFC 4180, header row) and take the\n"
+        "                       values of column NAME\n"
+        "Protocol:\n"
+        "  --structure S        setup: raw (exact, default), gcs or bloom (smaller,\n"
+        "                       with false positives at rate --fpr)\n"
+        "  --fpr F              false-positive rate of gcs and bloom for the whole\n"
+        "                       client set, in (0, 1) (default %g)\n"
+        "  --reveal             let clients learn which of their rows intersect;\n"
+        "                       without it they may only count (--count-only)\n"
+        "  --association        also send the association table (server row <-> client\n"
+        "                       row) to clients asking for it; needs --reveal and raw\n"
+        "  --keep-serving       answer clients one after another until killed\n"
+        "  --max-peer-values N  refuse clients announcing more than N values\n"
+        "                       (default %u)\n"
+        "Keys and resources:\n"
+        "  --key-file FILE      reuse the key in FILE (64 hex digits, mode 0600), or\n"
+        "                       create FILE with a new key; default: a fresh key for\n"
+        "                       every round.  Reusing a key lets clients link rounds.\n"
+        "  --threads N          worker threads (default: every online CPU)\n"
+        "  --timeout S          give up when the client sends nothing for S seconds\n"
+        "                       (default %d); both sides send keepalives while working\n"
+        "  --progress           progress lines on stderr even when it is not a\n"
+        "                       terminal (--no-progress: never)\n"
+        "\n"
+        "Exit status: 0 after a successful round, 1 when a round failed (the message\n"
+        "says why; nothing is written), 2 for a usage error or unreadable input.\n",
+        PSI_CLI_DEFAULT_FPR, PSI_CLI_DEFAULT_MAX_PEER, PSI_CLI_DEFAULT_TIMEOUT_S);
+}
+
+/* Parses the command line.  Returns: 0, 1 after --help, -1 after a message. */
+static int server_parse(server_opts *o, int argc, char **argv)
+{
+    memset(o, 0, sizeof *o);
+    psi_cli_net_opts_default(&o->net);
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int rc = psi_cli_net_common_opt(&o->net, argc, argv, &i, "server");
+
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            continue;
+        if (psi_cli_is_help(argv[i])) {
+            psi_cli_server_usage(stdout);
+            return 1;
+        } else if (psi_cli_opt_value(argc, argv, &i, "--listen", &v)) {
+            if (v == NULL)
+                return -1;
+            o->net.addr = v;
+        } else if (strcmp(argv[i], "--reveal") == 0) {
+            o->reveal = 1;
+        } else if (strcmp(argv[i], "--association") == 0) {
+            o->association = 1;
+        } else if (strcmp(argv[i], "--keep-serving") == 0) {
+            o->keep_serving = 1;
+        } else {
+            psi_cli_error("server: unknown argument '%s' (see 'psi server --help')", argv[i]);
+            return -1;
+        }
+    }
+    if (o->net.addr == NULL || o->net.input == NULL) {
+        psi_cli_error("server: %s is required (see 'psi server --help')",
+                      o->net.addr == NULL ? "--listen HOST:PORT" : "--input FILE");
+        return -1;
+    }
+    if (o->net.structure == PSI_CLI_STRUCTURE_ANY)
+        o->net.structure = PSI_STRUCTURE_RAW;
+    if (o->net.fpr == 0)
+        o->net.fpr = PSI_CLI_DEFAULT_FPR;
+    if (o->association && (!o->reveal || o->net.structure != PSI_STRUCTURE_RAW)) {
+        psi_cli_error("server: --association needs --reveal and the raw setup");
+        return -1;
+    }
+    return 0;
+}
+
+/* Reports a failed round: to the client (an ERROR frame, when the failure is
+ * not the connection's) and on stderr.  Returns: -1. */
+static int server_fail(server_ctx *s, psi_cli_conn *c, int tell_peer, const char *msg)
+{
+    if (tell_peer && c != NULL)
+        psi_cli_net_send_error(c, msg);
+    psi_cli_progress_note(&s->prog, "error: %s", msg);
+    return -1;
+}
+
+/* As server_fail for the connection's own error (code rc). */
+static int server_fail_net(server_ctx *s, psi_cli_conn *c, int rc)
+{
+    psi_cli_session_net_error(s->err, sizeof s->err, c, rc, "client");
+    return server_fail(s, c, 0, s->err);
+}
+
+/* As server_fail for a library error of `what`. */
+static int server_fail_psi(server_ctx *s, psi_cli_conn *c, const char *what, int rc)
+{
+    snprintf(s->err, sizeof s->err, "%s: %s (%s)", what, psi_strerror(rc),
+             psi_error_name(rc) ? psi_error_name(rc) : "?");
+    return server_fail(s, c, 1, s->err);
+}
+
+/* Receives and checks the client's HELLO.  Out: *hello, *self (the ACCEPT). */
+static int server_handshake(server_ctx *s, psi_cli_conn *c, psi_cli_handshake *hello,
+                            psi_cli_handshake *self)
+{
+    uint8_t *buf = NULL, out[PSI_CLI_HANDSHAKE_BYTES];
+    size_t len = 0;
+    int rc = psi_cli_net_recv(c, PSI_CLI_FRAME_HELLO, PSI_CLI_NET_MSG_MAX, &buf, &len,
+                              NULL, NULL);
+
+    if (rc != 0)
+        return server_fail_net(s, c, rc);
+    rc = psi_cli_handshake_decode(hello, buf, len, "the client", s->err, sizeof s->err);
+    free(buf);
+    if (rc != 0)
+        return server_fail(s, c, 1, s->err);
+    memset(self, 0, sizeof *self);
+    self->version = PSI_CLI_PROTOCOL_VERSION;
+    self->reveal = s->o->reveal;
+    self->association = s->o->association;
+    self->structure = s->o->net.structure;
+    self->fpr = s->o->net.fpr;
+    self->n = s->in.n;
+    if (psi_cli_session_check_hello(hello, self, s->o->net.max_peer, s->err,
+                                    sizeof s->err) != 0) {
+        char msg[sizeof s->err + 64];
+        snprintf(msg, sizeof msg, "the server refused the client: %s", s->err);
+        return server_fail(s, c, 1, msg);
+    }
+    // The round runs with the client's choices, which the checks allowed.
+    self->reveal = hello->reveal;
+    self->association = hello->association;
+    psi_cli_handshake_encode(out, self);
+    rc = psi_cli_net_send(c, PSI_CLI_FRAME_ACCEPT, out, sizeof out, NULL, NULL);
+    return rc != 0 ? server_fail_net(s, c, rc) : 0;
+}
+
+/* Makes this round's shards: the key file's key or a fresh one, with the
+ * client's reveal flag. */
+static int server_shards(server_ctx *s, psi_cli_conn *c, psi_shards **g, int reveal)
+{
+    psi_settings st;
+    psi_shard_settings ss;
+    psi_engine *e = NULL;
+    int rc;
+
+    psi_settings_default(&st);
+    st.role = PSI_ROLE_SERVER;
+    st.reveal_intersection = reveal;
+    rc = s->key != NULL ? psi_engine_clone_with(&e, s->key, &st) : psi_engine_create(&e, &st);
+    if (rc != PSI_OK)
+        return server_fail_psi(s, c, "cannot create the engine", rc);
+    psi_shard_settings_default(&ss);
+    ss.threads = s->o->net.threads;
+    ss.progress = psi_cli_progress_update;
+    ss.progress_arg = &s->prog;
+    rc = psi_shards_create(g, e, &ss);
+    psi_engine_free(e);
+    return rc != PSI_OK ? server_fail_psi(s, c, "cannot start the shards", rc) : 0;
+}
+
+/* Builds and sends the setup; keeps the permutation for the association
+ * table when asked (*perm, n entries). */
+static int server_setup(server_ctx *s, psi_cli_conn *c, psi_shards *g,
+                        const psi_cli_handshake *self, uint64_t client_n, size_t **perm)
+{
+    psi_setup_params p;
+    size_t cap = 0, len;
+    uint8_t *setup = NULL;
+    int rc;
+
+    psi_cli_session_params(&p, self, client_n);
+    rc = psi_setup_bound(&cap, &p, s->in.n);
+    if (rc != PSI_OK)
+        return server_fail_psi(s, c, "setup parameters", rc);
+    setup = psi_cli_alloc(cap, 1);
+    if (self->association)
+        *perm = psi_cli_alloc(s->in.n, sizeof **perm);
+    if (setup == NULL || (self->association && *perm == NULL)) {
+        free(setup);
+        return server_fail(s, c, 1, "out of memory for the setup");
+    }
+    len = cap;
+    psi_cli_progress_begin(&s->prog, "masking the setup", "values", 1, s->in.n);
+    rc = psi_shards_server_create_setup(g, setup, &len, self->association ? *perm : NULL,
+                                        &p, s->in.values, s->in.n);
+    psi_cli_progress_end(&s->prog);
+    if (rc != PSI_OK) {
+        free(setup);
+        return server_fail_psi(s, c, "cannot build the setup", rc);
+    }
+    psi_cli_progress_begin(&s->prog, "sending the setup", "bytes", 0, len);
+    rc = psi_cli_net_send(c, PSI_CLI_FRAME_SETUP, setup, len, psi_cli_progress_update,
+                          &s->prog);
+    psi_cli_progress_end(&s->prog);
+    free(setup);
+    return rc != 0 ? server_fail_net(s, c, rc) : 0;
+}
+
+/* Receives the request and sends the response. */
+static int server_respond(server_ctx *s, psi_cli_conn *c, psi_shards *g, uint64_t client_n)
+{
+    size_t req_len = 0, cap = psi_response_bound((size_t)client_n), len;
+    uint8_t *req = NULL, *resp = NULL;
+    int rc;
+
+    psi_cli_progress_begin(&s->prog, "receiving the request", "bytes", 0, 0);
+    rc = psi_cli_net_recv(c, PSI_CLI_FRAME_REQUEST, psi_request_bound((size_t)client_n),
+                          &req, &req_len, psi_cli_progress_update, &s->prog);
+    s->prog.total = req_len;
+    psi_cli_progress_end(&s->prog);
+    if (rc != 0)
+        return server_fail_net(s, c, rc);
+    resp = psi_cli_alloc(cap, 1);
+    if (resp == NULL) {
+        free(req);
+        return server_fail(s, c, 1, "out of memory for the response");
+    }
+    len = cap;
+    psi_cli_progress_begin(&s->prog, "masking the response", "values", 1, client_n);
+    rc = psi_shards_server_process_request(g, resp, &len, req, req_len);
+    psi_cli_progress_end(&s->prog);
+    free(req);
+    if (rc == PSI_OK && len != cap)
+        rc = PSI_E_BUFFER_TOO_SMALL;
+    if (rc == PSI_E_BUFFER_TOO_SMALL) {
+        free(resp);
+        snprintf(s->err, sizeof s->err, "the client's request does not hold the %llu "
+                 "values its handshake announced", (unsigned long long)client_n);
+        return server_fail(s, c, 1, s->err);
+    }
+    if (rc != PSI_OK) {
+        free(resp);
+        return server_fail_psi(s, c, "the client's request is invalid", rc);
+    }
+    psi_cli_progress_begin(&s->prog, "sending the response", "bytes", 0, len);
+    rc = psi_cli_net_send(c, PSI_CLI_FRAME_RESPONSE, resp, len, psi_cli_progress_update,
+                          &s->prog);
+    psi_cli_progress_end(&s->prog);
+    free(resp);
+    return rc != 0 ? server_fail_net(s, c, rc) : 0;
+}
+
+/* Sends the permutation of the association table: n big-endian u64. */
+static int server_send_perm(server_ctx *s, psi_cli_conn *c, const size_t *perm)
+{
+    size_t n = s->in.n;
+    uint8_t *buf = n <= SIZE_MAX / 8 ? psi_cli_alloc(n, 8) : NULL;
+    int rc;
+
+    if (buf == NULL)
+        return server_fail(s, c, 1, "out of memory for the association table");
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            buf[8 * i + (size_t)b] = (uint8_t)((uint64_t)perm[i] >> (56 - 8 * b));
+    rc = psi_cli_net_send(c, PSI_CLI_FRAME_PERM, buf, 8 * n, NULL, NULL);
+    free(buf);
+    return rc != 0 ? server_fail_net(s, c, rc) : 0;
+}
+
+/* One round with a connected client.  Returns: 0 or -1 (reported). */
+static int server_round(server_ctx *s, psi_cli_conn *c)
+{
+    psi_cli_handshake hello, self;
+    psi_shards *g = NULL;
+    size_t *perm = NULL;
+    uint8_t *done = NULL;
+    size_t done_len = 0;
+    double t0 = psi_cli_now_ms();
+    int rc = -1;
+
+    psi_cli_progress_note(&s->prog, "client %s connected", c->peer);
+    if (server_handshake(s, c, &hello, &self) != 0 ||
+        server_shards(s, c, &g, self.reveal) != 0 ||
+        server_setup(s, c, g, &self, hello.n, &perm) != 0 ||
+        server_respond(s, c, g, hello.n) != 0 ||
+        (self.association && server_send_perm(s, c, perm) != 0))
+        goto done;
+    rc = psi_cli_net_recv(c, PSI_CLI_FRAME_DONE, 0, &done, &done_len, NULL, NULL);
+    if (rc != 0) {
+        server_fail_net(s, c, rc);
+        rc = -1;
+        goto done;
+    }
+    psi_cli_progress_note(&s->prog, "answered %s: %llu client values against %zu, %s "
+                          "setup, %s, in %.1f s; peak memory %.1f MiB", c->peer,
+                          (unsigned long long)hello.n, s->in.n, psi_cli_structure_name(self.structure),
+                          self.association ? "intersection and association table revealed"
+                          : self.reveal ? "intersection revealed" : "size only",
+                          (psi_cli_now_ms() - t0) / 1000.0, psi_cli_peak_mib());
+    rc = 0;
+done:
+    free(done);
+    free(perm);
+    psi_shards_free(g);
+    return rc;
+}
+
+/* Loads the input and the key file.  Returns: 0 or an exit code. */
+static int server_load(server_ctx *s)
+{
+    psi_settings st;
+    int created = 0;
+
+    if (psi_cli_input_read(&s->in, s->o->net.input, s->o->net.column, s->err,
+                           sizeof s->err) != PSI_CLI_INPUT_OK) {
+        psi_cli_error("server: %s", s->err);
+        return CLI_EXIT_USAGE;
+    }
+    if (s->o->net.key_file == NULL)
+        return 0;
+    psi_settings_default(&st);
+    st.role = PSI_ROLE_SERVER;
+    if (psi_cli_keyfile_engine(&s->key, &created, &st, s->o->net.key_file, s->err,
+                               sizeof s->err) != 0) {
+        psi_cli_error("server: %s", s->err);
+        return CLI_EXIT_USAGE;
+    }
+    psi_cli_progress_note(&s->prog, "%s key file %s", created ? "created" : "using the key of",
+                          s->o->net.key_file);
+    return 0;
+}
+
+int psi_cli_cmd_server(int argc, char **argv)
+{
+    server_opts o;
+    server_ctx s;
+    char bound[160];
+    int lfd = -1, rc = server_parse(&o, argc, argv);
+
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    memset(&s, 0, sizeof s);
+    s.o = &o;
+    psi_cli_progress_init(&s.prog, "psi server", o.net.progress, NULL, o.net.timeout_ms);
+    signal(SIGPIPE, SIG_IGN);
+    rc = server_load(&s);
+    if (rc == 0 && psi_cli_net_listen(&lfd, bound, sizeof bound, o.net.addr, s.err,
+                                      sizeof s.err) != 0) {
+        psi_cli_error("server: %s", s.err);
+        rc = CLI_EXIT_FAIL;
+    }
+    if (rc == 0) {
+        psi_cli_progress_note(&s.prog, "listening on %s with %zu values (%s setup, %s)",
+                              bound, s.in.n, psi_cli_structure_name(o.net.structure),
+                              o.reveal ? "intersection revealed" : "size only");
+        rc = CLI_EXIT_FAIL;
+    }
+    while (lfd >= 0) {
+        psi_cli_conn c;
+        int ok;
+
+        if (psi_cli_net_accept(&c, lfd, o.net.timeout_ms) != 0) {
+            psi_cli_error("server: %s", c.err);
+            break;
+        }
+        s.prog.conn = &c;
+        ok = server_round(&s, &c) == 0;
+        s.prog.conn = NULL;
+        psi_cli_net_close(&c);
+        if (!o.keep_serving) {
+            rc = ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+            break;
+        }
+    }
+    if (lfd >= 0)
+        close(lfd);
+    psi_engine_free(s.key);
+    psi_cli_input_free(&s.in);
+    return rc;
+}

@@ -1,0 +1,285 @@
+/* Options and handshake of the network commands; see cli_session.h. */
+#include "cli_session.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "psi_shard.h"
+
+static const char session_magic[8] = {'S', 'H', 'A', 'R', 'D', 'P', 'S', 'I'};
+
+/* Big-endian stores and loads. */
+static void session_put(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static uint64_t session_get(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < bytes; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+void psi_cli_handshake_encode(uint8_t out[PSI_CLI_HANDSHAKE_BYTES],
+                              const psi_cli_handshake *h)
+{
+    uint64_t fpr_bits;
+
+    memcpy(&fpr_bits, &h->fpr, sizeof fpr_bits);
+    memcpy(out, session_magic, 8);
+    session_put(out + 8, h->version, 2);
+    out[10] = (uint8_t)((h->reveal ? 1 : 0) | (h->association ? 2 : 0));
+    out[11] = (uint8_t)h->structure;
+    session_put(out + 12, fpr_bits, 8);
+    session_put(out + 20, h->n, 8);
+}
+
+int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
+                             const char *from, char *err, size_t err_len)
+{
+    uint64_t fpr_bits;
+
+    memset(h, 0, sizeof *h);
+    if (len < 10 || memcmp(p, session_magic, 8) != 0) {
+        snprintf(err, err_len, "%s does not speak the psi network protocol "
+                 "(bad handshake)", from);
+        return -1;
+    }
+    h->version = (unsigned)session_get(p + 8, 2);
+    if (h->version != PSI_CLI_PROTOCOL_VERSION) {
+        snprintf(err, err_len, "protocol version: %s speaks version %u, this side %u",
+                 from, h->version, PSI_CLI_PROTOCOL_VERSION);
+        return -1;
+    }
+    if (len != PSI_CLI_HANDSHAKE_BYTES || (p[10] & ~3u) != 0) {
+        snprintf(err, err_len, "%s sent a malformed handshake (%zu bytes, flags %u)",
+                 from, len, len > 10 ? p[10] : 0u);
+        return -1;
+    }
+    h->reveal = p[10] & 1;
+    h->association = (p[10] >> 1) & 1;
+    h->structure = p[11];
+    fpr_bits = session_get(p + 12, 8);
+    memcpy(&h->fpr, &fpr_bits, sizeof h->fpr);
+    h->n = session_get(p + 20, 8);
+    if (h->structure > PSI_STRUCTURE_BLOOM_FILTER && h->structure != PSI_CLI_STRUCTURE_ANY) {
+        snprintf(err, err_len, "%s sent an unknown setup type %d", from, h->structure);
+        return -1;
+    }
+    if (!isfinite(h->fpr) || h->fpr < 0 || h->fpr >= 1) {
+        snprintf(err, err_len, "%s sent an fpr outside [0, 1)", from);
+        return -1;
+    }
+    return 0;
+}
+
+const char *psi_cli_structure_name(int structure)
+{
+    switch (structure) {
+    case PSI_STRUCTURE_RAW: return "raw";
+    case PSI_STRUCTURE_GCS: return "gcs";
+    case PSI_STRUCTURE_BLOOM_FILTER: return "bloom";
+    default: return "any";
+    }
+}
+
+void psi_cli_net_opts_default(psi_cli_net_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->timeout_ms = PSI_CLI_DEFAULT_TIMEOUT_S * 1000;
+    o->progress = -1;
+    o->max_peer = PSI_CLI_DEFAULT_MAX_PEER;
+    o->structure = PSI_CLI_STRUCTURE_ANY;
+}
+
+/* Parses a --structure value. */
+static int session_structure(int *out, const char *v, const char *what)
+{
+    if (strcmp(v, "raw") == 0)
+        *out = PSI_STRUCTURE_RAW;
+    else if (strcmp(v, "gcs") == 0)
+        *out = PSI_STRUCTURE_GCS;
+    else if (strcmp(v, "bloom") == 0 || strcmp(v, "bloom_filter") == 0)
+        *out = PSI_STRUCTURE_BLOOM_FILTER;
+    else {
+        psi_cli_error("%s: '%s' is not raw, gcs or bloom", what, v);
+        return -1;
+    }
+    return 0;
+}
+
+int psi_cli_net_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i,
+                           const char *cmd)
+{
+    char what[64];
+    const char *v = NULL;
+    size_t n;
+    uint64_t u;
+
+    if (strcmp(argv[*i], "--progress") == 0 || strcmp(argv[*i], "--no-progress") == 0) {
+        o->progress = argv[*i][2] == 'p';
+        return 1;
+    }
+#define SESSION_OPT(name) (snprintf(what, sizeof what, "%s: %s", cmd, name), \
+                           psi_cli_opt_value(argc, argv, i, name, &v))
+    if (SESSION_OPT("--input"))
+        return v ? (o->input = v, 1) : -1;
+    if (SESSION_OPT("--column"))
+        return v ? (o->column = v, 1) : -1;
+    if (SESSION_OPT("--key-file"))
+        return v ? (o->key_file = v, 1) : -1;
+    if (SESSION_OPT("--threads"))
+        return v && psi_cli_parse_count(&o->threads, v, PSI_SHARD_MAX_THREADS, what) == 0
+                   ? 1 : -1;
+    if (SESSION_OPT("--timeout")) {
+        if (!v || psi_cli_parse_count(&n, v, 86400, what) != 0)
+            return -1;
+        o->timeout_ms = (int)n * 1000;
+        return 1;
+    }
+    if (SESSION_OPT("--max-peer-values")) {
+        if (!v || psi_cli_parse_u64(&u, v, what) != 0)
+            return -1;
+        o->max_peer = u;
+        return 1;
+    }
+    if (SESSION_OPT("--structure"))
+        return v && session_structure(&o->structure, v, what) == 0 ? 1 : -1;
+    if (SESSION_OPT("--fpr"))
+        return v && psi_cli_parse_double(&o->fpr, v, 0, 1, 1, 1, what) == 0 ? 1 : -1;
+#undef SESSION_OPT
+    return 0;
+}
+
+void psi_cli_session_params(psi_setup_params *p, const psi_cli_handshake *accept,
+                            uint64_t client_n)
+{
+    memset(p, 0, sizeof *p);
+    p->structure = (psi_structure)accept->structure;
+    p->fpr = accept->fpr;
+    p->num_client_inputs = client_n > 0 ? (int64_t)(client_n > INT64_MAX ? INT64_MAX
+                                                                          : client_n) : 1;
+}
+
+/* The client's request for the server's setup parameters. */
+static int session_check_params(const psi_cli_handshake *hello,
+                                const psi_cli_handshake *self, char *err, size_t err_len)
+{
+    psi_setup_params p;
+    size_t bound;
+    int rc;
+
+    if (hello->structure != PSI_CLI_STRUCTURE_ANY && hello->structure != self->structure) {
+        snprintf(err, err_len, "setup type: the client asks for %s, the server uses %s",
+                 psi_cli_structure_name(hello->structure),
+                 psi_cli_structure_name(self->structure));
+        return -1;
+    }
+    if (self->structure != PSI_STRUCTURE_RAW && hello->fpr != 0 && hello->fpr != self->fpr) {
+        snprintf(err, err_len, "fpr: the client asks for %g, the server uses %g",
+                 hello->fpr, self->fpr);
+        return -1;
+    }
+    psi_cli_session_params(&p, self, hello->n);
+    rc = psi_setup_bound(&bound, &p, (size_t)self->n);
+    if (rc == PSI_E_PARAM_OVERFLOW || rc == PSI_E_FPR) {
+        snprintf(err, err_len, "fpr %g is too small for a %s setup of %llu values "
+                 "queried with %llu: %s (raise --fpr on the server, or use "
+                 "--structure raw)", self->fpr, psi_cli_structure_name(self->structure),
+                 (unsigned long long)self->n, (unsigned long long)hello->n,
+                 psi_strerror(rc));
+        return -1;
+    }
+    if (rc != PSI_OK) {
+        snprintf(err, err_len, "setup parameters: %s", psi_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int psi_cli_session_check_hello(const psi_cli_handshake *hello,
+                                const psi_cli_handshake *self, uint64_t max_peer,
+                                char *err, size_t err_len)
+{
+    if (hello->reveal && !self->reveal) {
+        snprintf(err, err_len, "the client asks for the intersection itself, and this "
+                 "server reveals only its size: start the server with --reveal, or run "
+                 "the client with --count-only");
+        return -1;
+    }
+    if (hello->association && !self->association) {
+        snprintf(err, err_len, "the client asks for the association table, and this "
+                 "server does not send it: start the server with --association");
+        return -1;
+    }
+    if (hello->association && !hello->reveal) {
+        snprintf(err, err_len, "the client asks for the association table without "
+                 "the intersection");
+        return -1;
+    }
+    if (hello->n > max_peer || hello->n > SIZE_MAX / PSI_ELEMENT_WIRE_BYTES) {
+        snprintf(err, err_len, "the client announces %llu values, more than this "
+                 "server accepts (--max-peer-values %llu)",
+                 (unsigned long long)hello->n, (unsigned long long)max_peer);
+        return -1;
+    }
+    return session_check_params(hello, self, err, err_len);
+}
+
+int psi_cli_session_check_accept(const psi_cli_handshake *accept,
+                                 const psi_cli_handshake *hello, uint64_t max_peer,
+                                 char *err, size_t err_len)
+{
+    if (accept->reveal != hello->reveal || accept->association != hello->association) {
+        snprintf(err, err_len, "the server answered with reveal %d and association %d, "
+                 "the client asked for %d and %d", accept->reveal, accept->association,
+                 hello->reveal, hello->association);
+        return -1;
+    }
+    if (accept->structure == PSI_CLI_STRUCTURE_ANY ||
+        (hello->structure != PSI_CLI_STRUCTURE_ANY && accept->structure != hello->structure)) {
+        snprintf(err, err_len, "setup type: the client asked for %s, the server answered %s",
+                 psi_cli_structure_name(hello->structure),
+                 psi_cli_structure_name(accept->structure));
+        return -1;
+    }
+    if (accept->structure != PSI_STRUCTURE_RAW &&
+        (accept->fpr <= 0 || (hello->fpr != 0 && accept->fpr != hello->fpr))) {
+        snprintf(err, err_len, "fpr: the client asked for %g, the server answered %g",
+                 hello->fpr, accept->fpr);
+        return -1;
+    }
+    if (accept->association && accept->structure != PSI_STRUCTURE_RAW) {
+        snprintf(err, err_len, "the server offers an association table with a %s setup",
+                 psi_cli_structure_name(accept->structure));
+        return -1;
+    }
+    if (accept->n > max_peer || accept->n > SIZE_MAX / PSI_ELEMENT_WIRE_BYTES) {
+        snprintf(err, err_len, "the server announces %llu values, more than this client "
+                 "accepts (--max-peer-values %llu)", (unsigned long long)accept->n,
+                 (unsigned long long)max_peer);
+        return -1;
+    }
+    return 0;
+}
+
+void psi_cli_session_net_error(char *out, size_t cap, const psi_cli_conn *c, int rc,
+                               const char *peer)
+{
+    static const char prefix[] = "the peer reported: ";
+    const char *text = c->err;
+
+    if (rc != PSI_CLI_NET_EPEER) {
+        snprintf(out, cap, "%s", text);
+        return;
+    }
+    if (strncmp(text, prefix, sizeof prefix - 1) == 0)
+        text += sizeof prefix - 1;
+    snprintf(out, cap, "the %s (%s) ended the round: %s", peer, c->peer, text);
+}

@@ -1,0 +1,104 @@
+/*
+ * What `psi server` and `psi client` share: their common options, and the
+ * handshake of the network protocol (PROTOCOL.md §15).
+ *
+ * The client's HELLO and the server's ACCEPT are fixed 28-byte records:
+ * "SHARDPSI", version (u16), flags (u8: 1 reveal, 2 association), setup
+ * structure (u8: 0 raw, 1 GCS, 2 Bloom; 255 in a HELLO: the server's
+ * choice), fpr (u64, the IEEE 754 bits of a double; 0 in a HELLO: the
+ * server's choice), the sender's set size (u64); integers big-endian.
+ */
+#ifndef PSI_CLI_SESSION_H
+#define PSI_CLI_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli_net.h"
+#include "psi.h"
+
+/** The version of the network protocol this build speaks. */
+#define PSI_CLI_PROTOCOL_VERSION 1
+#define PSI_CLI_HANDSHAKE_BYTES 28
+/** HELLO structure value: the client takes the server's. */
+#define PSI_CLI_STRUCTURE_ANY 255
+
+/* Defaults of the options. */
+#define PSI_CLI_DEFAULT_TIMEOUT_S 120
+#define PSI_CLI_DEFAULT_FPR 1e-9
+#define PSI_CLI_DEFAULT_MAX_PEER 100000000u
+
+/** A HELLO or ACCEPT. */
+typedef struct psi_cli_handshake {
+    unsigned version;
+    int reveal;          // the intersection (rows, indices) is revealed
+    int association;     // the association table is sent (needs reveal, raw)
+    int structure;       // psi_structure, or PSI_CLI_STRUCTURE_ANY in a HELLO
+    double fpr;          // 0 in a HELLO: any
+    uint64_t n;          // the sender's number of values
+} psi_cli_handshake;
+
+/** Encodes h into out (PSI_CLI_HANDSHAKE_BYTES). */
+void psi_cli_handshake_encode(uint8_t out[PSI_CLI_HANDSHAKE_BYTES],
+                              const psi_cli_handshake *h);
+
+/** Decodes a handshake payload; `from` names the peer in messages ("the
+ *  client").  A version other than ours is decoded (h->version set) and
+ *  refused with a message naming both versions.  Returns: 0, or -1 with a
+ *  message in err. */
+int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
+                             const char *from, char *err, size_t err_len);
+
+/** Returns: "raw", "gcs", "bloom" or "any". */
+const char *psi_cli_structure_name(int structure);
+
+/** Options of both commands. */
+typedef struct psi_cli_net_opts {
+    const char *addr;         // --listen / --connect
+    const char *input;        // --input (required; "-" = stdin)
+    const char *column;       // --column: CSV mode
+    const char *key_file;     // --key-file
+    size_t threads;           // --threads; 0 = online CPUs
+    int timeout_ms;           // --timeout (seconds on the command line)
+    int progress;             // --progress 1, --no-progress 0, default -1 (a tty)
+    uint64_t max_peer;        // --max-peer-values
+    int structure;            // --structure; client: PSI_CLI_STRUCTURE_ANY default
+    double fpr;               // --fpr; client: 0 default
+} psi_cli_net_opts;
+
+/** Fills the defaults (the server's structure raw and fpr 1e-9 are set by
+ *  the server command). */
+void psi_cli_net_opts_default(psi_cli_net_opts *o);
+
+/** Parses argv[*i] if it is one of the common options (--input, --column,
+ *  --key-file, --threads, --timeout, --progress, --no-progress,
+ *  --max-peer-values, --structure, --fpr).  Returns: 1 if it was, 0 if not,
+ *  -1 after a usage message naming `cmd`. */
+int psi_cli_net_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i,
+                           const char *cmd);
+
+/** The server's check of a client's HELLO against its own settings (`self`,
+ *  with the server's structure, fpr and n) and limits.  Returns: 0, or -1
+ *  with a message in err saying what disagreed and how to fix it. */
+int psi_cli_session_check_hello(const psi_cli_handshake *hello,
+                                const psi_cli_handshake *self, uint64_t max_peer,
+                                char *err, size_t err_len);
+
+/** The client's check of the server's ACCEPT against its HELLO.  Returns: 0
+ *  or -1 with a message. */
+int psi_cli_session_check_accept(const psi_cli_handshake *accept,
+                                 const psi_cli_handshake *hello, uint64_t max_peer,
+                                 char *err, size_t err_len);
+
+/** The setup parameters of an agreed handshake (num_client_inputs: the
+ *  client's count, at least 1). */
+void psi_cli_session_params(psi_setup_params *p, const psi_cli_handshake *accept,
+                            uint64_t client_n);
+
+/** Writes the message of a failed transfer on connection c (code rc): an
+ *  ERROR frame's text as "the <peer> (HOST:PORT) ended the round: <text>",
+ *  anything else as the connection's own message. */
+void psi_cli_session_net_error(char *out, size_t cap, const psi_cli_conn *c, int rc,
+                               const char *peer);
+
+#endif /* PSI_CLI_SESSION_H */

@@ -1,0 +1,396 @@
+#!/usr/bin/env bash
+# Tests of `psi server` and `psi client` on 127.0.0.1: full rounds for each
+# setup structure with the intersection revealed and not, every output
+# mode, CSV and plain input, checked against a plain comparison of the
+# inputs (awk); parameter disagreements failing both sides; key files; and
+# every fault of the network protocol with a clear message, a non-zero exit
+# and no output file left (tests/test_net_peer.c plays the broken peer).
+#
+# Usage: tests/test_net.sh PSI_BINARY TEST_NET_PEER_BINARY
+# Prints one line per failed check and exits 1 if any check failed.
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 PSI_BINARY TEST_NET_PEER_BINARY" >&2
+    exit 2
+fi
+psi=$1
+peer=$2
+tmp=$(mktemp -d) || exit 2
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+checks=0
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# show FILE...: the first lines of files, for a failure's context.
+show() {
+    for f in "$@"; do sed -n "1,12s|^|    $(basename "$f"): |p" "$f"; done
+}
+
+# start_server LOG ARGS...: starts `psi server --listen 127.0.0.1:0 ARGS` in
+# the background with stderr in LOG, waits for its "listening on" line and
+# sets $port and $spid.  Returns 1 if it did not come up.
+start_server() {
+    local log=$1
+    shift
+    "$psi" server --listen 127.0.0.1:0 --timeout 20 "$@" 2>"$log" >/dev/null \
+        <"${server_stdin:-/dev/null}" &
+    spid=$!
+    pids+=("$spid")
+    port=
+    for _ in $(seq 1 200); do
+        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
+        [ -n "$port" ] && return 0
+        kill -0 "$spid" 2>/dev/null || break
+        sleep 0.05
+    done
+    fail "server $* did not start"
+    show "$log"
+    return 1
+}
+
+# wait_pid PID: waits at most 60 s for PID and sets $rc to its exit code
+# (124 when it had to be killed).
+wait_pid() {
+    local p=$1
+    for _ in $(seq 1 600); do
+        kill -0 "$p" 2>/dev/null || { wait "$p" 2>/dev/null; rc=$?; return 0; }
+        sleep 0.1
+    done
+    kill -9 "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+    rc=124
+}
+
+# expect_rc WHAT WANT GOT LOG...: checks an exit code.
+expect_rc() {
+    checks=$((checks + 1))
+    if [ "$2" != "$3" ]; then
+        fail "$1: exit code $3, expected $2"
+        shift 3
+        show "$@"
+        return 1
+    fi
+    return 0
+}
+
+# expect_grep WHAT PATTERN FILE: checks that FILE holds PATTERN (grep -E).
+expect_grep() {
+    checks=$((checks + 1))
+    if ! grep -Eq -- "$2" "$3"; then
+        fail "$1: '$2' not in $(basename "$3")"
+        show "$3"
+        return 1
+    fi
+    return 0
+}
+
+# expect_same WHAT GOT WANT: checks that two files are equal.
+expect_same() {
+    checks=$((checks + 1))
+    if ! cmp -s "$2" "$3"; then
+        fail "$1: output differs from the plain comparison"
+        diff "$2" "$3" | head -8 | sed 's/^/    /'
+        return 1
+    fi
+    return 0
+}
+
+# expect_no_output WHAT FILE: neither FILE nor a temporary file beside it.
+expect_no_output() {
+    checks=$((checks + 1))
+    if [ -e "$2" ] || ls "$2".tmp.* >/dev/null 2>&1; then
+        fail "$1: an output file was left: $(ls "$2"* 2>/dev/null | tr '\n' ' ')"
+    fi
+}
+
+# The inputs: overlapping sets with duplicates on both sides, a value with
+# a comma and one with a quote, written plain (server LF, client CRLF) and
+# as CSV.
+awk 'BEGIN {
+    for (i = 0; i < 300; i++) print "value-" i;
+    print "value-5"; print "value-250"; print "value-250";
+    print "with, comma"; print "say \"hi\"";
+}' >"$tmp/server.txt"
+awk 'BEGIN {
+    for (i = 200; i < 420; i += 2) printf "value-%d\r\n", i;
+    printf "value-250\r\nvalue-250\r\nvalue-250\r\nvalue-5\r\nvalue-5\r\n";
+    printf "with, comma\r\nsay \"hi\"\r\nnot there\r\n";
+}' >"$tmp/client.txt"
+awk 'BEGIN { print "id,name,note" }
+     { sub(/\r$/, ""); v = $0; gsub(/"/, "\"\"", v);
+       printf "%d,\"%s\",row %d\r\n", NR - 1, v, NR }' "$tmp/client.txt" >"$tmp/client.csv"
+
+# Expected results, from the plain inputs.  raw pairs copies one to one
+# (PROTOCOL.md §9.5): the k-th client copy of a value matches if the server
+# has at least k copies; gcs and bloom test membership: every copy matches.
+awk 'NR == FNR { s[$0]++; next } { sub(/\r$/, ""); c[$0]++ }
+     c[$0] <= s[$0] { print FNR - 1 }' "$tmp/server.txt" "$tmp/client.txt" >"$tmp/want.raw.idx"
+awk 'NR == FNR { s[$0]++; next } { sub(/\r$/, "") } ($0 in s) { print FNR - 1 }' \
+    "$tmp/server.txt" "$tmp/client.txt" >"$tmp/want.member.idx"
+for k in raw member; do
+    awk 'NR == FNR { w[$1 + 1] = 1; next } (FNR in w) { sub(/\r$/, ""); print }' \
+        "$tmp/want.$k.idx" "$tmp/client.txt" >"$tmp/want.$k.rows"
+    wc -l <"$tmp/want.$k.idx" | tr -d ' ' >"$tmp/want.$k.count"
+done
+# The association table: client index, server index; the k-th copies pair.
+awk 'NR == FNR { n[$0]++; s[$0, n[$0]] = FNR - 1; next }
+     { sub(/\r$/, ""); c[$0]++ } c[$0] <= n[$0] { printf "%d\t%d\n", FNR - 1, s[$0, c[$0]] }' \
+    "$tmp/server.txt" "$tmp/client.txt" >"$tmp/want.raw.assoc"
+
+# round NAME SERVER_ARGS -- CLIENT_ARGS: one round; the client writes
+# $tmp/NAME.out.  Sets $src and $crc.
+round() {
+    local name=$1
+    shift
+    local sargs=() cargs=()
+    while [ "$1" != "--" ]; do sargs+=("$1"); shift; done
+    shift
+    cargs=("$@")
+    start_server "$tmp/$name.server.err" "${sargs[@]}" || { src=x; crc=x; return; }
+    "$psi" client --connect "127.0.0.1:$port" --timeout 20 --output "$tmp/$name.out" \
+        "${cargs[@]}" 2>"$tmp/$name.client.err" >/dev/null
+    crc=$?
+    wait_pid "$spid"
+    src=$rc
+}
+
+# --- full rounds: each structure, each output mode --------------------------
+for st in raw gcs bloom; do
+    k=member
+    [ "$st" = raw ] && k=raw
+    round "$st-rows" --input "$tmp/server.txt" --structure "$st" --reveal -- \
+        --input "$tmp/client.txt" --threads 2
+    if expect_rc "$st rows: server" 0 "$src" "$tmp/$st-rows.server.err" &&
+        expect_rc "$st rows: client" 0 "$crc" "$tmp/$st-rows.client.err"; then
+        expect_same "$st rows" "$tmp/$st-rows.out" "$tmp/want.$k.rows"
+    fi
+    round "$st-idx" --input "$tmp/server.txt" --structure "$st" --reveal -- \
+        --input "$tmp/client.txt" --indices --threads 1
+    expect_rc "$st indices: client" 0 "$crc" "$tmp/$st-idx.client.err" &&
+        expect_same "$st indices" "$tmp/$st-idx.out" "$tmp/want.$k.idx"
+    # reveal off: the server allows only the count.
+    round "$st-count" --input "$tmp/server.txt" --structure "$st" -- \
+        --input "$tmp/client.txt" --count-only
+    if expect_rc "$st count: server" 0 "$src" "$tmp/$st-count.server.err" &&
+        expect_rc "$st count: client" 0 "$crc" "$tmp/$st-count.client.err"; then
+        expect_same "$st count" "$tmp/$st-count.out" "$tmp/want.$k.count"
+        expect_grep "$st count: server log" "size only" "$tmp/$st-count.server.err"
+    fi
+done
+
+# The association table, both sides opting in.
+round assoc --input "$tmp/server.txt" --reveal --association -- \
+    --input "$tmp/client.txt" --association
+expect_rc "association: client" 0 "$crc" "$tmp/assoc.client.err" "$tmp/assoc.server.err" &&
+    expect_same "association" "$tmp/assoc.out" "$tmp/want.raw.assoc"
+
+# CSV on the client (quoted column with commas and escaped quotes), plain
+# input from stdin on the server; rows come out as whole CSV rows.
+{
+    head -n 1 "$tmp/client.csv"
+    awk 'NR == FNR { w[$1 + 2] = 1; next } (FNR in w)' "$tmp/want.raw.idx" "$tmp/client.csv"
+} | sed 's/\r$//' >"$tmp/want.csv.rows"
+server_stdin=$tmp/server.txt start_server "$tmp/csv.server.err" --input - --reveal
+"$psi" client --connect "127.0.0.1:$port" --input "$tmp/client.csv" --column name \
+    --output "$tmp/csv.out" 2>"$tmp/csv.client.err"
+crc=$?
+wait_pid "$spid"
+expect_rc "csv: server" 0 "$rc" "$tmp/csv.server.err"
+if expect_rc "csv: client" 0 "$crc" "$tmp/csv.client.err"; then
+    sed 's/\r$//' "$tmp/csv.out" >"$tmp/csv.out.lf"
+    expect_same "csv rows" "$tmp/csv.out.lf" "$tmp/want.csv.rows"
+fi
+
+# Output to stdout with "-".
+start_server "$tmp/stdout.server.err" --input "$tmp/server.txt" --reveal
+"$psi" client --connect "127.0.0.1:$port" --input "$tmp/client.txt" --indices \
+    --output - >"$tmp/stdout.out" 2>"$tmp/stdout.client.err"
+crc=$?
+wait_pid "$spid"
+expect_rc "stdout: client" 0 "$crc" "$tmp/stdout.client.err" &&
+    expect_same "stdout indices" "$tmp/stdout.out" "$tmp/want.raw.idx"
+
+# --keep-serving answers several clients; a broken one does not stop it.
+start_server "$tmp/keep.server.err" --input "$tmp/server.txt" --reveal --keep-serving
+"$peer" client-garbage "127.0.0.1:$port" 2>/dev/null
+for i in 1 2; do
+    "$psi" client --connect "127.0.0.1:$port" --input "$tmp/client.txt" --indices \
+        --output "$tmp/keep$i.out" 2>"$tmp/keep$i.client.err"
+    expect_rc "keep-serving: client $i" 0 $? "$tmp/keep$i.client.err" "$tmp/keep.server.err" &&
+        expect_same "keep-serving: client $i" "$tmp/keep$i.out" "$tmp/want.raw.idx"
+done
+checks=$((checks + 1))
+kill -0 "$spid" 2>/dev/null || fail "keep-serving: the server exited"
+kill "$spid" 2>/dev/null
+wait_pid "$spid"
+expect_grep "keep-serving: garbage reported" "sent a frame of unknown type" \
+    "$tmp/keep.server.err"
+
+# Progress lines: --progress prints them although stderr is a file.
+round progress --input "$tmp/server.txt" --reveal --progress -- \
+    --input "$tmp/client.txt" --progress
+expect_grep "progress: server" "masking the setup: 305 values in" "$tmp/progress.server.err"
+expect_grep "progress: client" "masking the request: 118 values in" "$tmp/progress.client.err"
+checks=$((checks + 1))
+grep -q "masking" "$tmp/raw-rows.server.err" "$tmp/raw-rows.client.err" &&
+    fail "progress: lines without --progress on a non-terminal"
+
+# --- disagreements fail both sides, saying what disagreed --------------------
+# disagree NAME PATTERN SERVER_ARGS -- CLIENT_ARGS
+disagree() {
+    local name=$1 pattern=$2
+    shift 2
+    round "$name" "$@"
+    expect_rc "$name: server" 1 "$src" "$tmp/$name.server.err"
+    expect_rc "$name: client" 1 "$crc" "$tmp/$name.client.err"
+    expect_grep "$name: server message" "$pattern" "$tmp/$name.server.err"
+    expect_grep "$name: client message" "$pattern" "$tmp/$name.client.err"
+    expect_no_output "$name" "$tmp/$name.out"
+}
+disagree structure "setup type: the client asks for gcs, the server uses raw" \
+    --input "$tmp/server.txt" --reveal -- --input "$tmp/client.txt" --structure gcs
+disagree fpr "fpr: the client asks for 1e-06, the server uses 1e-09" \
+    --input "$tmp/server.txt" --reveal --structure bloom -- \
+    --input "$tmp/client.txt" --fpr 1e-6
+disagree reveal "reveals only its size: start the server with --reveal" \
+    --input "$tmp/server.txt" -- --input "$tmp/client.txt"
+disagree association "does not send it: start the server with --association" \
+    --input "$tmp/server.txt" --reveal -- --input "$tmp/client.txt" --association
+disagree limit "more than this server accepts \(--max-peer-values 10\)" \
+    --input "$tmp/server.txt" --reveal --max-peer-values 10 -- --input "$tmp/client.txt"
+
+# --- key files ---------------------------------------------------------------
+round key1 --input "$tmp/server.txt" --reveal --key-file "$tmp/server.key" -- \
+    --input "$tmp/client.txt" --indices --key-file "$tmp/client.key"
+expect_rc "key file: client" 0 "$crc" "$tmp/key1.client.err" "$tmp/key1.server.err" &&
+    expect_same "key file: result" "$tmp/key1.out" "$tmp/want.raw.idx"
+for k in server client; do
+    checks=$((checks + 1))
+    mode=$(stat -c %a "$tmp/$k.key" 2>/dev/null)
+    [ "$mode" = 600 ] || fail "key file: $k.key has mode '$mode', not 600"
+    checks=$((checks + 1))
+    grep -Eqx '[0-9a-f]{64}' "$tmp/$k.key" || fail "key file: $k.key is not 64 hex digits"
+done
+expect_grep "key file: created" "created key file" "$tmp/key1.server.err"
+round key2 --input "$tmp/server.txt" --reveal --key-file "$tmp/server.key" -- \
+    --input "$tmp/client.txt" --indices --key-file "$tmp/client.key"
+expect_rc "key file reused: client" 0 "$crc" "$tmp/key2.client.err" &&
+    expect_same "key file reused: result" "$tmp/key2.out" "$tmp/want.raw.idx"
+expect_grep "key file reused: server" "using the key of key file" "$tmp/key2.server.err"
+chmod 644 "$tmp/client.key"
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/k3.out" \
+    --key-file "$tmp/client.key" 2>"$tmp/k3.err"
+expect_rc "key file readable by others" 2 $? "$tmp/k3.err"
+expect_grep "key file readable by others: message" "accessible to others \(mode 0644\)" \
+    "$tmp/k3.err"
+chmod 600 "$tmp/client.key"
+printf 'zz%.0s' $(seq 1 32) >"$tmp/bad.key"
+chmod 600 "$tmp/bad.key"
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --key-file "$tmp/bad.key" \
+    2>"$tmp/k4.err"
+expect_rc "malformed key file" 2 $? "$tmp/k4.err"
+expect_grep "malformed key file: message" "not a key \(expected 64 hex digits" "$tmp/k4.err"
+# No log or message holds a key.
+for k in server client; do
+    checks=$((checks + 1))
+    if grep -rqiF "$(cat "$tmp/$k.key")" "$tmp"/*.err; then
+        fail "the $k key appears in a log"
+    fi
+done
+
+# --- faults: a message, a non-zero exit, nothing written ---------------------
+# Bad input files: exit 2 before any connection.
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/missing.txt" --output "$tmp/f1.out" \
+    2>"$tmp/f1.err"
+expect_rc "missing input" 2 $? "$tmp/f1.err"
+expect_grep "missing input: message" "missing.txt: cannot open: No such file" "$tmp/f1.err"
+expect_no_output "missing input" "$tmp/f1.out"
+printf 'id,name\n1,a\n2,"b\n' >"$tmp/bad.csv"
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/bad.csv" --column name 2>"$tmp/f2.err"
+expect_rc "malformed csv" 2 $? "$tmp/f2.err"
+expect_grep "malformed csv: message" "bad.csv: line 3" "$tmp/f2.err"
+printf 'id,name\n1,a\n2,b,c\n' >"$tmp/bad2.csv"
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/bad2.csv" --column name \
+    --output "$tmp/f3.out" 2>"$tmp/f3.err"
+expect_rc "csv field count" 2 $? "$tmp/f3.err"
+expect_grep "csv field count: message" "bad2.csv: line 3" "$tmp/f3.err"
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.csv" --column nosuch \
+    --output "$tmp/f4.out" 2>"$tmp/f4.err"
+expect_rc "csv column missing" 2 $? "$tmp/f4.err"
+expect_grep "csv column missing: message" "nosuch" "$tmp/f4.err"
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" \
+    --output "$tmp/nodir/out" 2>"$tmp/f5.err"
+expect_rc "output directory missing" 2 $? "$tmp/f5.err"
+
+# Connection refused: a port nobody listens on (the peer's, after it exits).
+"$peer" server-close-after-accept >"$tmp/port" 2>/dev/null &
+ppid_=$!
+pids+=("$ppid_")
+for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+p=$(cat "$tmp/port")
+# ... first the peer itself: it accepts, then closes after the handshake.
+"$psi" client --connect "127.0.0.1:$p" --input "$tmp/client.txt" --output "$tmp/f6.out" \
+    2>"$tmp/f6.err"
+expect_rc "peer closes mid-run" 1 $? "$tmp/f6.err"
+expect_grep "peer closes mid-run: message" "closed the connection" "$tmp/f6.err"
+expect_no_output "peer closes mid-run" "$tmp/f6.out"
+wait_pid "$ppid_"
+"$psi" client --connect "127.0.0.1:$p" --input "$tmp/client.txt" --output "$tmp/f7.out" \
+    2>"$tmp/f7.err"
+expect_rc "connection refused" 1 $? "$tmp/f7.err"
+expect_grep "connection refused: message" "Connection refused" "$tmp/f7.err"
+expect_no_output "connection refused" "$tmp/f7.out"
+
+# peer_server MODE NAME PATTERN [CLIENT_ARGS]: the client against a broken
+# server must exit 1 with PATTERN and write nothing.
+peer_server() {
+    local mode=$1 name=$2 pattern=$3
+    shift 3
+    : >"$tmp/port"
+    "$peer" "$mode" >"$tmp/port" 2>"$tmp/$name.peer.err" &
+    local pp=$!
+    pids+=("$pp")
+    for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+    "$psi" client --connect "127.0.0.1:$(cat "$tmp/port")" --input "$tmp/client.txt" \
+        --output "$tmp/$name.out" "$@" 2>"$tmp/$name.err"
+    expect_rc "$name" 1 $? "$tmp/$name.err"
+    expect_grep "$name: message" "$pattern" "$tmp/$name.err"
+    expect_no_output "$name" "$tmp/$name.out"
+    [ "$mode" = server-silent ] && kill -9 "$pp" 2>/dev/null
+    wait_pid "$pp"
+    peer_rc=$rc
+}
+peer_server server-oversized oversized-frame "setup frame of [0-9]+ bytes .*is larger than the limit"
+peer_server server-silent timeout "for 2 s" --timeout 2
+peer_server server-invalid-points invalid-points "PSI_E_POINT_X_RANGE"
+expect_rc "invalid points: the server was told" 0 "$peer_rc" "$tmp/invalid-points.peer.err"
+
+# peer_client MODE NAME PATTERN: the server against a broken client must exit
+# 1 with PATTERN.
+peer_client() {
+    local mode=$1 name=$2 pattern=$3
+    start_server "$tmp/$name.server.err" --input "$tmp/server.txt" --reveal || return
+    "$peer" "$mode" "127.0.0.1:$port" 2>"$tmp/$name.peer.err"
+    peer_rc=$?
+    wait_pid "$spid"
+    expect_rc "$name: server" 1 "$rc" "$tmp/$name.server.err"
+    expect_grep "$name: message" "$pattern" "$tmp/$name.server.err"
+}
+peer_client client-invalid-points client-invalid "request is invalid: .*PSI_E_POINT_X_RANGE"
+expect_rc "client invalid points: told" 0 "$peer_rc" "$tmp/client-invalid.peer.err"
+peer_client client-oversized client-oversized "request frame of [0-9]+ bytes .*is larger than the limit"
+peer_client client-killed-mid-request client-killed "closed the connection"
+peer_client client-garbage client-garbage "sent a frame of unknown type 71"
+
+echo "$checks checks, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,214 @@
+/*
+ * A misbehaving partner for tests/test_net.sh: speaks the frames of
+ * cli/cli_net.h and the handshake of cli/cli_session.h, and breaks the
+ * protocol in one chosen way, so that the real `psi server` and `psi client`
+ * can be checked to fail cleanly.
+ *
+ * Usage: test_net_peer MODE [HOST:PORT]
+ *   server-* modes listen on 127.0.0.1 (a free port, printed on stdout) and
+ *   play a server for one client; client-* modes connect to HOST:PORT.
+ * Exit status: 0 when the peer under test behaved as expected as far as
+ * this side can see (the test script checks the rest), 1 otherwise.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_net.h"
+#include "cli_session.h"
+#include "psi.h"
+
+#define PEER_N 3
+
+/* A 33-byte element whose x is >= p: invalid for every decoder. */
+static void peer_bad_points(uint8_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        out[33 * i] = 0x02;
+        memset(out + 33 * i + 1, 0xff, 32);
+    }
+}
+
+/* Reads the client's HELLO and answers a raw, revealing ACCEPT for PEER_N
+ * values.  Returns: 0 or -1. */
+static int peer_accept_client(psi_cli_conn *c, psi_cli_handshake *hello)
+{
+    uint8_t *buf = NULL, out[PSI_CLI_HANDSHAKE_BYTES];
+    size_t len = 0;
+    char err[256];
+    psi_cli_handshake a;
+
+    if (psi_cli_net_recv(c, PSI_CLI_FRAME_HELLO, PSI_CLI_NET_MSG_MAX, &buf, &len, NULL,
+                         NULL) != 0 ||
+        psi_cli_handshake_decode(hello, buf, len, "the client", err, sizeof err) != 0) {
+        free(buf);
+        return -1;
+    }
+    free(buf);
+    memset(&a, 0, sizeof a);
+    a.version = PSI_CLI_PROTOCOL_VERSION;
+    a.reveal = hello->reveal;
+    a.association = hello->association;
+    a.structure = PSI_STRUCTURE_RAW;
+    a.fpr = PSI_CLI_DEFAULT_FPR;
+    a.n = PEER_N;
+    psi_cli_handshake_encode(out, &a);
+    return psi_cli_net_send(c, PSI_CLI_FRAME_ACCEPT, out, sizeof out, NULL, NULL);
+}
+
+/* Sends a frame header claiming `len` payload bytes, and no payload. */
+static int peer_send_header(psi_cli_conn *c, int type, uint64_t len)
+{
+    uint8_t h[PSI_CLI_NET_HEADER_BYTES];
+
+    h[0] = (uint8_t)type;
+    for (int i = 0; i < 8; i++)
+        h[1 + i] = (uint8_t)(len >> (56 - 8 * i));
+    return write(c->fd, h, sizeof h) == (ssize_t)sizeof h ? 0 : -1;
+}
+
+/* The hostile server modes. */
+static int peer_server(const char *mode)
+{
+    char bound[160], err[256];
+    int lfd;
+    psi_cli_conn c;
+    psi_cli_handshake hello;
+    uint8_t setup[64], *req = NULL, *resp, *pts;
+    size_t setup_len = sizeof setup, req_len = 0, resp_len;
+    psi_setup_params p = {PSI_STRUCTURE_RAW, 0, 1};
+
+    if (psi_cli_net_listen(&lfd, bound, sizeof bound, "127.0.0.1:0", err, sizeof err) != 0)
+        return 1;
+    printf("%s\n", strrchr(bound, ':') + 1);
+    fflush(stdout);
+    if (psi_cli_net_accept(&c, lfd, 10000) != 0)
+        return 1;
+    if (strcmp(mode, "server-silent") == 0) {
+        sleep(30); // the client's --timeout ends the test first
+        return 0;
+    }
+    if (peer_accept_client(&c, &hello) != 0)
+        return 1;
+    if (strcmp(mode, "server-close-after-accept") == 0) {
+        psi_cli_net_close(&c);
+        return 0;
+    }
+    if (strcmp(mode, "server-oversized") == 0) {
+        peer_send_header(&c, PSI_CLI_FRAME_SETUP, (uint64_t)1 << 60);
+        sleep(2);
+        return 0;
+    }
+    // server-invalid-points: an empty raw setup, then a response of bad points.
+    if (psi_setup_encode(setup, &setup_len, &p, NULL, 0) != PSI_OK ||
+        psi_cli_net_send(&c, PSI_CLI_FRAME_SETUP, setup, setup_len, NULL, NULL) != 0 ||
+        psi_cli_net_recv(&c, PSI_CLI_FRAME_REQUEST, 1 << 20, &req, &req_len, NULL,
+                         NULL) != 0)
+        return 1;
+    free(req);
+    // As many bad points as the client announced, so the frame is the
+    // right size and only the points are wrong.
+    resp_len = psi_response_bound((size_t)hello.n);
+    resp = malloc(resp_len + 1);
+    pts = malloc(33 * (size_t)hello.n + 1);
+    if (resp == NULL || pts == NULL)
+        return 1;
+    peer_bad_points(pts, (size_t)hello.n);
+    if (psi_response_encode(resp, &resp_len, pts, (size_t)hello.n) != PSI_OK ||
+        psi_cli_net_send(&c, PSI_CLI_FRAME_RESPONSE, resp, resp_len, NULL, NULL) != 0)
+        return 1;
+    free(resp);
+    free(pts);
+    // The client must answer with an ERROR frame, not DONE.
+    req = NULL;
+    if (psi_cli_net_recv(&c, PSI_CLI_FRAME_DONE, 0, &req, &req_len, NULL, NULL) !=
+        PSI_CLI_NET_EPEER)
+        return 1;
+    fprintf(stderr, "peer: %s\n", c.err);
+    psi_cli_net_close(&c);
+    return 0;
+}
+
+/* Sends the HELLO of a revealing client with PEER_N values and reads the
+ * ACCEPT and the setup. */
+static int peer_hello(psi_cli_conn *c, uint64_t n)
+{
+    uint8_t out[PSI_CLI_HANDSHAKE_BYTES], *buf = NULL;
+    size_t len = 0;
+    psi_cli_handshake h;
+
+    memset(&h, 0, sizeof h);
+    h.version = PSI_CLI_PROTOCOL_VERSION;
+    h.reveal = 1;
+    h.structure = PSI_CLI_STRUCTURE_ANY;
+    h.n = n;
+    psi_cli_handshake_encode(out, &h);
+    if (psi_cli_net_send(c, PSI_CLI_FRAME_HELLO, out, sizeof out, NULL, NULL) != 0 ||
+        psi_cli_net_recv(c, PSI_CLI_FRAME_ACCEPT, PSI_CLI_NET_MSG_MAX, &buf, &len, NULL,
+                         NULL) != 0)
+        return -1;
+    free(buf);
+    buf = NULL;
+    if (psi_cli_net_recv(c, PSI_CLI_FRAME_SETUP, (size_t)1 << 40, &buf, &len, NULL,
+                         NULL) != 0)
+        return -1;
+    free(buf);
+    return 0;
+}
+
+/* The hostile client modes. */
+static int peer_client(const char *mode, const char *addr)
+{
+    psi_cli_conn c;
+    uint8_t pts[PEER_N * 33], req[PEER_N * 35 + 8], *buf = NULL;
+    size_t req_len = sizeof req, len = 0;
+
+    if (psi_cli_net_connect(&c, addr, 10000) != 0)
+        return 1;
+    if (strcmp(mode, "client-garbage") == 0) {
+        static const char junk[] = "GET / HTTP/1.0\r\n\r\n";
+        if (write(c.fd, junk, sizeof junk - 1) < 0)
+            return 1;
+        sleep(1);
+        return 0;
+    }
+    if (strcmp(mode, "client-killed-mid-request") == 0) {
+        // A real request header for 1000 values, half of it, then SIGKILL.
+        static uint8_t half[1000 * 35 / 2];
+        if (peer_hello(&c, 1000) != 0 ||
+            peer_send_header(&c, PSI_CLI_FRAME_REQUEST, 1000 * 35 + 2) != 0 ||
+            write(c.fd, half, sizeof half) != (ssize_t)sizeof half)
+            return 1;
+        raise(SIGKILL);
+    }
+    if (peer_hello(&c, PEER_N) != 0)
+        return 1;
+    if (strcmp(mode, "client-oversized") == 0) {
+        peer_send_header(&c, PSI_CLI_FRAME_REQUEST, (uint64_t)1 << 60);
+    } else { // client-invalid-points
+        peer_bad_points(pts, PEER_N);
+        if (psi_request_encode(req, &req_len, 1, pts, PEER_N) != PSI_OK ||
+            psi_cli_net_send(&c, PSI_CLI_FRAME_REQUEST, req, req_len, NULL, NULL) != 0)
+            return 1;
+    }
+    // The server must answer with an ERROR frame.
+    if (psi_cli_net_recv(&c, PSI_CLI_FRAME_RESPONSE, 1 << 20, &buf, &len, NULL, NULL) !=
+        PSI_CLI_NET_EPEER)
+        return 1;
+    fprintf(stderr, "peer: %s\n", c.err);
+    psi_cli_net_close(&c);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    if (argc >= 2 && strncmp(argv[1], "server-", 7) == 0)
+        return peer_server(argv[1]);
+    if (argc >= 3 && strncmp(argv[1], "client-", 7) == 0)
+        return peer_client(argv[1], argv[2]);
+    fprintf(stderr, "usage: %s server-MODE | client-MODE HOST:PORT\n", argv[0]);
+    return 2;
+}
