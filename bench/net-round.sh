@@ -1,33 +1,68 @@
 #!/usr/bin/env bash
 # One `psi server` / `psi client` round on 127.0.0.1 with N generated values
-# a side (half of the client's in the server's set), checked against the
-# known intersection, with the wall time and each side's peak memory.
+# a side (the client's even rows are in the server's set, its odd rows are
+# not), checked against that known intersection, with the wall time and
+# each side's peak memory.
 #
 #   bash bench/net-round.sh [N] [PSI] [-- extra options for both sides]
 #
-# N defaults to 1000000; PSI to build/cli/psi.  The files go to a
-# temporary directory, removed at the end.  Both processes share this
-# machine's cores, as they would not on two machines.
+# N defaults to 1000000; PSI to build/cli/psi.  Environment:
+#   MODE=rows|indices|count|association  the client's output (default rows)
+#   CSV=1  the client reads a CSV file (id, email, name) and matches on its
+#          email column; rows then come out as whole CSV rows
+# The files go to a temporary directory, removed at the end.  Both
+# processes share this machine's cores, as they would not on two machines.
 set -euo pipefail
 n=${1:-1000000}
 psi=${2:-build/cli/psi}
 shift $(($# < 2 ? $# : 2))
 [ "${1:-}" = "--" ] && shift
 extra=("$@")
+mode=${MODE:-rows}
+csv=${CSV:-0}
 tmp=$(mktemp -d)
-trap 'kill $spid 2>/dev/null; rm -rf "$tmp"' EXIT
+spid=
+trap '[ -n "$spid" ] && kill $spid 2>/dev/null; rm -rf "$tmp"' EXIT
 
-# Server: user<i>@example.org for i < n; client row j: the server's value j
-# for even j, a value the server lacks for odd j.
+case $mode in
+rows) cflag=() ;;
+indices) cflag=(--indices) ;;
+count) cflag=(--count-only) ;;
+association) cflag=(--association) ;;
+*) echo "net-round: MODE must be rows, indices, count or association" >&2; exit 2 ;;
+esac
+sflag=(--reveal)
+[ "$mode" = count ] && sflag=()
+[ "$mode" = association ] && sflag+=(--association)
+
 awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "user%d@example.org\n", i }' \
     >"$tmp/server.txt"
-awk -v n="$n" 'BEGIN { for (j = 0; j < n; j++)
-    if (j % 2 == 0) printf "user%d@example.org\n", j; else printf "guest%d@example.net\n", j }' \
-    >"$tmp/client.txt"
+if [ "$csv" = 1 ]; then
+    awk -v n="$n" 'BEGIN { print "id,email,name"; for (j = 0; j < n; j++)
+        if (j % 2 == 0) printf "%d,user%d@example.org,\"Name, %d\"\r\n", j, j, j;
+        else printf "%d,\"guest%d@example.net\",\"Guest \"\"%d\"\"\"\r\n", j, j, j }' \
+        >"$tmp/client.in"
+    cin=(--input "$tmp/client.in" --column email)
+else
+    awk -v n="$n" 'BEGIN { for (j = 0; j < n; j++)
+        if (j % 2 == 0) printf "user%d@example.org\n", j; else printf "guest%d@example.net\n", j }' \
+        >"$tmp/client.in"
+    cin=(--input "$tmp/client.in")
+fi
+# The expected output.
+case $mode in
+rows) if [ "$csv" = 1 ]; then
+          awk 'NR == 1 || NR % 2 == 0 { sub(/\r$/, ""); print }' "$tmp/client.in"
+      else awk 'NR % 2 == 1' "$tmp/client.in"; fi ;;
+indices) awk -v n="$n" 'BEGIN { for (j = 0; j < n; j += 2) print j }' ;;
+count) echo $(((n + 1) / 2)) ;;
+association) awk -v n="$n" 'BEGIN { for (j = 0; j < n; j += 2) printf "%d\t%d\n", j, j }' ;;
+esac >"$tmp/want"
 echo "net-round: $n values a side, $(du -h "$tmp/server.txt" | cut -f1) and" \
-     "$(du -h "$tmp/client.txt" | cut -f1) of input; options: ${extra[*]:-none}"
+     "$(du -h "$tmp/client.in" | cut -f1) of input ($([ "$csv" = 1 ] && echo CSV || echo lines))," \
+     "output $mode; options: ${extra[*]:-none}"
 
-"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --reveal --progress \
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" "${sflag[@]}" --progress \
     "${extra[@]}" 2>"$tmp/server.err" &
 spid=$!
 port=
@@ -38,15 +73,17 @@ for _ in $(seq 1 600); do
 done
 [ -n "$port" ] || { cat "$tmp/server.err"; exit 1; }
 t0=$(date +%s.%N)
-"$psi" client --connect "127.0.0.1:$port" --input "$tmp/client.txt" \
-    --output "$tmp/out.txt" --progress "${extra[@]}" 2>"$tmp/client.err" || {
+"$psi" client --connect "127.0.0.1:$port" "${cin[@]}" "${cflag[@]}" \
+    --output "$tmp/out" --progress "${extra[@]}" 2>"$tmp/client.err" || {
     cat "$tmp/client.err" "$tmp/server.err"; exit 1; }
 t1=$(date +%s.%N)
 wait "$spid"
+spid=
 grep -v '%), ' "$tmp/server.err" | sed 's/^/  /'
 grep -v '%), ' "$tmp/client.err" | sed 's/^/  /'
-if awk 'NR % 2 == 1' "$tmp/client.txt" | cmp -s - "$tmp/out.txt"; then
-    echo "net-round: result OK ($(wc -l <"$tmp/out.txt") rows), round $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+if cmp -s "$tmp/want" "$tmp/out"; then
+    echo "net-round: result OK ($(wc -l <"$tmp/out") lines), round" \
+         "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
 else
     echo "net-round: result WRONG"
     exit 1

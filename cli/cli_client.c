@@ -145,6 +145,8 @@ static int client_parse(client_opts *o, int argc, char **argv)
                       : o->net.input == NULL ? "--input FILE" : "--output FILE");
         return -1;
     }
+    if (psi_cli_net_check_addr(o->net.addr, "client") != 0)
+        return -1;
     if (o->mode == CLIENT_ASSOCIATION && o->net.structure != PSI_CLI_STRUCTURE_ANY &&
         o->net.structure != PSI_STRUCTURE_RAW) {
         psi_cli_error("client: --association needs the raw setup");

@@ -111,6 +111,8 @@ static int server_parse(server_opts *o, int argc, char **argv)
                       o->net.addr == NULL ? "--listen HOST:PORT" : "--input FILE");
         return -1;
     }
+    if (psi_cli_net_check_addr(o->net.addr, "server") != 0)
+        return -1;
     if (o->net.structure == PSI_CLI_STRUCTURE_ANY)
         o->net.structure = PSI_STRUCTURE_RAW;
     if (o->net.fpr == 0)

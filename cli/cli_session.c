@@ -157,6 +157,18 @@ int psi_cli_net_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i,
     return 0;
 }
 
+int psi_cli_net_check_addr(const char *addr, const char *cmd)
+{
+    char host[256], port[16], err[512];
+
+    if (psi_cli_net_parse_addr(host, sizeof host, port, sizeof port, addr, err,
+                               sizeof err) != 0) {
+        psi_cli_error("%s: %s", cmd, err);
+        return -1;
+    }
+    return 0;
+}
+
 void psi_cli_session_params(psi_setup_params *p, const psi_cli_handshake *accept,
                             uint64_t client_n)
 {

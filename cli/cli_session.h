@@ -77,6 +77,10 @@ void psi_cli_net_opts_default(psi_cli_net_opts *o);
 int psi_cli_net_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i,
                            const char *cmd);
 
+/** Checks that addr is HOST:PORT (cli_net.h).  Returns: 0, or -1 after a
+ *  usage message naming `cmd`. */
+int psi_cli_net_check_addr(const char *addr, const char *cmd);
+
 /** The server's check of a client's HELLO against its own settings (`self`,
  *  with the server's structure, fpr and n) and limits.  Returns: 0, or -1
  *  with a message in err saying what disagreed and how to fix it. */

@@ -266,6 +266,8 @@ disagree reveal "reveals only its size: start the server with --reveal" \
     --input "$tmp/server.txt" -- --input "$tmp/client.txt"
 disagree association "does not send it: start the server with --association" \
     --input "$tmp/server.txt" --reveal -- --input "$tmp/client.txt" --association
+disagree overflow "fpr 1e-300 is too small for a gcs setup of 305 values queried with 118" \
+    --input "$tmp/server.txt" --reveal --structure gcs --fpr 1e-300 -- --input "$tmp/client.txt"
 disagree limit "more than this server accepts \(--max-peer-values 10\)" \
     --input "$tmp/server.txt" --reveal --max-peer-values 10 -- --input "$tmp/client.txt"
 
@@ -328,9 +330,36 @@ expect_grep "csv field count: message" "bad2.csv: line 3" "$tmp/f3.err"
     --output "$tmp/f4.out" 2>"$tmp/f4.err"
 expect_rc "csv column missing" 2 $? "$tmp/f4.err"
 expect_grep "csv column missing: message" "nosuch" "$tmp/f4.err"
+"$psi" server --listen 127.0.0.1:0 --input "$tmp" 2>"$tmp/f4b.err"
+expect_rc "input is a directory" 2 $? "$tmp/f4b.err"
+expect_grep "input is a directory: message" "cannot open: Is a directory" "$tmp/f4b.err"
 "$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" \
     --output "$tmp/nodir/out" 2>"$tmp/f5.err"
 expect_rc "output directory missing" 2 $? "$tmp/f5.err"
+
+# Usage errors: exit 2.
+"$psi" client --connect nowhere --input "$tmp/client.txt" --output "$tmp/u1.out" 2>"$tmp/u1.err"
+expect_rc "address without a port" 2 $? "$tmp/u1.err"
+expect_grep "address without a port: message" "'nowhere' is not HOST:PORT" "$tmp/u1.err"
+"$psi" server --listen 127.0.0.1:99999 --input "$tmp/server.txt" 2>"$tmp/u2.err"
+expect_rc "port out of range" 2 $? "$tmp/u2.err"
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/u3.out" \
+    --indices --count-only 2>"$tmp/u3.err"
+expect_rc "two output modes" 2 $? "$tmp/u3.err"
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --association 2>"$tmp/u4.err"
+expect_rc "association without reveal" 2 $? "$tmp/u4.err"
+expect_grep "association without reveal: message" "needs --reveal" "$tmp/u4.err"
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" 2>"$tmp/u5.err"
+expect_rc "no output" 2 $? "$tmp/u5.err"
+expect_grep "no output: message" "--output FILE is required" "$tmp/u5.err"
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --fpr 2 2>"$tmp/u6.err"
+expect_rc "fpr out of range" 2 $? "$tmp/u6.err"
+"$psi" --help >"$tmp/help.out"
+for c in server client; do
+    expect_grep "psi --help lists $c" "^  $c " "$tmp/help.out"
+    "$psi" help "$c" >"$tmp/help.$c" 2>&1
+    expect_rc "psi help $c" 0 $? "$tmp/help.$c"
+done
 
 # Connection refused: a port nobody listens on (the peer's, after it exits).
 "$peer" server-close-after-accept >"$tmp/port" 2>/dev/null &
@@ -375,14 +404,21 @@ peer_server server-silent timeout "for 2 s" --timeout 2
 peer_server server-invalid-points invalid-points "PSI_E_POINT_X_RANGE"
 expect_rc "invalid points: the server was told" 0 "$peer_rc" "$tmp/invalid-points.peer.err"
 
-# peer_client MODE NAME PATTERN: the server against a broken client must exit
-# 1 with PATTERN.
+# peer_client MODE NAME PATTERN [SERVER_ARGS]: the server against a broken
+# client must exit 1 with PATTERN.
 peer_client() {
     local mode=$1 name=$2 pattern=$3
-    start_server "$tmp/$name.server.err" --input "$tmp/server.txt" --reveal || return
-    "$peer" "$mode" "127.0.0.1:$port" 2>"$tmp/$name.peer.err"
-    peer_rc=$?
+    shift 3
+    start_server "$tmp/$name.server.err" --input "$tmp/server.txt" --reveal "$@" || return
+    "$peer" "$mode" "127.0.0.1:$port" 2>"$tmp/$name.peer.err" &
+    local pp=$!
+    pids+=("$pp")
     wait_pid "$spid"
+    local server_rc=$rc
+    [ "$mode" = client-silent ] && kill -9 "$pp" 2>/dev/null
+    wait_pid "$pp"
+    peer_rc=$rc
+    rc=$server_rc
     expect_rc "$name: server" 1 "$rc" "$tmp/$name.server.err"
     expect_grep "$name: message" "$pattern" "$tmp/$name.server.err"
 }
@@ -391,6 +427,7 @@ expect_rc "client invalid points: told" 0 "$peer_rc" "$tmp/client-invalid.peer.e
 peer_client client-oversized client-oversized "request frame of [0-9]+ bytes .*is larger than the limit"
 peer_client client-killed-mid-request client-killed "closed the connection"
 peer_client client-garbage client-garbage "sent a frame of unknown type 71"
+peer_client client-silent client-silent "for 2 s" --timeout 2
 
 echo "$checks checks, $failures failed"
 [ "$failures" -eq 0 ]
