@@ -88,65 +88,45 @@ void psi_cli_client_usage(FILE *out)
         PSI_CLI_DEFAULT_MAX_PEER, PSI_CLI_DEFAULT_TIMEOUT_S);
 }
 
-/* Sets the output mode once.  Returns: 0 or -1 after a message. */
-static int client_set_mode(client_opts *o, client_mode m, int *given)
+/* The client's own options (psi_cli_own_opt_fn): --output and one output
+ * mode. */
+static int client_own_opt(void *arg, int argc, char **argv, int *i)
 {
-    if (*given && o->mode != m) {
-        psi_cli_error("client: give only one of --indices, --count-only and --association");
-        return -1;
+    static const char *const modes[] = {NULL, "--indices", "--count-only", "--association"};
+    client_opts *o = arg;
+    const char *v = NULL;
+
+    if (psi_cli_opt_value(argc, argv, i, "--output", &v))
+        return v != NULL ? (o->output = v, 1) : -1;
+    for (int m = CLIENT_INDICES; m <= CLIENT_ASSOCIATION; m++) {
+        if (strcmp(argv[*i], modes[m]) != 0)
+            continue;
+        if (o->mode != CLIENT_ROWS && o->mode != (client_mode)m) {
+            psi_cli_error("client: give only one of --indices, --count-only and "
+                          "--association");
+            return -1;
+        }
+        o->mode = (client_mode)m;
+        return 1;
     }
-    o->mode = m;
-    *given = 1;
     return 0;
 }
 
 /* Parses the command line.  Returns: 0, 1 after --help, -1 after a message. */
 static int client_parse(client_opts *o, int argc, char **argv)
 {
-    int given = 0;
+    int rc;
 
     memset(o, 0, sizeof *o);
     psi_cli_net_opts_default(&o->net);
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int rc = psi_cli_net_common_opt(&o->net, argc, argv, &i, "client");
-
-        if (rc < 0)
-            return -1;
-        if (rc > 0)
-            continue;
-        if (psi_cli_is_help(argv[i])) {
-            psi_cli_client_usage(stdout);
-            return 1;
-        } else if (psi_cli_opt_value(argc, argv, &i, "--connect", &v)) {
-            if (v == NULL)
-                return -1;
-            o->net.addr = v;
-        } else if (psi_cli_opt_value(argc, argv, &i, "--output", &v)) {
-            if (v == NULL)
-                return -1;
-            o->output = v;
-        } else if (strcmp(argv[i], "--indices") == 0) {
-            rc = client_set_mode(o, CLIENT_INDICES, &given);
-        } else if (strcmp(argv[i], "--count-only") == 0) {
-            rc = client_set_mode(o, CLIENT_COUNT, &given);
-        } else if (strcmp(argv[i], "--association") == 0) {
-            rc = client_set_mode(o, CLIENT_ASSOCIATION, &given);
-        } else {
-            psi_cli_error("client: unknown argument '%s' (see 'psi client --help')", argv[i]);
-            return -1;
-        }
-        if (rc < 0)
-            return -1;
-    }
-    if (o->net.addr == NULL || o->net.input == NULL || o->output == NULL) {
-        psi_cli_error("client: %s is required (see 'psi client --help')",
-                      o->net.addr == NULL ? "--connect HOST:PORT"
-                      : o->net.input == NULL ? "--input FILE" : "--output FILE");
+    rc = psi_cli_net_parse(&o->net, argc, argv, "client", "--connect", psi_cli_client_usage,
+                           client_own_opt, o);
+    if (rc != 0)
+        return rc;
+    if (o->output == NULL) {
+        psi_cli_error("client: --output FILE is required (see 'psi client --help')");
         return -1;
     }
-    if (psi_cli_net_check_addr(o->net.addr, "client") != 0)
-        return -1;
     if (o->mode == CLIENT_ASSOCIATION && o->net.structure != PSI_CLI_STRUCTURE_ANY &&
         o->net.structure != PSI_STRUCTURE_RAW) {
         psi_cli_error("client: --association needs the raw setup");
@@ -251,12 +231,8 @@ static int client_handshake(client_ctx *s)
 static int client_recv(client_ctx *s, int type, size_t max, const char *step,
                        uint8_t **buf, size_t *len)
 {
-    int rc;
+    int rc = psi_cli_progress_recv(&s->prog, &s->conn, type, max, buf, len, step);
 
-    psi_cli_progress_begin(&s->prog, step, "bytes", 0, 0);
-    rc = psi_cli_net_recv(&s->conn, type, max, buf, len, psi_cli_progress_update, &s->prog);
-    s->prog.total = *len;
-    psi_cli_progress_end(&s->prog);
     return rc != 0 ? client_fail_net(s, rc) : 0;
 }
 
@@ -289,10 +265,8 @@ static int client_exchange(client_ctx *s)
         free(req);
         return -1;
     }
-    psi_cli_progress_begin(&s->prog, "sending the request", "bytes", 0, len);
-    rc = psi_cli_net_send(&s->conn, PSI_CLI_FRAME_REQUEST, req, len,
-                          psi_cli_progress_update, &s->prog);
-    psi_cli_progress_end(&s->prog);
+    rc = psi_cli_progress_send(&s->prog, &s->conn, PSI_CLI_FRAME_REQUEST, req, len,
+                               "sending the request");
     free(req);
     if (rc != 0)
         return client_fail_net(s, rc);

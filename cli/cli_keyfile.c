@@ -3,7 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/crypto.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,35 +11,22 @@
 
 #define KEYFILE_HEX (2 * PSI_KEY_BYTES)
 
-/* Hex digit value of c, or -1. */
-static int keyfile_nibble(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decodes the file's text into key: 64 hex digits, then only whitespace.
- * Returns: 0 or -1 (the caller's message names no byte of the text). */
+ * libsodium's codec takes the same time whatever the digits.  Returns: 0 or
+ * -1 (the caller's message names no byte of the text). */
 static int keyfile_decode(unsigned char key[PSI_KEY_BYTES], const unsigned char *text,
                           size_t len)
 {
-    int bad = 0;
+    size_t bin_len = 0;
 
-    if (len < KEYFILE_HEX)
+    if (len < KEYFILE_HEX ||
+        sodium_hex2bin(key, PSI_KEY_BYTES, (const char *)text, KEYFILE_HEX, NULL, &bin_len,
+                       NULL) != 0 || bin_len != PSI_KEY_BYTES)
         return -1;
-    for (size_t i = 0; i < PSI_KEY_BYTES; i++) {
-        int hi = keyfile_nibble(text[2 * i]), lo = keyfile_nibble(text[2 * i + 1]);
-        bad |= hi < 0 || lo < 0;
-        key[i] = (unsigned char)((hi & 15) << 4 | (lo & 15));
-    }
     for (size_t i = KEYFILE_HEX; i < len; i++)
-        bad |= !(text[i] == '\n' || text[i] == '\r' || text[i] == ' ' || text[i] == '\t');
-    return bad ? -1 : 0;
+        if (!(text[i] == '\n' || text[i] == '\r' || text[i] == ' ' || text[i] == '\t'))
+            return -1;
+    return 0;
 }
 
 /* Reads at most cap bytes of fd into buf.  Returns: the count, or -1. */
@@ -112,15 +99,14 @@ static int keyfile_load(psi_engine **e, const psi_settings *s, int fd, const cha
     }
     rc = 0;
 done:
-    OPENSSL_cleanse(text, sizeof text);
-    OPENSSL_cleanse(key, sizeof key);
+    sodium_memzero(text, sizeof text);
+    sodium_memzero(key, sizeof key);
     return rc;
 }
 
 /* Writes the key of engine e to a new file at path (O_EXCL, mode 0600). */
 static int keyfile_store(const psi_engine *e, const char *path, char *err, size_t err_len)
 {
-    static const char digits[] = "0123456789abcdef";
     unsigned char key[PSI_KEY_BYTES], text[KEYFILE_HEX + 1];
     size_t key_len = sizeof key;
     int fd = -1, rc = -1;
@@ -129,10 +115,7 @@ static int keyfile_store(const psi_engine *e, const char *path, char *err, size_
         snprintf(err, err_len, "key file %s: cannot export the key", path);
         goto done;
     }
-    for (size_t i = 0; i < PSI_KEY_BYTES; i++) {
-        text[2 * i] = (unsigned char)digits[key[i] >> 4];
-        text[2 * i + 1] = (unsigned char)digits[key[i] & 15];
-    }
+    sodium_bin2hex((char *)text, sizeof text, key, sizeof key);
     text[KEYFILE_HEX] = '\n';
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
@@ -157,8 +140,8 @@ static int keyfile_store(const psi_engine *e, const char *path, char *err, size_
     fd = -1;
     rc = 0;
 done:
-    OPENSSL_cleanse(key, sizeof key);
-    OPENSSL_cleanse(text, sizeof text);
+    sodium_memzero(key, sizeof key);
+    sodium_memzero(text, sizeof text);
     return rc;
 }
 

@@ -150,6 +150,29 @@ void psi_cli_progress_end(psi_cli_progress *p)
     p->step = NULL;
 }
 
+int psi_cli_progress_send(psi_cli_progress *p, psi_cli_conn *c, int type,
+                          const uint8_t *payload, size_t len, const char *step)
+{
+    int rc;
+
+    psi_cli_progress_begin(p, step, "bytes", 0, len);
+    rc = psi_cli_net_send(c, type, payload, len, psi_cli_progress_update, p);
+    psi_cli_progress_end(p);
+    return rc;
+}
+
+int psi_cli_progress_recv(psi_cli_progress *p, psi_cli_conn *c, int type, size_t max_len,
+                          uint8_t **payload, size_t *len, const char *step)
+{
+    int rc;
+
+    psi_cli_progress_begin(p, step, "bytes", 0, 0);
+    rc = psi_cli_net_recv(c, type, max_len, payload, len, psi_cli_progress_update, p);
+    p->total = *len;
+    psi_cli_progress_end(p);
+    return rc;
+}
+
 void psi_cli_progress_note(psi_cli_progress *p, const char *fmt, ...)
 {
     va_list ap;

@@ -10,6 +10,7 @@
 #ifndef PSI_CLI_PROGRESS_H
 #define PSI_CLI_PROGRESS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cli_net.h"
@@ -45,6 +46,17 @@ void psi_cli_progress_update(void *arg, uint64_t done, uint64_t total);
 
 /** Ends the step with its summary line (when enabled). */
 void psi_cli_progress_end(psi_cli_progress *p);
+
+/** psi_cli_net_send of one frame as a step named `step`, with progress.
+ *  Returns: psi_cli_net_send's code. */
+int psi_cli_progress_send(psi_cli_progress *p, psi_cli_conn *c, int type,
+                          const uint8_t *payload, size_t len, const char *step);
+
+/** psi_cli_net_recv of one frame as a step named `step`, with progress (its
+ *  rate counted from the first data, its wait for the peer said apart).
+ *  Returns: psi_cli_net_recv's code. */
+int psi_cli_progress_recv(psi_cli_progress *p, psi_cli_conn *c, int type, size_t max_len,
+                          uint8_t **payload, size_t *len, const char *step);
 
 /** Prints "<who>: <message>" on stderr, moving past a progress line first;
  *  for messages that always appear (listening, results). */

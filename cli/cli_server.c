@@ -75,44 +75,34 @@ void psi_cli_server_usage(FILE *out)
         PSI_CLI_DEFAULT_FPR, PSI_CLI_DEFAULT_MAX_PEER, PSI_CLI_DEFAULT_TIMEOUT_S);
 }
 
+/* The server's own options (psi_cli_own_opt_fn). */
+static int server_own_opt(void *arg, int argc, char **argv, int *i)
+{
+    server_opts *o = arg;
+
+    (void)argc;
+    if (strcmp(argv[*i], "--reveal") == 0)
+        o->reveal = 1;
+    else if (strcmp(argv[*i], "--association") == 0)
+        o->association = 1;
+    else if (strcmp(argv[*i], "--keep-serving") == 0)
+        o->keep_serving = 1;
+    else
+        return 0;
+    return 1;
+}
+
 /* Parses the command line.  Returns: 0, 1 after --help, -1 after a message. */
 static int server_parse(server_opts *o, int argc, char **argv)
 {
+    int rc;
+
     memset(o, 0, sizeof *o);
     psi_cli_net_opts_default(&o->net);
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int rc = psi_cli_net_common_opt(&o->net, argc, argv, &i, "server");
-
-        if (rc < 0)
-            return -1;
-        if (rc > 0)
-            continue;
-        if (psi_cli_is_help(argv[i])) {
-            psi_cli_server_usage(stdout);
-            return 1;
-        } else if (psi_cli_opt_value(argc, argv, &i, "--listen", &v)) {
-            if (v == NULL)
-                return -1;
-            o->net.addr = v;
-        } else if (strcmp(argv[i], "--reveal") == 0) {
-            o->reveal = 1;
-        } else if (strcmp(argv[i], "--association") == 0) {
-            o->association = 1;
-        } else if (strcmp(argv[i], "--keep-serving") == 0) {
-            o->keep_serving = 1;
-        } else {
-            psi_cli_error("server: unknown argument '%s' (see 'psi server --help')", argv[i]);
-            return -1;
-        }
-    }
-    if (o->net.addr == NULL || o->net.input == NULL) {
-        psi_cli_error("server: %s is required (see 'psi server --help')",
-                      o->net.addr == NULL ? "--listen HOST:PORT" : "--input FILE");
-        return -1;
-    }
-    if (psi_cli_net_check_addr(o->net.addr, "server") != 0)
-        return -1;
+    rc = psi_cli_net_parse(&o->net, argc, argv, "server", "--listen", psi_cli_server_usage,
+                           server_own_opt, o);
+    if (rc != 0)
+        return rc;
     if (o->net.structure == PSI_CLI_STRUCTURE_ANY)
         o->net.structure = PSI_STRUCTURE_RAW;
     if (o->net.fpr == 0)
@@ -239,10 +229,8 @@ static int server_setup(server_ctx *s, psi_cli_conn *c, psi_shards *g,
         free(setup);
         return server_fail_psi(s, c, "cannot build the setup", rc);
     }
-    psi_cli_progress_begin(&s->prog, "sending the setup", "bytes", 0, len);
-    rc = psi_cli_net_send(c, PSI_CLI_FRAME_SETUP, setup, len, psi_cli_progress_update,
-                          &s->prog);
-    psi_cli_progress_end(&s->prog);
+    rc = psi_cli_progress_send(&s->prog, c, PSI_CLI_FRAME_SETUP, setup, len,
+                               "sending the setup");
     free(setup);
     return rc != 0 ? server_fail_net(s, c, rc) : 0;
 }
@@ -254,11 +242,9 @@ static int server_respond(server_ctx *s, psi_cli_conn *c, psi_shards *g, uint64_
     uint8_t *req = NULL, *resp = NULL;
     int rc;
 
-    psi_cli_progress_begin(&s->prog, "receiving the request", "bytes", 0, 0);
-    rc = psi_cli_net_recv(c, PSI_CLI_FRAME_REQUEST, psi_request_bound((size_t)client_n),
-                          &req, &req_len, psi_cli_progress_update, &s->prog);
-    s->prog.total = req_len;
-    psi_cli_progress_end(&s->prog);
+    rc = psi_cli_progress_recv(&s->prog, c, PSI_CLI_FRAME_REQUEST,
+                               psi_request_bound((size_t)client_n), &req, &req_len,
+                               "receiving the request");
     if (rc != 0)
         return server_fail_net(s, c, rc);
     resp = psi_cli_alloc(cap, 1);
@@ -283,10 +269,8 @@ static int server_respond(server_ctx *s, psi_cli_conn *c, psi_shards *g, uint64_
         free(resp);
         return server_fail_psi(s, c, "the client's request is invalid", rc);
     }
-    psi_cli_progress_begin(&s->prog, "sending the response", "bytes", 0, len);
-    rc = psi_cli_net_send(c, PSI_CLI_FRAME_RESPONSE, resp, len, psi_cli_progress_update,
-                          &s->prog);
-    psi_cli_progress_end(&s->prog);
+    rc = psi_cli_progress_send(&s->prog, c, PSI_CLI_FRAME_RESPONSE, resp, len,
+                               "sending the response");
     free(resp);
     return rc != 0 ? server_fail_net(s, c, rc) : 0;
 }

@@ -157,11 +157,37 @@ int psi_cli_net_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i,
     return 0;
 }
 
-int psi_cli_net_check_addr(const char *addr, const char *cmd)
+int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cmd,
+                      const char *addr_opt, void (*usage)(FILE *out),
+                      psi_cli_own_opt_fn own, void *own_arg)
 {
     char host[256], port[16], err[512];
 
-    if (psi_cli_net_parse_addr(host, sizeof host, port, sizeof port, addr, err,
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int rc = psi_cli_net_common_opt(o, argc, argv, &i, cmd);
+
+        if (rc == 0 && psi_cli_is_help(argv[i])) {
+            usage(stdout);
+            return 1;
+        }
+        if (rc == 0 && psi_cli_opt_value(argc, argv, &i, addr_opt, &v))
+            rc = v != NULL ? (o->addr = v, 1) : -1;
+        if (rc == 0)
+            rc = own(own_arg, argc, argv, &i);
+        if (rc == 0)
+            psi_cli_error("%s: unknown argument '%s' (see 'psi %s --help')", cmd, argv[i],
+                          cmd);
+        if (rc <= 0)
+            return -1;
+    }
+    if (o->addr == NULL || o->input == NULL) {
+        psi_cli_error("%s: %s%s is required (see 'psi %s --help')", cmd,
+                      o->addr == NULL ? addr_opt : "--input",
+                      o->addr == NULL ? " HOST:PORT" : " FILE", cmd);
+        return -1;
+    }
+    if (psi_cli_net_parse_addr(host, sizeof host, port, sizeof port, o->addr, err,
                                sizeof err) != 0) {
         psi_cli_error("%s: %s", cmd, err);
         return -1;

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cli_net.h"
 #include "psi.h"
@@ -77,9 +78,18 @@ void psi_cli_net_opts_default(psi_cli_net_opts *o);
 int psi_cli_net_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i,
                            const char *cmd);
 
-/** Checks that addr is HOST:PORT (cli_net.h).  Returns: 0, or -1 after a
- *  usage message naming `cmd`. */
-int psi_cli_net_check_addr(const char *addr, const char *cmd);
+/** A command's own options: parses argv[*i] if it is one.  Returns: 1 if it
+ *  was, 0 if not, -1 after a usage message. */
+typedef int (*psi_cli_own_opt_fn)(void *arg, int argc, char **argv, int *i);
+
+/** Parses a network command's line: the common options, -h/--help (prints
+ *  `usage`), `addr_opt` ("--listen" or "--connect") and the command's own
+ *  options through `own`; then requires the address (checked to be
+ *  HOST:PORT) and --input.  Returns: 0, 1 after --help, -1 after a usage
+ *  message naming `cmd`. */
+int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cmd,
+                      const char *addr_opt, void (*usage)(FILE *out),
+                      psi_cli_own_opt_fn own, void *own_arg);
 
 /** The server's check of a client's HELLO against its own settings (`self`,
  *  with the server's structure, fpr and n) and limits.  Returns: 0, or -1
