@@ -245,6 +245,44 @@ checks=$((checks + 1))
 grep -q "masking" "$tmp/raw-rows.server.err" "$tmp/raw-rows.client.err" &&
     fail "progress: lines without --progress on a non-terminal"
 
+# On a terminal the progress lines are on by default (script(1) gives the
+# client a pseudo-terminal).
+if command -v script >/dev/null 2>&1; then
+    start_server "$tmp/tty.server.err" --input "$tmp/server.txt" --reveal
+    script -qec "'$psi' client --connect 127.0.0.1:$port --input '$tmp/client.txt' \
+        --output '$tmp/tty.out' --indices" /dev/null >"$tmp/tty.client.err" 2>&1
+    expect_rc "tty: client" 0 $? "$tmp/tty.client.err"
+    wait_pid "$spid"
+    expect_grep "tty: progress by default" "masking the request: 118 values in" \
+        "$tmp/tty.client.err"
+    expect_same "tty: result" "$tmp/tty.out" "$tmp/want.raw.idx"
+else
+    echo "skipped: no script(1) for the terminal check"
+fi
+
+# IPv6 loopback, where the machine has it.
+"$psi" server --listen '[::1]:0' --input "$tmp/server.txt" --reveal --timeout 20 \
+    2>"$tmp/v6.server.err" >/dev/null </dev/null &
+spid=$!
+pids+=("$spid")
+port=
+for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*listening on \[::1\]:\([0-9]*\).*/\1/p' "$tmp/v6.server.err")
+    [ -n "$port" ] && break
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.05
+done
+if [ -n "$port" ]; then
+    "$psi" client --connect "[::1]:$port" --input "$tmp/client.txt" --indices \
+        --output "$tmp/v6.out" 2>"$tmp/v6.client.err"
+    expect_rc "ipv6: client" 0 $? "$tmp/v6.client.err" "$tmp/v6.server.err" &&
+        expect_same "ipv6: result" "$tmp/v6.out" "$tmp/want.raw.idx"
+    wait_pid "$spid"
+else
+    wait_pid "$spid"
+    echo "skipped: no IPv6 loopback ($(head -c 200 "$tmp/v6.server.err"))"
+fi
+
 # --- disagreements fail both sides, saying what disagreed --------------------
 # disagree NAME PATTERN SERVER_ARGS -- CLIENT_ARGS
 disagree() {
