@@ -333,6 +333,22 @@ static int client_write_matches(client_ctx *s, size_t *count)
     return 0;
 }
 
+/* Decodes the server's permutation (n_server big-endian u64), refusing an
+ * entry that names no server row.  Returns: 0 or -1 (reported). */
+static int client_decode_perm(client_ctx *s, size_t *perm, size_t n_server)
+{
+    for (size_t i = 0; i < n_server; i++) {
+        uint64_t v = psi_cli_load_be(s->perm + 8 * i, 8);
+        if (v >= n_server) {
+            snprintf(s->err, sizeof s->err, "the server's association table: entry %zu "
+                     "names row %llu of %zu", i, (unsigned long long)v, n_server);
+            return client_fail(s, 1, s->err);
+        }
+        perm[i] = (size_t)v;
+    }
+    return 0;
+}
+
 /* Writes the association table, by client index. */
 static int client_write_association(client_ctx *s, size_t *count)
 {
@@ -341,22 +357,17 @@ static int client_write_association(client_ctx *s, size_t *count)
     size_t *perm = psi_cli_alloc(n_server, sizeof *perm);
     int rc = PSI_E_NOMEM;
 
+    if (pairs != NULL && perm != NULL && client_decode_perm(s, perm, n_server) != 0) {
+        free(pairs);
+        free(perm);
+        return -1;
+    }
     if (pairs != NULL && perm != NULL) {
-        for (size_t i = 0; i < n_server; i++) {
-            uint64_t v = 0;
-            for (int b = 0; b < 8; b++)
-                v = v << 8 | s->perm[8 * i + (size_t)b];
-            perm[i] = v < n_server ? (size_t)v : n_server; // out of range: refused below
-        }
         rc = psi_shards_client_get_association(s->g, pairs, &k, s->setup, s->setup_len,
                                                s->response, s->response_len);
         if (rc == PSI_OK)
             rc = psi_association_map(pairs, k, perm, n_server);
     }
-    if (rc == PSI_OK)
-        for (size_t i = 0; i < k; i++)
-            if (pairs[i].server_index >= n_server)
-                rc = PSI_E_INVALID_ARG;
     if (rc == PSI_OK) {
         qsort(pairs, k, sizeof *pairs, client_cmp_pair);
         for (size_t i = 0; i < k; i++)
@@ -395,7 +406,6 @@ static int client_round(client_ctx *s)
 {
     size_t count = 0;
     double t0 = psi_cli_now_ms();
-
     int rc;
 
     if (client_handshake(s) != 0 || client_exchange(s) != 0 || client_result(s, &count) != 0)

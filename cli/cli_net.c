@@ -1,6 +1,7 @@
 /* The TCP transport of `psi server` and `psi client`; see cli_net.h. */
 #include "cli_net.h"
 #include "cli_net_sock.h"
+#include "cli_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,17 +100,14 @@ const char *psi_cli_net_frame_name(int type)
 static void net_put_header(uint8_t *p, int type, uint64_t len)
 {
     p[0] = (uint8_t)type;
-    for (int i = 0; i < 8; i++)
-        p[1 + i] = (uint8_t)(len >> (56 - 8 * i));
+    psi_cli_store_be(p + 1, len, 8);
 }
 
 /* Reads a frame header (see net_put_header). */
 static void net_get_header(const uint8_t *p, int *type, uint64_t *len)
 {
     *type = p[0];
-    *len = 0;
-    for (int i = 0; i < 8; i++)
-        *len = *len << 8 | p[1 + i];
+    *len = psi_cli_load_be(p + 1, 8);
 }
 
 /* Says where an operation stands, for error messages. */

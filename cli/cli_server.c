@@ -285,8 +285,7 @@ static int server_send_perm(server_ctx *s, psi_cli_conn *c, const size_t *perm)
     if (buf == NULL)
         return server_fail(s, c, 1, "out of memory for the association table");
     for (size_t i = 0; i < n; i++)
-        for (int b = 0; b < 8; b++)
-            buf[8 * i + (size_t)b] = (uint8_t)((uint64_t)perm[i] >> (56 - 8 * b));
+        psi_cli_store_be(buf + 8 * i, perm[i], 8);
     rc = psi_cli_net_send(c, PSI_CLI_FRAME_PERM, buf, 8 * n, NULL, NULL);
     free(buf);
     return rc != 0 ? server_fail_net(s, c, rc) : 0;

@@ -10,22 +10,6 @@
 
 static const char session_magic[8] = {'S', 'H', 'A', 'R', 'D', 'P', 'S', 'I'};
 
-/* Big-endian stores and loads. */
-static void session_put(uint8_t *p, uint64_t v, int bytes)
-{
-    for (int i = bytes - 1; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-static uint64_t session_get(const uint8_t *p, int bytes)
-{
-    uint64_t v = 0;
-
-    for (int i = 0; i < bytes; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
 void psi_cli_handshake_encode(uint8_t out[PSI_CLI_HANDSHAKE_BYTES],
                               const psi_cli_handshake *h)
 {
@@ -33,11 +17,11 @@ void psi_cli_handshake_encode(uint8_t out[PSI_CLI_HANDSHAKE_BYTES],
 
     memcpy(&fpr_bits, &h->fpr, sizeof fpr_bits);
     memcpy(out, session_magic, 8);
-    session_put(out + 8, h->version, 2);
+    psi_cli_store_be(out + 8, h->version, 2);
     out[10] = (uint8_t)((h->reveal ? 1 : 0) | (h->association ? 2 : 0));
     out[11] = (uint8_t)h->structure;
-    session_put(out + 12, fpr_bits, 8);
-    session_put(out + 20, h->n, 8);
+    psi_cli_store_be(out + 12, fpr_bits, 8);
+    psi_cli_store_be(out + 20, h->n, 8);
 }
 
 int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
@@ -51,7 +35,7 @@ int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
                  "(bad handshake)", from);
         return -1;
     }
-    h->version = (unsigned)session_get(p + 8, 2);
+    h->version = (unsigned)psi_cli_load_be(p + 8, 2);
     if (h->version != PSI_CLI_PROTOCOL_VERSION) {
         snprintf(err, err_len, "protocol version: %s speaks version %u, this side %u",
                  from, h->version, PSI_CLI_PROTOCOL_VERSION);
@@ -65,9 +49,9 @@ int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
     h->reveal = p[10] & 1;
     h->association = (p[10] >> 1) & 1;
     h->structure = p[11];
-    fpr_bits = session_get(p + 12, 8);
+    fpr_bits = psi_cli_load_be(p + 12, 8);
     memcpy(&h->fpr, &fpr_bits, sizeof h->fpr);
-    h->n = session_get(p + 20, 8);
+    h->n = psi_cli_load_be(p + 20, 8);
     if (h->structure > PSI_STRUCTURE_BLOOM_FILTER && h->structure != PSI_CLI_STRUCTURE_ANY) {
         snprintf(err, err_len, "%s sent an unknown setup type %d", from, h->structure);
         return -1;

@@ -159,6 +159,21 @@ int psi_cli_hex_decode(uint8_t **out, size_t *out_len, const char *hex,
     return 0;
 }
 
+void psi_cli_store_be(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+uint64_t psi_cli_load_be(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < bytes; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
 double psi_cli_now_ms(void)
 {
     struct timespec ts;

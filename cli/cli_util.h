@@ -55,6 +55,12 @@ int psi_cli_parse_double(double *out, const char *text, double lo, int lo_open,
 int psi_cli_hex_decode(uint8_t **out, size_t *out_len, const char *hex,
                        size_t len, char *err, size_t err_len);
 
+/** Stores the low `bytes` bytes of v at p, big-endian (bytes 1 to 8). */
+void psi_cli_store_be(uint8_t *p, uint64_t v, int bytes);
+
+/** Returns: the big-endian integer of `bytes` bytes at p (bytes 1 to 8). */
+uint64_t psi_cli_load_be(const uint8_t *p, int bytes);
+
 /** Returns: a monotonic clock reading in milliseconds. */
 double psi_cli_now_ms(void);
 

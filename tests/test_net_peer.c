@@ -18,6 +18,7 @@
 
 #include "cli_net.h"
 #include "cli_session.h"
+#include "cli_util.h"
 #include "psi.h"
 
 #define PEER_N 3
@@ -64,8 +65,7 @@ static int peer_send_header(psi_cli_conn *c, int type, uint64_t len)
     uint8_t h[PSI_CLI_NET_HEADER_BYTES];
 
     h[0] = (uint8_t)type;
-    for (int i = 0; i < 8; i++)
-        h[1 + i] = (uint8_t)(len >> (56 - 8 * i));
+    psi_cli_store_be(h + 1, len, 8);
     return write(c->fd, h, sizeof h) == (ssize_t)sizeof h ? 0 : -1;
 }
 
