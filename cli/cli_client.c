@@ -38,6 +38,7 @@ typedef struct client_ctx {
     psi_cli_output out;
     psi_cli_conn conn;
     psi_cli_progress prog;
+    psi_engine *key;       // from --key-file; NULL: a fresh key
     psi_shards *g;
     psi_cli_handshake hello, accept;
     uint8_t *setup, *response, *perm;
@@ -164,36 +165,33 @@ static int client_fail_net(client_ctx *s, int rc)
     return client_fail(s, 0, msg);
 }
 
-/* Makes the client's shards: the key file's key or a fresh one.  Returns:
- * 0, -1 (reported), or -2 for an unusable key file (reported). */
+/* Loads or creates the key file, when one is given.  Returns: 0 or -1
+ * (reported: an unusable key file, exit status 2). */
+static int client_key(client_ctx *s)
+{
+    int created = 0;
+
+    if (s->o->net.key_file == NULL)
+        return 0;
+    if (psi_cli_keyfile_engine(&s->key, &created, s->o->net.key_file, s->err,
+                               sizeof s->err) != 0) {
+        psi_cli_error("client: %s", s->err);
+        return -1;
+    }
+    psi_cli_progress_note(&s->prog, "%s key file %s", created ? "created" : "using the key of",
+                          s->o->net.key_file);
+    return 0;
+}
+
+/* Makes the client's shards: the key file's key or a fresh one. */
 static int client_shards(client_ctx *s)
 {
-    psi_settings st;
-    psi_shard_settings ss;
-    psi_engine *e = NULL;
-    int rc, created = 0;
+    const char *what = NULL;
+    int rc = psi_cli_session_shards(&s->g, &what, s->key, PSI_ROLE_CLIENT,
+                                    s->o->mode != CLIENT_COUNT, s->o->net.threads,
+                                    psi_cli_progress_update, &s->prog);
 
-    psi_settings_default(&st);
-    st.role = PSI_ROLE_CLIENT;
-    st.reveal_intersection = s->o->mode != CLIENT_COUNT;
-    if (s->o->net.key_file != NULL) {
-        if (psi_cli_keyfile_engine(&e, &created, &st, s->o->net.key_file, s->err,
-                                   sizeof s->err) != 0) {
-            psi_cli_error("client: %s", s->err);
-            return -2;
-        }
-        if (created)
-            psi_cli_progress_note(&s->prog, "created key file %s", s->o->net.key_file);
-    } else if ((rc = psi_engine_create(&e, &st)) != PSI_OK) {
-        return client_fail_psi(s, "cannot create the engine", rc);
-    }
-    psi_shard_settings_default(&ss);
-    ss.threads = s->o->net.threads;
-    ss.progress = psi_cli_progress_update;
-    ss.progress_arg = &s->prog;
-    rc = psi_shards_create(&s->g, e, &ss);
-    psi_engine_free(e);
-    return rc != PSI_OK ? client_fail_psi(s, "cannot start the shards", rc) : 0;
+    return rc != PSI_OK ? client_fail_psi(s, what, rc) : 0;
 }
 
 /* Connects, sends the HELLO, receives and checks the ACCEPT. */
@@ -448,8 +446,11 @@ int psi_cli_cmd_client(int argc, char **argv)
     } else if (psi_cli_output_open(&s.out, o.output, s.err, sizeof s.err) != 0) {
         psi_cli_error("client: %s", s.err);
         rc = CLI_EXIT_USAGE;
-    } else if ((rc = client_shards(&s)) != 0) {
-        rc = rc == -2 ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+    } else if (client_key(&s) != 0) {
+        rc = CLI_EXIT_USAGE;
+        psi_cli_output_abort(&s.out);
+    } else if (client_shards(&s) != 0) {
+        rc = CLI_EXIT_FAIL;
         psi_cli_output_abort(&s.out);
     } else {
         psi_cli_output_cleanup_on_signal();
@@ -458,6 +459,7 @@ int psi_cli_cmd_client(int argc, char **argv)
     }
     psi_cli_net_close(&s.conn);
     psi_shards_free(s.g);
+    psi_engine_free(s.key);
     free(s.setup);
     free(s.response);
     free(s.perm);

@@ -145,22 +145,24 @@ done:
     return rc;
 }
 
-int psi_cli_keyfile_engine(psi_engine **e, int *created, const psi_settings *s,
-                           const char *path, char *err, size_t err_len)
+int psi_cli_keyfile_engine(psi_engine **e, int *created, const char *path, char *err,
+                           size_t err_len)
 {
+    psi_settings s;
     int fd, prc;
 
+    psi_settings_default(&s);
     *e = NULL;
     *created = 0;
     fd = keyfile_open_existing(path, err, err_len);
     if (fd >= 0) {
-        int rc = keyfile_load(e, s, fd, path, err, err_len);
+        int rc = keyfile_load(e, &s, fd, path, err, err_len);
         close(fd);
         return rc;
     }
     if (fd == -1)
         return -1;
-    prc = psi_engine_create(e, s);
+    prc = psi_engine_create(e, &s);
     if (prc != PSI_OK) {
         snprintf(err, err_len, "cannot create a key: %s", psi_strerror(prc));
         return -1;

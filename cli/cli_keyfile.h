@@ -18,9 +18,11 @@
  *  a regular file whose mode gives the group and others no access (else it
  *  is refused with the chmod to run) and must hold exactly 64 hex digits
  *  (then optional whitespace); the key must be in [1, n-1].
+ *  The engine has the default settings: it holds the key, and the commands
+ *  clone it with their role and reveal flag (psi_engine_clone_with).
  *  Returns: 0, or -1 with a message in err.  Out: *e (NULL on failure),
- *  *created (1 if the file was written).  In: s, the engine's settings. */
-int psi_cli_keyfile_engine(psi_engine **e, int *created, const psi_settings *s,
-                           const char *path, char *err, size_t err_len);
+ *  *created (1 if the file was written). */
+int psi_cli_keyfile_engine(psi_engine **e, int *created, const char *path, char *err,
+                           size_t err_len);
 
 #endif /* PSI_CLI_KEYFILE_H */

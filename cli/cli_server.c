@@ -179,24 +179,11 @@ static int server_handshake(server_ctx *s, psi_cli_conn *c, psi_cli_handshake *h
  * client's reveal flag. */
 static int server_shards(server_ctx *s, psi_cli_conn *c, psi_shards **g, int reveal)
 {
-    psi_settings st;
-    psi_shard_settings ss;
-    psi_engine *e = NULL;
-    int rc;
+    const char *what = NULL;
+    int rc = psi_cli_session_shards(g, &what, s->key, PSI_ROLE_SERVER, reveal,
+                                    s->o->net.threads, psi_cli_progress_update, &s->prog);
 
-    psi_settings_default(&st);
-    st.role = PSI_ROLE_SERVER;
-    st.reveal_intersection = reveal;
-    rc = s->key != NULL ? psi_engine_clone_with(&e, s->key, &st) : psi_engine_create(&e, &st);
-    if (rc != PSI_OK)
-        return server_fail_psi(s, c, "cannot create the engine", rc);
-    psi_shard_settings_default(&ss);
-    ss.threads = s->o->net.threads;
-    ss.progress = psi_cli_progress_update;
-    ss.progress_arg = &s->prog;
-    rc = psi_shards_create(g, e, &ss);
-    psi_engine_free(e);
-    return rc != PSI_OK ? server_fail_psi(s, c, "cannot start the shards", rc) : 0;
+    return rc != PSI_OK ? server_fail_psi(s, c, what, rc) : 0;
 }
 
 /* Builds and sends the setup; keeps the permutation for the association
@@ -332,7 +319,6 @@ done:
 /* Loads the input and the key file.  Returns: 0 or an exit code. */
 static int server_load(server_ctx *s)
 {
-    psi_settings st;
     int created = 0;
 
     if (psi_cli_input_read(&s->in, s->o->net.input, s->o->net.column, s->err,
@@ -342,9 +328,7 @@ static int server_load(server_ctx *s)
     }
     if (s->o->net.key_file == NULL)
         return 0;
-    psi_settings_default(&st);
-    st.role = PSI_ROLE_SERVER;
-    if (psi_cli_keyfile_engine(&s->key, &created, &st, s->o->net.key_file, s->err,
+    if (psi_cli_keyfile_engine(&s->key, &created, s->o->net.key_file, s->err,
                                sizeof s->err) != 0) {
         psi_cli_error("server: %s", s->err);
         return CLI_EXIT_USAGE;

@@ -291,6 +291,34 @@ int psi_cli_session_check_accept(const psi_cli_handshake *accept,
     return 0;
 }
 
+int psi_cli_session_shards(psi_shards **g, const char **what, const psi_engine *key,
+                           psi_role role, int reveal, size_t threads,
+                           psi_progress_fn progress, void *progress_arg)
+{
+    psi_settings st;
+    psi_shard_settings ss;
+    psi_engine *e = NULL;
+    int rc;
+
+    *g = NULL;
+    psi_settings_default(&st);
+    st.role = role;
+    st.reveal_intersection = reveal;
+    rc = key != NULL ? psi_engine_clone_with(&e, key, &st) : psi_engine_create(&e, &st);
+    if (rc != PSI_OK) {
+        *what = "cannot create the engine";
+        return rc;
+    }
+    psi_shard_settings_default(&ss);
+    ss.threads = threads;
+    ss.progress = progress;
+    ss.progress_arg = progress_arg;
+    rc = psi_shards_create(g, e, &ss);
+    psi_engine_free(e);
+    *what = "cannot start the shards";
+    return rc;
+}
+
 void psi_cli_session_net_error(char *out, size_t cap, const psi_cli_conn *c, int rc,
                                const char *peer)
 {

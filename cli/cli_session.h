@@ -17,6 +17,7 @@
 
 #include "cli_net.h"
 #include "psi.h"
+#include "psi_shard.h"
 
 /** The version of the network protocol this build speaks. */
 #define PSI_CLI_PROTOCOL_VERSION 1
@@ -108,6 +109,16 @@ int psi_cli_session_check_accept(const psi_cli_handshake *accept,
  *  client's count, at least 1). */
 void psi_cli_session_params(psi_setup_params *p, const psi_cli_handshake *accept,
                             uint64_t client_n);
+
+/** Builds a round's shards: engines with the key of `key` (cloned with
+ *  `role` and `reveal`), or with a fresh random key when key is NULL, on
+ *  `threads` worker threads (0: every online CPU), reporting progress to
+ *  progress(progress_arg).  Returns: PSI_OK or the library's error, with
+ *  *what naming the step that failed ("cannot create the engine", "cannot
+ *  start the shards").  Out: *g, freed with psi_shards_free. */
+int psi_cli_session_shards(psi_shards **g, const char **what, const psi_engine *key,
+                           psi_role role, int reveal, size_t threads,
+                           psi_progress_fn progress, void *progress_arg);
 
 /** Writes the message of a failed transfer on connection c (code rc): an
  *  ERROR frame's text as "the <peer> (HOST:PORT) ended the round: <text>",
