@@ -246,7 +246,7 @@ static int client_exchange(client_ctx *s)
 
     if (req == NULL)
         return client_fail(s, 1, "out of memory for the request");
-    psi_cli_progress_begin(&s->prog, "masking the request", "values", 1, s->in.n);
+    psi_cli_progress_begin(&s->prog, "masking the request", s->in.n);
     rc = psi_shards_client_create_request(s->g, req, &len, s->in.values, s->in.n);
     psi_cli_progress_end(&s->prog);
     if (rc != PSI_OK) {
@@ -382,7 +382,7 @@ static int client_result(client_ctx *s, size_t *count)
 {
     int rc;
 
-    psi_cli_progress_begin(&s->prog, "matching", "values", 1, s->in.n);
+    psi_cli_progress_begin(&s->prog, "matching", s->in.n);
     if (s->o->mode == CLIENT_COUNT) {
         rc = psi_shards_client_get_intersection_size(s->g, count, s->setup, s->setup_len,
                                                      s->response, s->response_len);

@@ -59,23 +59,28 @@ static void progress_duration(char *out, size_t cap, double ms)
 /* Writes an amount of the step's unit: a count of values, or bytes in MiB. */
 static void progress_amount(char *out, size_t cap, const psi_cli_progress *p, double v)
 {
-    if (strcmp(p->unit, "bytes") == 0)
+    if (p->transfer)
         snprintf(out, cap, "%.1f MiB", v / 1048576.0);
     else
         progress_count(out, cap, (uint64_t)v);
 }
 
-void psi_cli_progress_begin(psi_cli_progress *p, const char *step, const char *unit,
-                            int compute, uint64_t total)
+/* Starts a step: a computation over values or a transfer of bytes. */
+static void progress_start(psi_cli_progress *p, const char *step, int transfer,
+                           uint64_t total)
 {
     p->step = step;
-    p->unit = unit;
-    p->compute = compute;
+    p->transfer = transfer;
     p->total = total;
     p->start_ms = psi_cli_now_ms();
     p->last_ms = p->start_ms;
     p->first_ms = 0;
     p->shown = 0;
+}
+
+void psi_cli_progress_begin(psi_cli_progress *p, const char *step, uint64_t total)
+{
+    progress_start(p, step, 0, total);
 }
 
 /* Prints the running line of the step. */
@@ -91,7 +96,7 @@ static void progress_line(psi_cli_progress *p, uint64_t done, uint64_t total, do
     if (rate > 0 && done < total)
         progress_duration(left, sizeof left, (double)(total - done) / rate * 1000.0);
     fprintf(stderr, "%s%s: %s: %s / %s %s (%.0f%%), %s/s%s%s%s", p->tty ? "\r" : "",
-            p->who, p->step, d, t, strcmp(p->unit, "bytes") == 0 ? "" : p->unit,
+            p->who, p->step, d, t, p->transfer ? "" : "values",
             total ? 100.0 * (double)done / (double)total : 100.0, r,
             left[0] ? ", " : "", left, left[0] ? " left" : "");
     fputs(p->tty ? "\033[K" : "\n", stderr);
@@ -104,14 +109,14 @@ void psi_cli_progress_update(void *arg, uint64_t done, uint64_t total)
     psi_cli_progress *p = arg;
     double now;
 
-    if (p->compute && p->conn != NULL)
+    if (!p->transfer && p->conn != NULL)
         psi_cli_net_keepalive(p->conn, p->keepalive_ms);
     if (!p->enabled || p->step == NULL)
         return;
     now = psi_cli_now_ms();
     // A receive waits for the peer's work first: its rate counts from the
     // first data (reported after the first MiB, or at the end).
-    if (!p->compute && p->first_ms == 0 && done > 0)
+    if (p->transfer && p->first_ms == 0 && done > 0)
         p->first_ms = now;
     if (now - p->start_ms < PROGRESS_DELAY_MS ||
         now - p->last_ms < (p->tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS))
@@ -141,9 +146,8 @@ void psi_cli_progress_end(psi_cli_progress *p)
         snprintf(dur, sizeof dur, "%.0f ms", ms);
     else
         snprintf(dur, sizeof dur, "%.1f s", ms / 1000.0);
-    fprintf(stderr, "%s%s: %s: %s%s%s in %s (%s/s)%s%s\n", p->shown ? "\r" : "", p->who,
-            p->step, t, strcmp(p->unit, "bytes") == 0 ? "" : " ",
-            strcmp(p->unit, "bytes") == 0 ? "" : p->unit, dur, r, wait,
+    fprintf(stderr, "%s%s: %s: %s%s in %s (%s/s)%s%s\n", p->shown ? "\r" : "", p->who,
+            p->step, t, p->transfer ? "" : " values", dur, r, wait,
             p->shown ? "\033[K" : "");
     fflush(stderr);
     p->shown = 0;
@@ -155,7 +159,7 @@ int psi_cli_progress_send(psi_cli_progress *p, psi_cli_conn *c, int type,
 {
     int rc;
 
-    psi_cli_progress_begin(p, step, "bytes", 0, len);
+    progress_start(p, step, 1, len);
     rc = psi_cli_net_send(c, type, payload, len, psi_cli_progress_update, p);
     psi_cli_progress_end(p);
     return rc;
@@ -166,7 +170,7 @@ int psi_cli_progress_recv(psi_cli_progress *p, psi_cli_conn *c, int type, size_t
 {
     int rc;
 
-    psi_cli_progress_begin(p, step, "bytes", 0, 0);
+    progress_start(p, step, 1, 0);
     rc = psi_cli_net_recv(c, type, max_len, payload, len, psi_cli_progress_update, p);
     p->total = *len;
     psi_cli_progress_end(p);

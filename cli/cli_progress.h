@@ -23,8 +23,8 @@ typedef struct psi_cli_progress {
     int keepalive_ms;       // interval of keepalives
     // the current step
     const char *step;       // "masking the setup"
-    const char *unit;       // "values" or "bytes"
-    int compute;            // 1: a computation (keepalives), 0: a transfer
+    int transfer;           // 0: a computation over values (keepalives are
+                            // due), 1: a transfer of bytes
     double start_ms, last_ms;
     double first_ms;        // a transfer's first byte (0: none yet)
     uint64_t total;
@@ -35,9 +35,9 @@ typedef struct psi_cli_progress {
 void psi_cli_progress_init(psi_cli_progress *p, const char *who, int enabled,
                            psi_cli_conn *conn, int timeout_ms);
 
-/** Starts a step of `total` units; compute says whether keepalives are due. */
-void psi_cli_progress_begin(psi_cli_progress *p, const char *step, const char *unit,
-                            int compute, uint64_t total);
+/** Starts a computation over `total` values, during which keepalives are
+ *  due (transfers are steps of psi_cli_progress_send and _recv). */
+void psi_cli_progress_begin(psi_cli_progress *p, const char *step, uint64_t total);
 
 /** The callback for psi_shard_settings.progress and the transfers of
  *  cli_net.h: arg is a psi_cli_progress.  Not reentrant; the shards never

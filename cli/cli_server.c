@@ -208,7 +208,7 @@ static int server_setup(server_ctx *s, psi_cli_conn *c, psi_shards *g,
         return server_fail(s, c, 1, "out of memory for the setup");
     }
     len = cap;
-    psi_cli_progress_begin(&s->prog, "masking the setup", "values", 1, s->in.n);
+    psi_cli_progress_begin(&s->prog, "masking the setup", s->in.n);
     rc = psi_shards_server_create_setup(g, setup, &len, self->association ? *perm : NULL,
                                         &p, s->in.values, s->in.n);
     psi_cli_progress_end(&s->prog);
@@ -240,7 +240,7 @@ static int server_respond(server_ctx *s, psi_cli_conn *c, psi_shards *g, uint64_
         return server_fail(s, c, 1, "out of memory for the response");
     }
     len = cap;
-    psi_cli_progress_begin(&s->prog, "masking the response", "values", 1, client_n);
+    psi_cli_progress_begin(&s->prog, "masking the response", client_n);
     rc = psi_shards_server_process_request(g, resp, &len, req, req_len);
     psi_cli_progress_end(&s->prog);
     free(req);
