@@ -119,7 +119,6 @@ static int client_parse(client_opts *o, int argc, char **argv)
     int rc;
 
     memset(o, 0, sizeof *o);
-    psi_cli_net_opts_default(&o->net);
     rc = psi_cli_net_parse(&o->net, argc, argv, "client", "--connect", psi_cli_client_usage,
                            client_own_opt, o);
     if (rc != 0)

@@ -98,7 +98,6 @@ static int server_parse(server_opts *o, int argc, char **argv)
     int rc;
 
     memset(o, 0, sizeof *o);
-    psi_cli_net_opts_default(&o->net);
     rc = psi_cli_net_parse(&o->net, argc, argv, "server", "--listen", psi_cli_server_usage,
                            server_own_opt, o);
     if (rc != 0)

@@ -73,7 +73,8 @@ const char *psi_cli_structure_name(int structure)
     }
 }
 
-void psi_cli_net_opts_default(psi_cli_net_opts *o)
+/* Fills the defaults of the common options. */
+static void session_opts_default(psi_cli_net_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->timeout_ms = PSI_CLI_DEFAULT_TIMEOUT_S * 1000;
@@ -98,8 +99,10 @@ static int session_structure(int *out, const char *v, const char *what)
     return 0;
 }
 
-int psi_cli_net_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i,
-                           const char *cmd)
+/* Parses argv[*i] if it is one of the common options.  Returns: 1 if it
+ * was, 0 if not, -1 after a usage message naming `cmd`. */
+static int session_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i,
+                              const char *cmd)
 {
     char what[64];
     const char *v = NULL;
@@ -147,9 +150,10 @@ int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cm
 {
     char host[256], port[16], err[512];
 
+    session_opts_default(o);
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
-        int rc = psi_cli_net_common_opt(o, argc, argv, &i, cmd);
+        int rc = session_common_opt(o, argc, argv, &i, cmd);
 
         if (rc == 0 && psi_cli_is_help(argv[i])) {
             usage(stdout);

@@ -68,23 +68,15 @@ typedef struct psi_cli_net_opts {
     double fpr;               // --fpr; client: 0 default
 } psi_cli_net_opts;
 
-/** Fills the defaults (the server's structure raw and fpr 1e-9 are set by
- *  the server command). */
-void psi_cli_net_opts_default(psi_cli_net_opts *o);
-
-/** Parses argv[*i] if it is one of the common options (--input, --column,
- *  --key-file, --threads, --timeout, --progress, --no-progress,
- *  --max-peer-values, --structure, --fpr).  Returns: 1 if it was, 0 if not,
- *  -1 after a usage message naming `cmd`. */
-int psi_cli_net_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i,
-                           const char *cmd);
-
 /** A command's own options: parses argv[*i] if it is one.  Returns: 1 if it
  *  was, 0 if not, -1 after a usage message. */
 typedef int (*psi_cli_own_opt_fn)(void *arg, int argc, char **argv, int *i);
 
-/** Parses a network command's line: the common options, -h/--help (prints
- *  `usage`), `addr_opt` ("--listen" or "--connect") and the command's own
+/** Parses a network command's line into *o, which it first fills with the
+ *  defaults (the client's: any structure and fpr; the server picks its own
+ *  after): the common options (--input, --column, --key-file, --threads,
+ *  --timeout, --progress, --no-progress, --max-peer-values, --structure,
+ *  --fpr), -h/--help (prints `usage`), `addr_opt` ("--listen" or "--connect") and the command's own
  *  options through `own`; then requires the address (checked to be
  *  HOST:PORT) and --input.  Returns: 0, 1 after --help, -1 after a usage
  *  message naming `cmd`. */
