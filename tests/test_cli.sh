@@ -358,14 +358,28 @@ test_vectors_sharded() {
 
 # ------------------------------------------------------------------- demo
 
+# demo_size S: the intersection size the demo must print for structure S.
+# Raw is exact.  The demo runs under fresh keys, and a Bloom filter gives a
+# false positive in about 1 run of 550 at these sizes (PROTOCOL.md §12,
+# item 8), so GCS and Bloom may print more; the demo itself checks that
+# every true match is there and the false positives are within the limit
+# ("result: OK"), and prints the plain count, which must be 150.
+demo_size() {
+    if [ "$1" = raw ]; then
+        has_out '^intersection size: 150$'
+    else
+        has_out '^intersection size: 15[0-5]$'
+    fi
+    has_out '^expected \(plain comparison\): 150, false positives: [0-5] \(allowed [05]\)$'
+}
+
 test_demo() {
     local s
     for s in raw gcs bloom_filter; do
-        run 0 demo --server-size 2000 --client-size 300 --structure "$s" &&
-            has_out '^intersection size: 150$'
+        run 0 demo --server-size 2000 --client-size 300 --structure "$s" && demo_size "$s"
         has_out '^result: OK$'
         run 0 demo --server-size 2000 --client-size 300 --structure "$s" --count-only &&
-            has_out '^intersection size: 150$'
+            demo_size "$s"
         has_out '^result: OK$'
     done
     run 0 demo --server-size 200 --client-size 50 --overlap 1 --structure raw --seed 9 &&
@@ -382,7 +396,7 @@ test_demo_sharded() {
     for s in raw gcs; do
         run 0 demo --server-size 2000 --client-size 300 --structure "$s" \
             --threads 2 --shards 5 && has_out '^parties: server and client each on 5 shards, 2 threads, made in '
-        has_out '^intersection size: 150$'
+        demo_size "$s"
         has_out '^server setup +2000 values .* ms '
         has_out '^result: OK$'
     done
