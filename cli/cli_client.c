@@ -148,9 +148,11 @@ static int client_fail(client_ctx *s, int tell_peer, const char *msg)
 /* As client_fail for a library error of `what`. */
 static int client_fail_psi(client_ctx *s, const char *what, int rc)
 {
-    char msg[sizeof s->err];
+    char msg[sizeof s->err], detail[PSI_ERROR_MESSAGE_BYTES];
 
-    snprintf(msg, sizeof msg, "%s: %s (%s)", what, psi_strerror(rc),
+    // Names the field and element at fault, when the library recorded one.
+    psi_error_message(detail, sizeof detail, rc);
+    snprintf(msg, sizeof msg, "%s: %s (%s)", what, detail,
              psi_error_name(rc) ? psi_error_name(rc) : "?");
     return client_fail(s, 1, msg);
 }

@@ -133,7 +133,11 @@ static int server_fail_net(server_ctx *s, psi_cli_conn *c, int rc)
 /* As server_fail for a library error of `what`. */
 static int server_fail_psi(server_ctx *s, psi_cli_conn *c, const char *what, int rc)
 {
-    snprintf(s->err, sizeof s->err, "%s: %s (%s)", what, psi_strerror(rc),
+    char detail[PSI_ERROR_MESSAGE_BYTES];
+
+    // Names the field and element at fault, when the library recorded one.
+    psi_error_message(detail, sizeof detail, rc);
+    snprintf(s->err, sizeof s->err, "%s: %s (%s)", what, detail,
              psi_error_name(rc) ? psi_error_name(rc) : "?");
     return server_fail(s, c, 1, s->err);
 }

@@ -98,6 +98,12 @@ static int psi_main_dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    // First, before anything uses OpenSSL: its P-256 code frees copies of
+    // the key unwiped unless its allocator wipes (psi.h).
+    if (psi_openssl_wipe_on_free() != PSI_OK) {
+        psi_cli_error("cannot make OpenSSL wipe the memory it frees");
+        return CLI_EXIT_FAIL;
+    }
     int rc = psi_main_dispatch(argc, argv);
 
     // A full disk or closed pipe must not pass for success.

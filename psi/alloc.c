@@ -1,5 +1,7 @@
 /* The library's allocator.  Every allocation passes through psi_alloc so
- * that the fault-injection tests can fail each one in turn. */
+ * that the fault-injection tests can fail each one in turn (OpenSSL's too,
+ * through psi_alloc_should_fail) and the key-hygiene test can scan each
+ * freed block (psi_alloc_set_hooks). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,15 @@
  * test counts down. */
 static _Atomic uint64_t fail_countdown;
 static _Atomic uint64_t alloc_count;
+/* Set by psi_alloc_set_hooks only, while no other thread allocates. */
+static void *(*alloc_hook)(size_t) = malloc;
+static void (*free_hook)(void *) = free;
+
+void psi_alloc_set_hooks(void *(*alloc_fn)(size_t), void (*free_fn)(void *))
+{
+    alloc_hook = alloc_fn != NULL ? alloc_fn : malloc;
+    free_hook = free_fn != NULL ? free_fn : free;
+}
 
 uint64_t psi_alloc_fail_after(uint64_t countdown)
 {
@@ -33,12 +44,27 @@ static int injected_failure(void)
     return 0;
 }
 
-void *psi_alloc(size_t n)
+int psi_alloc_should_fail(void)
 {
     atomic_fetch_add(&alloc_count, 1);
-    if (injected_failure())
+    return injected_failure();
+}
+
+void *psi_raw_alloc(size_t n)
+{
+    return alloc_hook(n == 0 ? 1 : n);
+}
+
+void psi_raw_free(void *p)
+{
+    free_hook(p);
+}
+
+void *psi_alloc(size_t n)
+{
+    if (psi_alloc_should_fail())
         return NULL;
-    return malloc(n == 0 ? 1 : n);
+    return alloc_hook(n == 0 ? 1 : n);
 }
 
 void *psi_calloc(size_t n, size_t size)
@@ -53,7 +79,7 @@ void *psi_calloc(size_t n, size_t size)
 
 void psi_free(void *p)
 {
-    free(p);
+    free_hook(p);
 }
 
 void psi_free_wipe(void *p, size_t n)
@@ -61,7 +87,7 @@ void psi_free_wipe(void *p, size_t n)
     if (p == NULL)
         return;
     sodium_memzero(p, n);
-    free(p);
+    free_hook(p);
 }
 
 void psi_misuse(const char *file, int line, const char *cond)

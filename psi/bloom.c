@@ -31,12 +31,12 @@ int psi_bloom_params(int32_t *k, size_t *n_bytes, double fpr, int64_t num_client
     /* Left to right, as the reference writes it; do not simplify. */
     double bytes = ceil((double)(-m) * log2(fpr_c) / log(2.0) / 8.0);
     if (!(bytes < BLOOM_BYTES_LIMIT))
-        return PSI_E_PARAM_OVERFLOW;
+        return psi_fail_at(PSI_E_PARAM_OVERFLOW, "params.fpr", -1, -1);
     if (!(bytes >= 1.0 && hashes >= 1.0)) /* only if log2 misbehaved */
-        return PSI_E_FPR;
+        return psi_fail_at(PSI_E_FPR, "params.fpr", -1, -1);
     uint64_t nb = (uint64_t)bytes;
     if (nb > SIZE_MAX / 8)
-        return PSI_E_PARAM_OVERFLOW;
+        return psi_fail_at(PSI_E_PARAM_OVERFLOW, "params.fpr", -1, -1);
     *k = (int32_t)hashes;
     *n_bytes = (size_t)nb;
     return PSI_OK;

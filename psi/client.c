@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "ctcheck.h"
 
 int psi_client_create_request(const psi_engine *e, uint8_t *out, size_t *out_len,
                               const psi_value *values, size_t n)
@@ -13,6 +14,7 @@ int psi_client_create_request(const psi_engine *e, uint8_t *out, size_t *out_len
     *out_len = 0;
     PSI_CHECK_ARG(e != NULL && (out != NULL || cap == 0));
     PSI_CHECK_ARG((values != NULL || n == 0) && n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    psi_detail_clear();
     if (psi_engine_role(e) != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
     if (psi_request_bound(n) == 0 || cap < psi_request_bound(n))
@@ -50,6 +52,7 @@ static int round_start(client_round *r, const psi_engine *e, const uint8_t *setu
     memset(r, 0, sizeof *r);
     PSI_CHECK_ARG(e != NULL && (setup != NULL || setup_len == 0));
     PSI_CHECK_ARG(response != NULL || response_len == 0);
+    psi_detail_clear();
     if (psi_engine_role(e) != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
     int rc;
@@ -62,7 +65,11 @@ static int round_start(client_round *r, const psi_engine *e, const uint8_t *setu
         PSI_TRY(PSI_E_NOMEM);
     PSI_TRY(psi_response_decode(masked, &r->n, response, response_len));
     size_t len = r->n * PSI_ELEMENT_BYTES;
-    rc = psi_engine_unmask(e, r->unmasked, &len, masked, r->n);
+    // A bad point is the response's element at the same index.
+    rc = psi_detail_rename(psi_engine_unmask(e, r->unmasked, &len, masked, r->n),
+                           "Response.encrypted_elements");
+    // Public: unmasked, they are the server's masks s·H(v) (§9), free of our key.
+    PSI_DECLASSIFY(r->unmasked, r->n * PSI_ELEMENT_BYTES);
 done:
     psi_free(masked);
     return rc;
@@ -94,6 +101,7 @@ static int client_reveal(const psi_engine *e, reveal_fn fn, void *out, size_t *o
     size_t cap = *out_count;
     *out_count = 0;
     PSI_CHECK_ARG(e != NULL && (out != NULL || cap == 0));
+    psi_detail_clear();
     if (psi_engine_role(e) == PSI_ROLE_CLIENT && !psi_engine_reveal(e))
         return PSI_E_REVEAL_DISABLED;
     client_round r;

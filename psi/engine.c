@@ -60,7 +60,8 @@ static int secret_set(psi_secret *sec, const uint8_t *key, size_t key_len)
     int rc = PSI_E_NOMEM;
     BN_CTX *ctx = BN_CTX_new();
     BIGNUM *k = BN_secure_new(), *n = BN_new(), *kinv = BN_secure_new();
-    if (ctx == NULL || k == NULL || n == NULL || kinv == NULL)
+    BIGNUM *n_minus_2 = BN_new();
+    if (ctx == NULL || k == NULL || n == NULL || kinv == NULL || n_minus_2 == NULL)
         goto done;
     BN_set_flags(k, BN_FLG_CONSTTIME);
     rc = PSI_E_CRYPTO;
@@ -71,9 +72,12 @@ static int secret_set(psi_secret *sec, const uint8_t *key, size_t key_len)
     if (BN_is_zero(k) || BN_cmp(k, n) >= 0)
         goto done;
     rc = PSI_E_CRYPTO;
-    /* n is prime, so the inverse exists; BN_FLG_CONSTTIME on k selects the
-     * constant-time inversion. */
-    if (BN_mod_inverse(kinv, k, n, ctx) == NULL ||
+    /* n is prime: k^-1 = k^(n-2), by OpenSSL's constant-time fixed-window
+     * exponentiation.  Not BN_mod_inverse: even with BN_FLG_CONSTTIME its
+     * Euclid loop runs a key-dependent number of steps on key-sized
+     * BIGNUMs (tests/ctime_psi.c saw about 180 branch sites there). */
+    if (BN_copy(n_minus_2, n) == NULL || !BN_sub_word(n_minus_2, 2) ||
+        !BN_mod_exp_mont_consttime(kinv, k, n_minus_2, n, ctx, NULL) ||
         BN_bn2binpad(k, sec->k, PSI_KEY_BYTES) != PSI_KEY_BYTES ||
         BN_bn2binpad(kinv, sec->kinv, PSI_KEY_BYTES) != PSI_KEY_BYTES)
         goto done;
@@ -84,6 +88,7 @@ done:
     BN_clear_free(k);
     BN_clear_free(kinv);
     BN_free(n);
+    BN_free(n_minus_2);
     BN_CTX_free(ctx);
     return rc;
 }
@@ -95,8 +100,9 @@ int psi_engine_create_from_key(psi_engine **out, const psi_settings *s,
     *out = NULL;
     PSI_CHECK_ARG(s != NULL && settings_valid(s));
     PSI_CHECK_ARG(key != NULL || key_len == 0);
+    psi_detail_clear();
     if (key_len == 0)
-        return PSI_E_KEY_OUT_OF_RANGE;
+        return psi_fail_at(PSI_E_KEY_OUT_OF_RANGE, "key", -1, -1);
     psi_engine *e = NULL;
     int rc = engine_alloc(&e, s);
     if (rc != PSI_OK)
@@ -104,7 +110,7 @@ int psi_engine_create_from_key(psi_engine **out, const psi_settings *s,
     rc = secret_set(e->secret, key, key_len);
     if (rc != PSI_OK) {
         psi_engine_free(e);
-        return rc;
+        return rc == PSI_E_KEY_OUT_OF_RANGE ? psi_fail_at(rc, "key", -1, -1) : rc;
     }
     sodium_mprotect_readonly(e->secret);
     *out = e;

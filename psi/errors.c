@@ -1,5 +1,7 @@
 /* The one table of error messages, the version string and the size
  * functions.  Messages never contain key material or partner data. */
+#include <stdio.h>
+
 #include "common.h"
 
 #define PSI_VERSION_STRING "0.1.0"
@@ -68,6 +70,60 @@ const char *psi_error_name(int code)
 const char *psi_strerror(int code)
 {
     return known(code) ? messages[-code] : "unknown error";
+}
+
+/* ----------------------------------------------------------- details */
+
+/* One per thread: the sharding layer's workers each record their own, and
+ * it copies the failing shard's to the calling thread. */
+static _Thread_local psi_error_detail detail = {PSI_OK, NULL, -1, -1};
+
+void psi_detail_clear(void)
+{
+    detail = (psi_error_detail){PSI_OK, NULL, -1, -1};
+}
+
+int psi_fail_at(int code, const char *field, int64_t index, int64_t offset)
+{
+    detail = (psi_error_detail){code, field, index, offset};
+    return code;
+}
+
+int psi_detail_rename(int code, const char *field)
+{
+    if (code != PSI_OK && detail.code == code)
+        detail.field = field;
+    return code;
+}
+
+void psi_error_detail_get(psi_error_detail *d)
+{
+    if (d != NULL)
+        *d = detail;
+}
+
+void psi_error_detail_set(const psi_error_detail *d)
+{
+    if (d == NULL)
+        psi_detail_clear();
+    else
+        detail = *d;
+}
+
+size_t psi_error_message(char *buf, size_t len, int code)
+{
+    char where[160] = "";
+    const psi_error_detail *d = &detail;
+    if (code != PSI_OK && d->code == code && d->field != NULL) {
+        int w = snprintf(where, sizeof where, "%s", d->field);
+        if (d->index >= 0 && w >= 0 && (size_t)w < sizeof where)
+            w += snprintf(where + w, sizeof where - (size_t)w, "[%lld]", (long long)d->index);
+        if (d->offset >= 0 && w >= 0 && (size_t)w < sizeof where)
+            snprintf(where + w, sizeof where - (size_t)w, " (byte %lld)", (long long)d->offset);
+    }
+    int n = snprintf(buf, len, "%s%s%s", where, where[0] != '\0' ? ": " : "",
+                     psi_strerror(code));
+    return n < 0 ? 0 : (size_t)n;
 }
 
 const char *psi_version(void)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
+#include <sodium.h>
 
 #include "cxx_sort.h"
 #include "gcs.h"
@@ -22,16 +22,18 @@
 int psi_filter_params(double *fpr_c, int64_t *m, double fpr, int64_t num_client_inputs,
                       size_t ns)
 {
+    *fpr_c = 0.0;
+    *m = 0;
     /* nc <= 0 passes the (0,1) test only with a negative fpr, which no
      * caller of the reference means; refuse it outright. */
     if (num_client_inputs <= 0)
-        return PSI_E_FPR;
+        return psi_fail_at(PSI_E_FPR, "params.num_client_inputs", -1, -1);
     *fpr_c = fpr / (double)num_client_inputs;
     if (!(*fpr_c > 0.0 && *fpr_c < 1.0)) /* also refuses NaN */
-        return PSI_E_FPR;
+        return psi_fail_at(PSI_E_FPR, "params.fpr", -1, -1);
     uint64_t ns64 = ns;
     if (ns64 > (uint64_t)INT64_MAX)
-        return PSI_E_PARAM_OVERFLOW;
+        return psi_fail_at(PSI_E_PARAM_OVERFLOW, "values", -1, -1);
     *m = num_client_inputs > (int64_t)ns64 ? num_client_inputs : (int64_t)ns64;
     return PSI_OK;
 }
@@ -49,7 +51,7 @@ int psi_gcs_hash_range(int64_t *hash_range, double fpr, int64_t num_client_input
     double q = (double)m / fpr_c;
     /* The reference casts unchecked: >= 2^63 is undefined there. */
     if (!(q < TWO_POW_63))
-        return PSI_E_PARAM_OVERFLOW;
+        return psi_fail_at(PSI_E_PARAM_OVERFLOW, "params.fpr", -1, -1);
     *hash_range = (int64_t)q; /* >= 1: m >= 1 and fpr_c < 1 */
     return PSI_OK;
 }
@@ -75,8 +77,11 @@ uint64_t psi_digest_mod(const uint8_t *digest, size_t len, uint64_t m)
 uint64_t psi_gcs_hash(const uint8_t *element, int64_t hash_range)
 {
     assert(hash_range >= 1);
-    uint8_t md[SHA256_DIGEST_LENGTH];
-    SHA256(element, PSI_ELEMENT_BYTES, md);
+    uint8_t md[crypto_hash_sha256_BYTES];
+    /* libsodium's SHA-256 cannot fail.  OpenSSL's one-shot SHA256() goes
+     * through EVP, which allocates, and on failure returns NULL with md
+     * unwritten: a wrong filter with PSI_OK (found by test_fault). */
+    crypto_hash_sha256(md, element, PSI_ELEMENT_BYTES);
     return psi_digest_mod(md, sizeof md, (uint64_t)hash_range);
 }
 
@@ -298,24 +303,29 @@ static uint64_t gcs_read_bits(const uint8_t *bits, uint64_t pos, int div)
     return r;
 }
 
+#define GCS_BITS_NAME "ServerSetup.gcs.bits"
+
 /* One pass over a stream (§9.2) with full validation.  Counts the distinct
- * values into *count and, when out is not NULL, stores them there. */
+ * values into *count and, when out is not NULL, stores them there.  A
+ * failure's detail gives the index of the value in the stream, repeats
+ * counted. */
 static int gcs_walk(uint64_t *out, size_t *count, uint64_t hash_range, int div,
                     const uint8_t *bits, size_t len)
 {
     uint64_t nbits = (uint64_t)len * 8, pos = 0, acc = 0, q;
     size_t m = 0;
-    while (gcs_next_one(bits, len, &pos, &q)) {
-        if (nbits - pos < (uint64_t)div)
-            return PSI_E_GCS_STREAM; /* cut inside a remainder */
+    int64_t k = 0;
+    for (; gcs_next_one(bits, len, &pos, &q); k++) {
+        if (nbits - pos < (uint64_t)div) /* cut inside a remainder */
+            return psi_fail_at(PSI_E_GCS_STREAM, GCS_BITS_NAME, k, -1);
         uint64_t r = gcs_read_bits(bits, pos, div);
         pos += (uint64_t)div;
-        if (q > ((uint64_t)INT64_MAX >> div))
-            return PSI_E_GCS_STREAM; /* the delta alone would reach 2^63 */
+        if (q > ((uint64_t)INT64_MAX >> div)) /* the delta alone would reach 2^63 */
+            return psi_fail_at(PSI_E_GCS_STREAM, GCS_BITS_NAME, k, -1);
         uint64_t delta = (q << div) | r;
         acc += delta; /* acc < 2^63 and delta < 2^63: no wrap */
         if (acc >= hash_range)
-            return PSI_E_GCS_STREAM;
+            return psi_fail_at(PSI_E_GCS_STREAM, GCS_BITS_NAME, k, -1);
         if (m > 0 && delta == 0)
             continue; /* a repeated value adds nothing to the set */
         if (out != NULL)
@@ -334,9 +344,9 @@ int psi_gcs_decode(uint64_t **values, size_t *count, int64_t hash_range, int32_t
     *count = 0;
     PSI_CHECK_ARG(bits != NULL || bits_len == 0);
     if (hash_range < 1)
-        return PSI_E_GCS_HASH_RANGE;
+        return psi_fail_at(PSI_E_GCS_HASH_RANGE, "ServerSetup.gcs.hash_range", -1, -1);
     if (div < 0 || div > GCS_DIV_MAX)
-        return PSI_E_GCS_DIV;
+        return psi_fail_at(PSI_E_GCS_DIV, "ServerSetup.gcs.div", -1, -1);
     /* Count first, then fill: sizing by bits alone could ask for 64 bytes
      * of output per byte of input. */
     size_t m;

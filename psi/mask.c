@@ -9,6 +9,7 @@
 #include <openssl/obj_mac.h>
 #include <sodium.h>
 
+#include "ctcheck.h"
 #include "engine.h"
 #include "p256.h"
 
@@ -110,7 +111,10 @@ static int flush_batch(psi_ec *ec, uint8_t out[PSI_EC_BATCH][PSI_ELEMENT_BYTES])
             BN_bn2binpad(ec->bz, ec->xyz[j] + 64, 32) != 32)
             return psi_crypto_error();
     }
-    if (!psi_p256_jacobian_compress(&out[0][0], &ec->xyz[0][0], ec->batch_n))
+    int finite = psi_p256_jacobian_compress(&out[0][0], &ec->xyz[0][0], ec->batch_n);
+    // Public: infinity cannot occur (§4.1), and would be reported as an error.
+    PSI_DECLASSIFY(&finite, sizeof finite);
+    if (!finite)
         return PSI_E_CRYPTO; /* a point at infinity: cannot happen */
     return PSI_OK;
 }
@@ -177,10 +181,13 @@ int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
         return rc;
     for (size_t i = 0; i < n; i++)
         PSI_CHECK_ARG(values[i].data != NULL || values[i].len == 0);
+    psi_detail_clear();
     psi_ec ec;
     rc = psi_ec_init(&ec, e->secret->k);
     for (size_t i = 0; rc == PSI_OK && i < n; i++) {
         rc = psi_h2c(&ec, values[i].data, values[i].len);
+        if (rc == PSI_E_HASH_TO_CURVE)
+            psi_fail_at(rc, "values", (int64_t)i, -1);
         if (rc == PSI_OK)
             rc = psi_ec_mul_queue(&ec, out + i * PSI_ELEMENT_BYTES);
         psi_report_progress(e, i + 1, n);
@@ -197,10 +204,13 @@ static int scale_points(const psi_engine *e, const uint8_t *scalar, uint8_t *out
     int rc = batch_begin(e, out, out_len, points, n);
     if (rc != PSI_OK)
         return rc;
+    psi_detail_clear();
     psi_ec ec;
     rc = psi_ec_init(&ec, scalar);
     for (size_t i = 0; rc == PSI_OK && i < n; i++) {
         rc = psi_point_decode(&ec, points + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);
+        if (rc != PSI_OK)
+            psi_fail_at(rc, "points", (int64_t)i, -1);
         if (rc == PSI_OK)
             rc = psi_ec_mul_queue(&ec, out + i * PSI_ELEMENT_BYTES);
         psi_report_progress(e, i + 1, n);

@@ -162,14 +162,42 @@ static int check_element(const psi_field *f)
     return f->len == PSI_ELEMENT_BYTES ? PSI_OK : PSI_E_MSG_ELEMENT_SIZE;
 }
 
+/* Names for error details: a message and its element field. */
+typedef struct msg_names {
+    const char *message;  /* "Request" */
+    const char *elements; /* "Request.encrypted_elements" */
+    const char *scalar;   /* "Request.reveal_intersection", or NULL */
+} msg_names;
+
+static const msg_names request_names = {"Request", "Request.encrypted_elements",
+                                        "Request.reveal_intersection"};
+static const msg_names response_names = {"Response", "Response.encrypted_elements", NULL};
+
+/* Records a field reader's failure at `at` (the start of the field that
+ * could not be read).  When the tag itself is readable and names the
+ * element field (or the reveal flag), the detail names that field, with
+ * the element's index. */
+static int wire_fail(int rc, const uint8_t *msg, const uint8_t *at, const uint8_t *end,
+                     uint32_t elements_field, const msg_names *names, size_t index)
+{
+    const uint8_t *q = at;
+    uint64_t tag = 0;
+    int tag_read = psi_wire_varint(&q, end, &tag) == PSI_OK;
+    if (tag_read && (tag >> 3) == elements_field)
+        return psi_fail_at(rc, names->elements, (int64_t)index, at - msg);
+    if (tag_read && names->scalar != NULL && (tag >> 3) == REQUEST_REVEAL)
+        return psi_fail_at(rc, names->scalar, -1, at - msg);
+    return psi_fail_at(rc, names->message, -1, at - msg);
+}
+
 /* Decodes a Request (reveal_field 1) or a Response (reveal_field 0, which
  * no field has) into at most `cap` elements.  On failure the elements
  * written so far are wiped and *count and *reveal stay 0. */
 static int decode_elements(uint8_t *elements, size_t cap, size_t *count, int *reveal,
                            uint32_t reveal_field, uint32_t elements_field,
-                           const uint8_t *msg, size_t len)
+                           const msg_names *names, const uint8_t *msg, size_t len)
 {
-    const uint8_t *p = msg, *end = msg + len;
+    const uint8_t *p = msg, *end = msg + len, *at = msg;
     size_t n = 0;
     int flag = 0;
     psi_field f;
@@ -177,20 +205,29 @@ static int decode_elements(uint8_t *elements, size_t cap, size_t *count, int *re
     while ((rc = psi_wire_next(&p, end, &f)) == PSI_OK) {
         if (f.number == reveal_field) {
             if (f.wire_type != PSI_WIRE_VARINT) {
-                rc = PSI_E_MSG_TAG;
+                rc = psi_fail_at(PSI_E_MSG_TAG, names->scalar, -1, at - msg);
                 break;
             }
             flag = f.varint != 0; // last occurrence wins, as in protobuf
         } else if (f.number == elements_field) {
             rc = check_element(&f);
-            if (rc == PSI_OK && n == cap)
-                rc = PSI_E_BUFFER_TOO_SMALL;
-            if (rc != PSI_OK)
+            if (rc != PSI_OK) {
+                psi_fail_at(rc, names->elements, (int64_t)n, at - msg);
                 break;
+            }
+            if (n == cap) {
+                rc = PSI_E_BUFFER_TOO_SMALL;
+                break;
+            }
             memcpy(elements + n * PSI_ELEMENT_BYTES, f.data, PSI_ELEMENT_BYTES);
             n++;
         }
+        at = p;
     }
+    // The reader failed: it leaves p at the field it could not read (every
+    // other failure above breaks out after p moved past a whole field).
+    if (rc < 0 && at == p)
+        wire_fail(rc, msg, p, end, elements_field, names, n);
     if (rc != 1) {
         if (n != 0)
             memset(elements, 0, n * PSI_ELEMENT_BYTES);
@@ -212,8 +249,9 @@ int psi_request_decode(uint8_t *elements, size_t *count, int *reveal, const uint
     PSI_CHECK_ARG(elements != NULL || cap == 0);
     PSI_CHECK_ARG(cap <= SIZE_MAX / PSI_ELEMENT_BYTES);
     PSI_CHECK_ARG(msg != NULL || len == 0);
+    psi_detail_clear();
     return decode_elements(elements, cap, count, reveal, REQUEST_REVEAL, REQUEST_ELEMENTS,
-                           msg != NULL ? msg : empty_msg, len);
+                           &request_names, msg != NULL ? msg : empty_msg, len);
 }
 
 int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, size_t len)
@@ -225,8 +263,9 @@ int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, si
     PSI_CHECK_ARG(elements != NULL || cap == 0);
     PSI_CHECK_ARG(cap <= SIZE_MAX / PSI_ELEMENT_BYTES);
     PSI_CHECK_ARG(msg != NULL || len == 0);
+    psi_detail_clear();
     return decode_elements(elements, cap, count, &unused_reveal, 0, RESPONSE_ELEMENTS,
-                           msg != NULL ? msg : empty_msg, len);
+                           &response_names, msg != NULL ? msg : empty_msg, len);
 }
 
 /* ---------------------------------------------------- ServerSetup out */
@@ -279,7 +318,7 @@ static int encode_raw(uint8_t *out, size_t *out_len, size_t cap, const uint8_t *
     for (size_t i = 1; i < n; i++) {
         const uint8_t *e = elements + i * PSI_ELEMENT_BYTES;
         if (memcmp(e - PSI_ELEMENT_BYTES, e, PSI_ELEMENT_BYTES) > 0)
-            return PSI_E_SETUP_UNSORTED;
+            return psi_fail_at(PSI_E_SETUP_UNSORTED, "elements", (int64_t)i, -1);
     }
     setup_body b = {.structure = PSI_STRUCTURE_RAW, .elements = elements, .n = n};
     return write_message(out, out_len, cap, put_setup, &b);
@@ -338,6 +377,7 @@ int psi_setup_encode(uint8_t *out, size_t *out_len, const psi_setup_params *p,
     PSI_CHECK_ARG(p != NULL);
     PSI_CHECK_ARG(elements != NULL || n == 0);
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    psi_detail_clear();
     switch (p->structure) {
     case PSI_STRUCTURE_RAW:
         return encode_raw(out, out_len, cap, elements, n);
@@ -346,7 +386,7 @@ int psi_setup_encode(uint8_t *out, size_t *out_len, const psi_setup_params *p,
     case PSI_STRUCTURE_BLOOM_FILTER:
         return encode_bloom(out, out_len, cap, p, elements, n);
     default:
-        return PSI_E_STRUCTURE;
+        return psi_fail_at(PSI_E_STRUCTURE, "params.structure", -1, -1);
     }
 }
 
@@ -382,7 +422,7 @@ static int body_bound(size_t *body, const psi_setup_params *p, size_t n)
         *body = 2 * SCALAR_FIELD_MAX; // num_hash_functions, and the bits' tag and length
         return add_size(body, bits);
     default:
-        return PSI_E_STRUCTURE;
+        return psi_fail_at(PSI_E_STRUCTURE, "params.structure", -1, -1);
     }
 done:
     return rc;
@@ -395,6 +435,7 @@ int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_server)
     PSI_CHECK_ARG(bound != NULL);
     *bound = 0;
     PSI_CHECK_ARG(p != NULL);
+    psi_detail_clear();
     PSI_TRY(body_bound(&body, p, n_server));
     // Exact for raw: the oneof tag, the body length, the body.
     total = 1 + psi_varint_size(body);
@@ -419,65 +460,81 @@ static int64_t as_int64(uint64_t v)
     return v <= INT64_MAX ? (int64_t)v : (int64_t)(v - 0x8000000000000000u) - INT64_MAX - 1;
 }
 
+/* Field names for error details, by oneof member. */
+static const char *const member_names[] = {"ServerSetup", "ServerSetup.raw",
+                                           "ServerSetup.gcs", "ServerSetup.bloom_filter"};
+
 /* Finds the one oneof member.  protobuf itself would merge repeats and let
  * a later member replace an earlier one; PROTOCOL.md refuses both, since a
  * conforming peer sends exactly one. */
 static int find_member(psi_field *member, const uint8_t *msg, size_t len)
 {
-    const uint8_t *p = msg, *end = msg + len;
+    const uint8_t *p = msg, *end = msg + len, *at = msg;
     psi_field f;
     int rc;
     *member = (psi_field){0};
-    while ((rc = psi_wire_next(&p, end, &f)) == PSI_OK) {
+    for (; (rc = psi_wire_next(&p, end, &f)) == PSI_OK; at = p) {
         if (f.number < SETUP_RAW || f.number > SETUP_BLOOM)
             continue;
         if (f.wire_type != PSI_WIRE_LEN)
-            return PSI_E_MSG_TAG;
+            return psi_fail_at(PSI_E_MSG_TAG, member_names[f.number], -1, at - msg);
         if (member->number != 0)
-            return PSI_E_MSG_ONEOF_DOUBLED;
+            return psi_fail_at(PSI_E_MSG_ONEOF_DOUBLED, member_names[f.number], -1, at - msg);
         *member = f;
     }
     if (rc != 1)
-        return rc;
-    return member->number == 0 ? PSI_E_MSG_ONEOF_MISSING : PSI_OK;
+        return psi_fail_at(rc, "ServerSetup", -1, p - msg);
+    if (member->number == 0)
+        return psi_fail_at(PSI_E_MSG_ONEOF_MISSING, "ServerSetup", -1, -1);
+    return PSI_OK;
 }
 
+#define RAW_ELEMENTS_NAME "ServerSetup.raw.encrypted_elements"
+
 /* Walks RawInfo: counts its elements into *n, and copies them to dst
- * unless dst is NULL (the counting pass validates every field). */
-static int walk_raw(uint8_t *dst, size_t *n, const uint8_t *data, size_t len)
+ * unless dst is NULL (the counting pass validates every field).  msg is
+ * the whole ServerSetup, for offsets in details. */
+static int walk_raw(uint8_t *dst, size_t *n, const uint8_t *msg, const uint8_t *data,
+                    size_t len)
 {
-    const uint8_t *p = data, *end = data + len;
+    const uint8_t *p = data, *end = data + len, *at = data;
     psi_field f;
     int rc;
     *n = 0;
-    while ((rc = psi_wire_next(&p, end, &f)) == PSI_OK) {
+    for (; (rc = psi_wire_next(&p, end, &f)) == PSI_OK; at = p) {
         if (f.number != RAW_ELEMENTS)
             continue;
         rc = check_element(&f);
         if (rc != PSI_OK)
-            return rc;
+            return psi_fail_at(rc, RAW_ELEMENTS_NAME, (int64_t)*n, at - msg);
         if (dst != NULL)
             memcpy(dst + *n * PSI_ELEMENT_BYTES, f.data, PSI_ELEMENT_BYTES);
         (*n)++;
     }
-    return rc == 1 ? PSI_OK : rc;
+    if (rc == 1)
+        return PSI_OK;
+    const uint8_t *q = p;
+    uint64_t tag;
+    if (psi_wire_varint(&q, end, &tag) == PSI_OK && (tag >> 3) == RAW_ELEMENTS)
+        return psi_fail_at(rc, RAW_ELEMENTS_NAME, (int64_t)*n, p - msg);
+    return psi_fail_at(rc, "ServerSetup.raw", -1, p - msg);
 }
 
-static int parse_raw(psi_setup *s, const uint8_t *data, size_t len)
+static int parse_raw(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len)
 {
     size_t n;
     int rc;
-    PSI_TRY(walk_raw(NULL, &n, data, len));
+    PSI_TRY(walk_raw(NULL, &n, msg, data, len));
     if (n > SIZE_MAX / PSI_ELEMENT_BYTES)
         return PSI_E_MSG_TOO_LARGE;
     s->raw = psi_alloc(n * PSI_ELEMENT_BYTES);
     if (s->raw == NULL)
         return PSI_E_NOMEM;
-    PSI_TRY(walk_raw(s->raw, &s->raw_count, data, len));
+    PSI_TRY(walk_raw(s->raw, &s->raw_count, msg, data, len));
     for (size_t i = 1; i < n; i++) {
         const uint8_t *e = s->raw + i * PSI_ELEMENT_BYTES;
         if (memcmp(e - PSI_ELEMENT_BYTES, e, PSI_ELEMENT_BYTES) > 0)
-            return PSI_E_SETUP_UNSORTED;
+            return psi_fail_at(PSI_E_SETUP_UNSORTED, RAW_ELEMENTS_NAME, (int64_t)i, -1);
     }
 done:
     return rc;
@@ -502,14 +559,35 @@ static int read_bytes(const psi_field *f, const uint8_t **data, size_t *len)
     return PSI_OK;
 }
 
-static int parse_gcs(psi_setup *s, const uint8_t *data, size_t len)
+/* The fields of GCSInfo (1 div, 2 hash_range, 3 bits) and BloomFilterInfo
+ * (1 num_hash_functions, 2 bits), by number, for details. */
+static const char *const gcs_names[] = {"ServerSetup.gcs", "ServerSetup.gcs.div",
+                                        "ServerSetup.gcs.hash_range", "ServerSetup.gcs.bits"};
+static const char *const bloom_names[] = {"ServerSetup.bloom_filter",
+                                          "ServerSetup.bloom_filter.num_hash_functions",
+                                          "ServerSetup.bloom_filter.bits"};
+
+/* Records a failure while reading the member's field at `at`: a wrong wire
+ * type of a known field, or a field the reader could not read. */
+static int member_fail(int rc, const char *const *names, uint32_t n_names,
+                       const uint8_t *msg, const uint8_t *at, const uint8_t *end)
 {
-    const uint8_t *p = data, *end = data + len, *bits = NULL;
+    const uint8_t *q = at;
+    uint64_t tag;
+    uint32_t number = 0;
+    if (psi_wire_varint(&q, end, &tag) == PSI_OK && (tag >> 3) < n_names)
+        number = (uint32_t)(tag >> 3);
+    return psi_fail_at(rc, names[number], -1, at - msg);
+}
+
+static int parse_gcs(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len)
+{
+    const uint8_t *p = data, *end = data + len, *at = data, *bits = NULL;
     size_t bits_len = 0;
     uint64_t div = 0, hash_range = 0;
     psi_field f;
     int rc;
-    while ((rc = psi_wire_next(&p, end, &f)) == PSI_OK) {
+    for (; (rc = psi_wire_next(&p, end, &f)) == PSI_OK; at = p) {
         if (f.number == GCS_DIV)
             rc = read_varint(&f, &div);
         else if (f.number == GCS_HASH_RANGE)
@@ -517,10 +595,10 @@ static int parse_gcs(psi_setup *s, const uint8_t *data, size_t len)
         else if (f.number == GCS_BITS)
             rc = read_bytes(&f, &bits, &bits_len);
         if (rc != PSI_OK)
-            return rc;
+            return member_fail(rc, gcs_names, 4, msg, at, end);
     }
     if (rc != 1)
-        return rc;
+        return member_fail(rc, gcs_names, 4, msg, p, end);
     s->gcs_div = as_int32(div);
     s->gcs_hash_range = as_int64(hash_range);
     // psi_gcs_decode validates hash_range, div and the whole stream.
@@ -528,29 +606,29 @@ static int parse_gcs(psi_setup *s, const uint8_t *data, size_t len)
                           bits, bits_len);
 }
 
-static int parse_bloom(psi_setup *s, const uint8_t *data, size_t len)
+static int parse_bloom(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len)
 {
-    const uint8_t *p = data, *end = data + len, *bits = NULL;
+    const uint8_t *p = data, *end = data + len, *at = data, *bits = NULL;
     size_t bits_len = 0;
     uint64_t k = 0;
     psi_field f;
     int rc;
-    while ((rc = psi_wire_next(&p, end, &f)) == PSI_OK) {
+    for (; (rc = psi_wire_next(&p, end, &f)) == PSI_OK; at = p) {
         if (f.number == BLOOM_HASHES)
             rc = read_varint(&f, &k);
         else if (f.number == BLOOM_BITS)
             rc = read_bytes(&f, &bits, &bits_len);
         if (rc != PSI_OK)
-            return rc;
+            return member_fail(rc, bloom_names, 3, msg, at, end);
     }
     if (rc != 1)
-        return rc;
+        return member_fail(rc, bloom_names, 3, msg, p, end);
     s->bloom_k = as_int32(k);
     // psi.js matches everything with k = 0 and aborts on empty bits (§9.3).
     if (s->bloom_k < 1)
-        return PSI_E_BLOOM_HASHES;
+        return psi_fail_at(PSI_E_BLOOM_HASHES, bloom_names[BLOOM_HASHES], -1, -1);
     if (bits_len == 0)
-        return PSI_E_BLOOM_BITS;
+        return psi_fail_at(PSI_E_BLOOM_BITS, bloom_names[BLOOM_BITS], -1, -1);
     s->bloom_bits = psi_alloc(bits_len);
     if (s->bloom_bits == NULL)
         return PSI_E_NOMEM;
@@ -567,7 +645,10 @@ int psi_setup_parse(psi_setup **out, const uint8_t *msg, size_t len)
     PSI_CHECK_ARG(out != NULL);
     *out = NULL;
     PSI_CHECK_ARG(msg != NULL || len == 0);
-    PSI_TRY(find_member(&member, msg != NULL ? msg : empty_msg, len));
+    psi_detail_clear();
+    if (msg == NULL)
+        msg = empty_msg;
+    PSI_TRY(find_member(&member, msg, len));
     s = psi_calloc(1, sizeof *s);
     if (s == NULL) {
         rc = PSI_E_NOMEM;
@@ -575,13 +656,13 @@ int psi_setup_parse(psi_setup **out, const uint8_t *msg, size_t len)
     }
     if (member.number == SETUP_RAW) {
         s->structure = PSI_STRUCTURE_RAW;
-        PSI_TRY(parse_raw(s, member.data, member.len));
+        PSI_TRY(parse_raw(s, msg, member.data, member.len));
     } else if (member.number == SETUP_GCS) {
         s->structure = PSI_STRUCTURE_GCS;
-        PSI_TRY(parse_gcs(s, member.data, member.len));
+        PSI_TRY(parse_gcs(s, msg, member.data, member.len));
     } else {
         s->structure = PSI_STRUCTURE_BLOOM_FILTER;
-        PSI_TRY(parse_bloom(s, member.data, member.len));
+        PSI_TRY(parse_bloom(s, msg, member.data, member.len));
     }
     *out = s;
     s = NULL;

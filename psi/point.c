@@ -35,12 +35,13 @@ int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
 int psi_point_check(const uint8_t *point, size_t len)
 {
     PSI_CHECK_ARG(point != NULL || len == 0);
+    psi_detail_clear();
     if (len == 0)
-        return PSI_E_POINT_LENGTH;
+        return psi_fail_at(PSI_E_POINT_LENGTH, "point", -1, -1);
     psi_ec ec;
     int rc = psi_ec_init(&ec, NULL);
-    if (rc == PSI_OK)
-        rc = psi_point_decode(&ec, point, len);
+    if (rc == PSI_OK && (rc = psi_point_decode(&ec, point, len)) != PSI_OK)
+        psi_fail_at(rc, "point", -1, -1);
     psi_ec_release(&ec);
     return rc;
 }

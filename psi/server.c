@@ -5,6 +5,7 @@
 
 
 #include "common.h"
+#include "ctcheck.h"
 
 /* Masks the server's values into a fresh array of n elements. */
 static int mask_all(const psi_engine *e, uint8_t **elements, const psi_value *values, size_t n)
@@ -25,6 +26,7 @@ int psi_server_create_setup(const psi_engine *e, uint8_t *out, size_t *out_len,
     *out_len = 0;
     PSI_CHECK_ARG(e != NULL && p != NULL && (out != NULL || cap == 0));
     PSI_CHECK_ARG((values != NULL || n == 0) && n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    psi_detail_clear();
     if (psi_engine_role(e) != PSI_ROLE_SERVER)
         return PSI_E_WRONG_ROLE;
     /* Reject bad parameters before the expensive masking. */
@@ -33,6 +35,8 @@ int psi_server_create_setup(const psi_engine *e, uint8_t *out, size_t *out_len,
         return rc;
     uint8_t *elements = NULL;
     PSI_TRY(mask_all(e, &elements, values, n));
+    // Public: the masked elements are the setup sent to the client (§7).
+    PSI_DECLASSIFY(elements, n * PSI_ELEMENT_BYTES);
     if (p->structure == PSI_STRUCTURE_RAW)
         PSI_TRY(psi_elements_sort(elements, perm, n));
     *out_len = cap;
@@ -53,7 +57,7 @@ static int request_elements(const psi_engine *e, uint8_t **elements, size_t *n,
         return PSI_E_NOMEM;
     int rc = psi_request_decode(*elements, n, &reveal, request, request_len);
     if (rc == PSI_OK && reveal != psi_engine_reveal(e))
-        rc = PSI_E_REVEAL_MISMATCH;
+        rc = psi_fail_at(PSI_E_REVEAL_MISMATCH, "Request.reveal_intersection", -1, -1);
     return rc;
 }
 
@@ -65,6 +69,7 @@ int psi_server_process_request(const psi_engine *e, uint8_t *out, size_t *out_le
     *out_len = 0;
     PSI_CHECK_ARG(e != NULL && (out != NULL || cap == 0));
     PSI_CHECK_ARG(request != NULL || request_len == 0);
+    psi_detail_clear();
     if (psi_engine_role(e) != PSI_ROLE_SERVER)
         return PSI_E_WRONG_ROLE;
     uint8_t *in = NULL, *masked = NULL;
@@ -76,7 +81,11 @@ int psi_server_process_request(const psi_engine *e, uint8_t *out, size_t *out_le
     masked = psi_alloc(len);
     if (masked == NULL)
         PSI_TRY(PSI_E_NOMEM);
-    PSI_TRY(psi_engine_remask(e, masked, &len, in, n));
+    // A bad point is the request's element at the same index.
+    PSI_TRY(psi_detail_rename(psi_engine_remask(e, masked, &len, in, n),
+                              "Request.encrypted_elements"));
+    // Public: the re-masked elements are the response sent back (§8).
+    PSI_DECLASSIFY(masked, n * PSI_ELEMENT_BYTES);
     if (!psi_engine_reveal(e))
         PSI_TRY(psi_elements_sort(masked, NULL, n));
     *out_len = cap;

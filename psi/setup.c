@@ -50,6 +50,7 @@ static int match_begin(const psi_setup *s, const void *out, size_t *out_count,
     *out_count = 0;
     PSI_CHECK_ARG(s != NULL && (elements != NULL || n == 0) && (out != NULL || *cap == 0));
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    psi_detail_clear();
     return PSI_OK;
 }
 
@@ -107,6 +108,7 @@ int psi_setup_count(const psi_setup *s, size_t *count, const uint8_t *elements, 
     PSI_CHECK_ARG(count != NULL);
     *count = 0;
     PSI_CHECK_ARG(s != NULL && (elements != NULL || n == 0));
+    psi_detail_clear();
     if (s->structure == PSI_STRUCTURE_RAW)
         return raw_walk(s, NULL, NULL, count, elements, n);
     size_t *idx = NULL, m = 0;
@@ -125,7 +127,7 @@ int psi_setup_associate(const psi_setup *s, psi_pair *out, size_t *out_count,
     if (rc != PSI_OK)
         return rc;
     if (s->structure != PSI_STRUCTURE_RAW)
-        return PSI_E_STRUCTURE;
+        return psi_fail_at(PSI_E_STRUCTURE, "ServerSetup", -1, -1);
     psi_pair *pairs = psi_calloc(n, sizeof *pairs);
     size_t m = 0;
     if (pairs == NULL && n > 0)

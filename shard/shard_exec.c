@@ -30,6 +30,10 @@ static void unit_run(psi_pool_job *job)
 {
     shard_unit *u = (shard_unit *)job;
     u->rc = psi_shard_run_one(u->engine, u->out, u->perm, &u->slice);
+    /* The detail lives on the thread that ran the shard; the submitter
+     * hands it to its own thread (psi_shards_run). */
+    if (u->rc != PSI_OK)
+        psi_error_detail_get(&u->detail);
 }
 
 static int settings_valid(const psi_shard_settings *s)
@@ -148,6 +152,7 @@ int psi_shards_run(psi_shards *g, psi_shard_step step, uint8_t *out, size_t *per
 {
     g->progress_done = 0;
     g->progress_total = n;
+    psi_error_detail_set(NULL);
     for (size_t k = 0; k < g->n_units; k++) {
         shard_unit *u = &g->units[k];
         size_t off, count;
@@ -167,6 +172,7 @@ int psi_shards_run(psi_shards *g, psi_shard_step step, uint8_t *out, size_t *per
         if (g->units[k].rc != PSI_OK) {
             if (n > 0)
                 memset(out, 0, n * PSI_ELEMENT_BYTES);
+            psi_error_detail_set(&g->units[k].detail);
             return g->units[k].rc;
         }
     }

@@ -19,6 +19,7 @@ typedef struct shard_unit {
     size_t *perm;            /* MASK_SORT: slice.count entries */
     /* Written by the worker, read by the submitter after psi_pool_wait. */
     int rc;
+    psi_error_detail detail; /* the worker thread's, when rc failed */
     /* Values this shard last reported; under group->progress_lock. */
     uint64_t reported;
 } shard_unit;

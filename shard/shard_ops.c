@@ -81,6 +81,7 @@ int psi_shards_server_create_setup(psi_shards *g, uint8_t *out, size_t *out_len,
     *out_len = 0;
     SHARD_CHECK_ARG(g != NULL && p != NULL && (out != NULL || cap == 0));
     SHARD_CHECK_ARG((values != NULL || n == 0) && n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    psi_error_detail_set(NULL);
     if (g->role != PSI_ROLE_SERVER)
         return PSI_E_WRONG_ROLE;
     int rc = psi_setup_bound(&bound, p, n); /* bad parameters before masking */
@@ -100,6 +101,19 @@ int psi_shards_server_create_setup(psi_shards *g, uint8_t *out, size_t *out_len,
     return rc;
 }
 
+/* As the engine does (psi/server.c, psi/client.c): a bad point found by a
+ * shard is the message's element at the same index.  Returns rc. */
+static int detail_rename(int rc, const char *field)
+{
+    psi_error_detail d;
+    psi_error_detail_get(&d);
+    if (rc != PSI_OK && d.code == rc) {
+        d.field = field;
+        psi_error_detail_set(&d);
+    }
+    return rc;
+}
+
 /* Decodes the request's elements and checks its reveal flag (§8). */
 static int request_elements(psi_shards *g, uint8_t **elements, size_t *n,
                             const uint8_t *request, size_t request_len)
@@ -110,8 +124,11 @@ static int request_elements(psi_shards *g, uint8_t **elements, size_t *n,
     if (*elements == NULL)
         return PSI_E_NOMEM;
     int rc = psi_request_decode(*elements, n, &reveal, request, request_len);
-    if (rc == PSI_OK && reveal != g->reveal)
+    if (rc == PSI_OK && reveal != g->reveal) {
         rc = PSI_E_REVEAL_MISMATCH;
+        psi_error_detail d = {rc, "Request.reveal_intersection", -1, -1};
+        psi_error_detail_set(&d);
+    }
     return rc;
 }
 
@@ -123,6 +140,7 @@ int psi_shards_server_process_request(psi_shards *g, uint8_t *out, size_t *out_l
     *out_len = 0;
     SHARD_CHECK_ARG(g != NULL && (out != NULL || cap == 0));
     SHARD_CHECK_ARG(request != NULL || request_len == 0);
+    psi_error_detail_set(NULL);
     if (g->role != PSI_ROLE_SERVER)
         return PSI_E_WRONG_ROLE;
     uint8_t *in = NULL, *masked = NULL;
@@ -134,7 +152,8 @@ int psi_shards_server_process_request(psi_shards *g, uint8_t *out, size_t *out_l
     if (masked == NULL)
         SHARD_TRY(PSI_E_NOMEM);
     /* Concatenated in shard order (§14.3); sorted whole when not revealing. */
-    SHARD_TRY(psi_shards_run(g, PSI_SHARD_REMASK, masked, NULL, NULL, in, n));
+    SHARD_TRY(detail_rename(psi_shards_run(g, PSI_SHARD_REMASK, masked, NULL, NULL, in, n),
+                            "Request.encrypted_elements"));
     if (!g->reveal)
         SHARD_TRY(psi_elements_sort(masked, NULL, n));
     *out_len = cap;
@@ -155,6 +174,7 @@ int psi_shards_client_create_request(psi_shards *g, uint8_t *out, size_t *out_le
     *out_len = 0;
     SHARD_CHECK_ARG(g != NULL && (out != NULL || cap == 0));
     SHARD_CHECK_ARG((values != NULL || n == 0) && n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    psi_error_detail_set(NULL);
     if (g->role != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
     if (psi_request_bound(n) == 0 || cap < psi_request_bound(n))
@@ -194,6 +214,7 @@ static int round_start(client_round *r, psi_shards *g, const uint8_t *setup, siz
     memset(r, 0, sizeof *r);
     SHARD_CHECK_ARG(g != NULL && (setup != NULL || setup_len == 0));
     SHARD_CHECK_ARG(response != NULL || response_len == 0);
+    psi_error_detail_set(NULL);
     if (g->role != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
     int rc;
@@ -205,7 +226,8 @@ static int round_start(client_round *r, psi_shards *g, const uint8_t *setup, siz
     if (masked == NULL || r->unmasked == NULL)
         SHARD_TRY(PSI_E_NOMEM);
     SHARD_TRY(psi_response_decode(masked, &r->n, response, response_len));
-    rc = psi_shards_run(g, PSI_SHARD_UNMASK, r->unmasked, NULL, NULL, masked, r->n);
+    rc = detail_rename(psi_shards_run(g, PSI_SHARD_UNMASK, r->unmasked, NULL, NULL, masked, r->n),
+                       "Response.encrypted_elements");
 done:
     psi_shard_free(masked);
     return rc;

@@ -65,6 +65,12 @@ int psi_shard_run_one(const psi_engine *e, uint8_t *out, size_t *perm,
     }
     if (rc != PSI_OK && in->count != 0)
         memset(out, 0, in->count * PSI_ELEMENT_BYTES); /* no partial result */
+    psi_error_detail d;
+    psi_error_detail_get(&d);
+    if (rc != PSI_OK && d.code == rc && d.index >= 0) {
+        d.index += (int64_t)in->offset; /* an index into the whole input */
+        psi_error_detail_set(&d);
+    }
     return rc;
 }
 

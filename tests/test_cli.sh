@@ -360,8 +360,8 @@ test_vectors_sharded() {
 
 # demo_size S: the intersection size the demo must print for structure S.
 # Raw is exact.  The demo runs under fresh keys, and a Bloom filter gives a
-# false positive in about 1 run of 550 at these sizes (PROTOCOL.md §12,
-# item 8), so GCS and Bloom may print more; the demo itself checks that
+# false positive in about 1 run of 550 at these sizes (PROTOCOL.md §12.8,
+# item 2), so GCS and Bloom may print more; the demo itself checks that
 # every true match is there and the false positives are within the limit
 # ("result: OK"), and prints the plain count, which must be 150.
 demo_size() {

@@ -168,8 +168,8 @@ round() {
 # Bloom rounds use fixed keys.  Under fresh keys a client value that is not
 # in the server set is a false positive in about 1 round of 130 here, far
 # above fpr: OpenMined's double hashing gives a value whose h2 shares a
-# large factor with n_bits fewer than k distinct probes (PROTOCOL.md §12,
-# item 8).  With these keys the round is exact, and always the same.
+# large factor with n_bits fewer than k distinct probes (PROTOCOL.md §12.8,
+# item 2).  With these keys the round is exact, and always the same.
 printf '%s\n' 3c1e5a0f9d2b4e6a8c7f1d3b5a9e2c4f6b8d0a1c3e5f7a9b2d4c6e8f0a1b3c5d \
     >"$tmp/fixed.server.key"
 printf '%s\n' 5d3b1a0f8e6c4a2d0b9f7e5c3a1d8b6f4e2c0a9d7b5f3e1c8a6d4b2f0e9c7a5b \
@@ -454,7 +454,8 @@ peer_server() {
 }
 peer_server server-oversized oversized-frame "setup frame of [0-9]+ bytes .*is larger than the limit"
 peer_server server-silent timeout "for 2 s" --timeout 2
-peer_server server-invalid-points invalid-points "PSI_E_POINT_X_RANGE"
+peer_server server-invalid-points invalid-points \
+    "Response.encrypted_elements\\[[0-9]+\\]: invalid point: x coordinate .*PSI_E_POINT_X_RANGE"
 expect_rc "invalid points: the server was told" 0 "$peer_rc" "$tmp/invalid-points.peer.err"
 
 # peer_client MODE NAME PATTERN [SERVER_ARGS]: the server against a broken
@@ -475,7 +476,8 @@ peer_client() {
     expect_rc "$name: server" 1 "$rc" "$tmp/$name.server.err"
     expect_grep "$name: message" "$pattern" "$tmp/$name.server.err"
 }
-peer_client client-invalid-points client-invalid "request is invalid: .*PSI_E_POINT_X_RANGE"
+peer_client client-invalid-points client-invalid \
+    "request is invalid: Request.encrypted_elements\\[[0-9]+\\]: invalid point: .*PSI_E_POINT_X_RANGE"
 expect_rc "client invalid points: told" 0 "$peer_rc" "$tmp/client-invalid.peer.err"
 peer_client client-oversized client-oversized "request frame of [0-9]+ bytes .*is larger than the limit"
 peer_client client-killed-mid-request client-killed "closed the connection"

@@ -108,6 +108,60 @@ PSI_API const char *psi_strerror(int code);
  *  expected errors.  Thread-safety: reentrant. */
 PSI_API const char *psi_error_name(int code);
 
+/* ----------------------------------------------------------- error detail */
+
+/** Where a failed call found the bad input.  A call that takes a partner's
+ *  bytes or the caller's parameters (every decoder, psi_point_check, the
+ *  engine's batch calls, psi_setup_bound, the server and client calls and
+ *  the psi_shards_* calls of psi_shard.h) clears this thread's detail when
+ *  it starts and, when it fails on bad input, records the field and the
+ *  element at fault.  Failures without a place (PSI_E_NOMEM, PSI_E_CRYPTO,
+ *  PSI_E_INVALID_ARG, PSI_E_BUFFER_TOO_SMALL, PSI_E_WRONG_ROLE, ...) leave
+ *  it clear.  Details never hold key material or partner data, only names
+ *  and numbers. */
+typedef struct psi_error_detail {
+    int code;          /* the failure described; PSI_OK when clear */
+    const char *field; /* static name of the message field or argument,
+                          e.g. "Request.encrypted_elements"; NULL if none */
+    int64_t index;     /* 0-based element index within field, or -1 */
+    int64_t offset;    /* byte offset in the message, or -1 */
+} psi_error_detail;
+
+/** Out: *d, this thread's detail (code PSI_OK, field NULL, index and offset
+ *  -1 when clear).  Thread-safety: each thread has its own detail. */
+PSI_API void psi_error_detail_get(psi_error_detail *d);
+
+/** Sets this thread's detail; NULL clears it.  For executors that run a
+ *  call on another thread and report its failure on the caller's (the
+ *  sharding layer, the wasm worker pool): they read the detail on the
+ *  worker and set it here, with the index counted in the caller's input.
+ *  `field` must be a static string. */
+PSI_API void psi_error_detail_set(const psi_error_detail *d);
+
+/** A buffer always large enough for psi_error_message. */
+#define PSI_ERROR_MESSAGE_BYTES 256
+
+/** Writes the message for a failure with `code`: psi_strerror(code),
+ *  preceded by the place when this thread's detail describes this code,
+ *  e.g. "Request.encrypted_elements[3]: invalid point: prefix byte is not
+ *  02 or 03" or "ServerSetup (byte 12): malformed message: a varint or a
+ *  length runs past the end".  Out: buf, NUL-terminated, truncated to len
+ *  bytes (nothing written when len is 0; buf may then be NULL).  Returns:
+ *  the length of the whole message, without the NUL. */
+PSI_API size_t psi_error_message(char *buf, size_t len, int code);
+
+/** Makes OpenSSL wipe every block it frees, for the whole process:
+ *  OpenSSL 3.0's P-256 multiplication on x86-64 and arm64 frees copies of
+ *  the scalar without wiping them, so without this every mask, re-mask and
+ *  unmask leaves the key (or its inverse) in freed heap memory
+ *  (PROTOCOL.md §12.5).  Installs allocation functions with
+ *  CRYPTO_set_mem_functions, which OpenSSL accepts only before its first
+ *  allocation: call it first thing in main, before anything uses OpenSSL.
+ *  The `psi` command does.  Returns: PSI_OK, or PSI_E_CRYPTO when OpenSSL
+ *  has already allocated (nothing changed).  Thread-safety: call once,
+ *  before other threads start. */
+PSI_API int psi_openssl_wipe_on_free(void);
+
 /** Returns: the library version, e.g. "0.1.0", a static string. */
 PSI_API const char *psi_version(void);
 
@@ -206,11 +260,14 @@ PSI_API int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
 /** Re-masks points received from the partner: out[i] = ser(k * P_i).
  *  Every input point is decoded strictly (psi_point_check); the first bad
  *  one fails the whole call with its PSI_E_POINT_* code.
+ *  Returns: PSI_OK, any PSI_E_POINT_* code, PSI_E_INVALID_ARG,
+ *  PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM, PSI_E_CRYPTO.
  *  In: points, n * 33 contiguous bytes. */
 PSI_API int psi_engine_remask(const psi_engine *e, uint8_t *out, size_t *out_len,
                               const uint8_t *points, size_t n);
 
-/** Unmasks points: out[i] = ser(k^-1 * P_i); strict decoding as above. */
+/** Unmasks points: out[i] = ser(k^-1 * P_i); strict decoding and returns
+ *  as above. */
 PSI_API int psi_engine_unmask(const psi_engine *e, uint8_t *out, size_t *out_len,
                               const uint8_t *points, size_t n);
 
@@ -345,27 +402,37 @@ PSI_API int psi_elements_sort(uint8_t *elements, size_t *perm, size_t n);
 /** Encodes a ServerSetup from masked elements (§7, §10).  For the raw
  *  structure the elements must already be in byte order
  *  (PSI_E_SETUP_UNSORTED otherwise); for GCS and Bloom any order.
+ *  Returns: PSI_OK, PSI_E_SETUP_UNSORTED, PSI_E_FPR, PSI_E_PARAM_OVERFLOW,
+ *  PSI_E_STRUCTURE, PSI_E_MSG_TOO_LARGE, PSI_E_BUFFER_TOO_SMALL,
+ *  PSI_E_INVALID_ARG, PSI_E_NOMEM.
  *  Out: out, *out_len (capacity from psi_setup_bound). */
 PSI_API int psi_setup_encode(uint8_t *out, size_t *out_len, const psi_setup_params *p,
                              const uint8_t *elements, size_t n);
 
-/** Encodes a Request (§6, §10) from masked elements in the given order. */
+/** Encodes a Request (§6, §10) from masked elements in the given order.
+ *  Returns: PSI_OK, PSI_E_MSG_TOO_LARGE, PSI_E_BUFFER_TOO_SMALL,
+ *  PSI_E_INVALID_ARG. */
 PSI_API int psi_request_encode(uint8_t *out, size_t *out_len, int reveal,
                                const uint8_t *elements, size_t n);
 
 /** Encodes a Response (§8, §10) from elements in the given order (sorting
- *  for reveal off is the caller's step: psi_elements_sort). */
+ *  for reveal off is the caller's step: psi_elements_sort).  Returns: as
+ *  psi_request_encode. */
 PSI_API int psi_response_encode(uint8_t *out, size_t *out_len,
                                 const uint8_t *elements, size_t n);
 
 /** Decodes a Request into contiguous 33-byte elements.  Only the encoding is
  *  checked here (PSI_E_MSG_*); points are checked when used.
+ *  Returns: PSI_OK, PSI_E_MSG_TRUNCATED, PSI_E_MSG_VARINT, PSI_E_MSG_TAG,
+ *  PSI_E_MSG_ELEMENT_SIZE, PSI_E_BUFFER_TOO_SMALL (more elements than the
+ *  capacity), PSI_E_INVALID_ARG.
  *  Out: elements, *count (capacity in elements in, number decoded out;
  *  psi_message_element_bound(len) is enough); *reveal (0 or 1). */
 PSI_API int psi_request_decode(uint8_t *elements, size_t *count, int *reveal,
                                const uint8_t *msg, size_t len);
 
-/** Decodes a Response into contiguous 33-byte elements, as above. */
+/** Decodes a Response into contiguous 33-byte elements, as above, with the
+ *  same returns. */
 PSI_API int psi_response_decode(uint8_t *elements, size_t *count,
                                 const uint8_t *msg, size_t len);
 
@@ -392,12 +459,14 @@ PSI_API psi_structure psi_setup_structure(const psi_setup *s);
 PSI_API size_t psi_setup_raw_count(const psi_setup *s);
 
 /** Matches unmasked elements against the setup: indices into `elements`,
- *  in the structure's order (§9.1-§9.3).  Out: out, *out_count (capacity n
- *  is enough). */
+ *  in the structure's order (§9.1-§9.3).  Returns: PSI_OK,
+ *  PSI_E_BUFFER_TOO_SMALL, PSI_E_INVALID_ARG, PSI_E_NOMEM.
+ *  Out: out, *out_count (capacity n is enough). */
 PSI_API int psi_setup_match(const psi_setup *s, size_t *out, size_t *out_count,
                             const uint8_t *elements, size_t n);
 
-/** As psi_setup_match, but only counts. */
+/** As psi_setup_match, but only counts.  Returns: PSI_OK,
+ *  PSI_E_INVALID_ARG, PSI_E_NOMEM. */
 PSI_API int psi_setup_count(const psi_setup *s, size_t *count,
                             const uint8_t *elements, size_t n);
 
