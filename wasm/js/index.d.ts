@@ -2,8 +2,23 @@
 // Messages are wire bytes (Uint8Array), byte-identical to OpenMined PSI 2.0.6's
 // serialized protobuf messages.
 
-/** A library error: every non-zero psi_error code of the C library. */
-export declare class PsiError extends Error {
+/** Where a library error found the bad input (psi_error_detail); each part null when unknown. */
+export interface PsiErrorDetail {
+  /** The message field or argument, e.g. "Request.encrypted_elements", "ServerSetup.gcs.div", "key". */
+  readonly field: string | null;
+  /** 0-based element index within field, counted in the whole message (also from a worker pool). */
+  readonly index: number | null;
+  /** Byte offset in the message. */
+  readonly offset: number | null;
+}
+
+/** A library error: every non-zero psi_error code of the C library.  The message is
+ *  psi_error_message's: psi_strerror's text, preceded by the place when known, e.g.
+ *  "Request.encrypted_elements[3]: invalid point: prefix byte is not 02 or 03" or
+ *  "ServerSetup (byte 12): malformed message: ..."; errors found in JS add ": " and a note. */
+export declare class PsiError extends Error implements PsiErrorDetail {
+  constructor(code: number, message: string, codeName: string, func?: string,
+    detail?: Partial<PsiErrorDetail> | null);
   /** The negative psi_error code, e.g. -10. */
   readonly code: number;
   /** The code's identifier (psi_error_name), e.g. "PSI_E_POINT_PREFIX". */
@@ -12,6 +27,9 @@ export declare class PsiError extends Error {
   readonly name: string;
   /** The C function that returned the code, e.g. "psi_server_process_request", when known. */
   readonly func?: string;
+  readonly field: string | null;
+  readonly index: number | null;
+  readonly offset: number | null;
 }
 
 /** Thrown (as a plain Error) by every method of a deleted object. */

@@ -87,9 +87,8 @@ function makeParties(ll) {
       createSetupMessageWithPermutation(fpr, numClientInputs, inputs, ds = dataStructure.Raw) {
         cell.get();
         if (structureOf(ds) !== STRUCTURE.RAW) {
-          const err = ll.error(PSI_E_STRUCTURE, 'psi_server_create_setup');
-          err.message += ': a permutation exists only for psi.dataStructure.Raw';
-          throw err;
+          throw ll.jsError(PSI_E_STRUCTURE, 'psi_server_create_setup',
+            'a permutation exists only for psi.dataStructure.Raw');
         }
         const { setup: bytes, perm } = setup(fpr, numClientInputs, inputs, ds, true);
         return { setup: bytes, permutation: perm };

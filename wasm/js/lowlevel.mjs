@@ -6,7 +6,10 @@
 //  - heap memory is allocated in a Frame and freed in `finally`, on every path;
 //    heap copies of secret bytes (keys) are zeroed before they are freed;
 //  - a non-zero return code throws PsiError (code, codeName = psi_error_name,
-//    message = psi_strerror, func = the C function);
+//    message = psi_error_message: psi_strerror preceded by the place of the bad input
+//    when the thread's psi_error_detail describes this code, func = the C function,
+//    field/index/offset = that detail's, null when none); errors found in JS carry no
+//    place (jsError);
 //  - results are copied out of the heap (the heap views change when memory grows,
 //    so they are read afresh from the Module after every allocation or call);
 //  - sizes come from psi_*_bytes() and the *_bound() functions, not literals.
@@ -15,7 +18,8 @@
 //   size_t 4 bytes; psi_value {data ptr, len} 8; psi_pair {client, server} 8;
 //   psi_settings {role u32, reveal u32, progress ptr, progress_arg ptr, reserved[32]} 48;
 //   psi_setup_params {structure u32, pad, double fpr @8, int64 num_client_inputs @16} 24;
-//   psi_shard_slice {step u32, offset, count, values ptr, points ptr} 20.
+//   psi_shard_slice {step u32, offset, count, values ptr, points ptr} 20;
+//   psi_error_detail {code i32, field ptr @4, index i64 @8, offset i64 @16} 24.
 
 import { PsiError, PSI_E_INVALID_ARG, PSI_E_NOMEM, packValues, packedCount, asBytes, toU32 } from './values.mjs';
 
@@ -28,6 +32,14 @@ export const STEP = Object.freeze({ MASK: 1, MASK_SORT: 2, REMASK: 3, UNMASK: 4 
 const SETTINGS_BYTES = 48;
 const PARAMS_BYTES = 24;
 const SLICE_BYTES = 20;
+const DETAIL_BYTES = 24;
+const ERROR_MESSAGE_BYTES = 256; // PSI_ERROR_MESSAGE_BYTES
+
+// An int64 index or offset of a psi_error_detail: a number, null for -1 (none).
+function detailInt(dv, at) {
+  const v = dv.getBigInt64(at, true);
+  return v < 0n ? null : Number(v);
+}
 
 // ------------------------------------------------------------------ the heap
 
@@ -76,16 +88,86 @@ export class LowLevel {
   version() { return this.cstr(this.M._psi_version()); }
   errorName(code) { return this.cstr(this.M._psi_error_name(code)); }
   strerror(code) { return this.cstr(this.M._psi_strerror(code)); }
+  codeName(code) { return this.errorName(code) ?? `PSI error ${code}`; }
+  // This thread's psi_error_detail as { code, field, index, offset } (index and offset
+  // null for -1), or null if the heap has no room for it.
+  detail() {
+    const M = this.M, p = M._malloc(DETAIL_BYTES) >>> 0;
+    if (p === 0) return null;
+    try {
+      M._psi_error_detail_get(p);
+      const dv = new DataView(M.HEAPU8.buffer, p, DETAIL_BYTES);
+      return { code: dv.getInt32(0, true), field: this.cstr(dv.getUint32(4, true)),
+        index: detailInt(dv, 8), offset: detailInt(dv, 16) };
+    } finally { M._free(p); }
+  }
+  // psi_error_message(code): psi_strerror's text, preceded by the place when this thread's
+  // detail describes code; psi_strerror's alone if the heap has no room for it.
+  errorMessage(code) {
+    const M = this.M;
+    let cap = ERROR_MESSAGE_BYTES;
+    for (;;) {
+      const p = M._malloc(cap) >>> 0;
+      if (p === 0) return this.strerror(code);
+      try {
+        const len = M._psi_error_message(p, cap, code) >>> 0;
+        if (len < cap) return M.UTF8ToString(p, len);
+        cap = len + 1; // never with PSI_ERROR_MESSAGE_BYTES; kept for a longer field name
+      } finally { M._free(p); }
+    }
+  }
+  // The PsiError of a C call that has just returned code (no library call in between: the
+  // next one clears this thread's detail): message from psi_error_message, and field, index
+  // and offset from psi_error_detail_get when the detail describes this code.
   error(code, func) {
-    return new PsiError(code, this.strerror(code), this.errorName(code) ?? `PSI error ${code}`, func);
+    const d = this.detail();
+    const message = this.errorMessage(code);
+    return new PsiError(code, message, this.codeName(code), func, d && d.code === code ? d : null);
   }
   check(rc, func) { if (rc !== 0) throw this.error(rc, func); }
-  // PSI_E_INVALID_ARG found on the JS side: psi_strerror's message and the detail.
-  invalid(detail, func) {
-    const e = this.error(PSI_E_INVALID_ARG, func);
-    e.message += `: ${detail}`;
-    return e;
+  // A NUL-terminated copy of name in the heap, made once per instance and never freed: the
+  // "static" field name psi_error_detail_set asks for.  0 if the heap has no room.
+  staticString(name) {
+    if (!this.strings) this.strings = new Map();
+    let p = this.strings.get(name);
+    if (p === undefined) {
+      const b = new TextEncoder().encode(`${name}\0`);
+      p = this.M._malloc(b.length) >>> 0;
+      if (p === 0) return 0;
+      this.M.HEAPU8.set(b, p);
+      this.strings.set(name, p);
+    }
+    return p;
   }
+  // A failure with code found at { field, index, offset } (null: none) by a call that ran
+  // elsewhere (another worker) or under another name, reported here as the sharding layer
+  // does on the caller's thread: sets this thread's detail (psi_error_detail_set) and
+  // returns the PsiError of a C call failing there (message from psi_error_message).
+  errorAt(code, func, { field = null, index = null, offset = null } = {}) {
+    const M = this.M, fp = field === null ? 0 : this.staticString(field);
+    const p = M._malloc(DETAIL_BYTES) >>> 0;
+    if (p === 0 || (field !== null && fp === 0)) { // no heap: the place without the C message
+      if (p !== 0) M._free(p);
+      return new PsiError(code, this.strerror(code), this.codeName(code), func, { field, index, offset });
+    }
+    try {
+      const dv = new DataView(M.HEAPU8.buffer, p, DETAIL_BYTES);
+      dv.setInt32(0, code, true);
+      dv.setUint32(4, fp, true);
+      dv.setBigInt64(8, BigInt(index ?? -1), true);
+      dv.setBigInt64(16, BigInt(offset ?? -1), true);
+      M._psi_error_detail_set(p);
+    } finally { M._free(p); }
+    return this.error(code, func);
+  }
+  // An error found on the JS side: psi_strerror's message (then ": " and note, if given),
+  // no place (the thread's detail belongs to some earlier call).
+  jsError(code, func, note) {
+    const text = this.strerror(code);
+    return new PsiError(code, note ? `${text}: ${note}` : text, this.codeName(code), func);
+  }
+  // PSI_E_INVALID_ARG found on the JS side, with what was wrong.
+  invalid(note, func) { return this.jsError(PSI_E_INVALID_ARG, func, note); }
 
   // Calls fn(out, lenPtr) with cap bytes of output; returns a copy of the bytes written.
   outBytes(f, cap, func, fn) {
@@ -206,6 +288,19 @@ export class LowLevel {
     const b = asBytes(point, 'point');
     this.frame((f) => this.check(this.M._psi_point_check(f.put(b), b.length), 'psi_point_check'));
   }
+  // Parses a ServerSetup (psi_setup_parse) and runs fn(frame, setupPtr); the parsed setup
+  // is freed (psi_setup_free) whatever happens.
+  withSetup(setup, fn) {
+    const b = asBytes(setup, 'setup');
+    return this.frame((f) => {
+      const out = f.alloc(4), sp = f.put(b);
+      this.check(this.M._psi_setup_parse(out, sp, b.length), 'psi_setup_parse');
+      const s = this.u32(out);
+      try { return fn(f, s); } finally { this.M._psi_setup_free(s); }
+    });
+  }
+  // Checks a ServerSetup: its data structure (STRUCTURE) if it parses, else PsiError.
+  setupParse(setup) { return this.withSetup(setup, (f, s) => this.M._psi_setup_structure(s)); }
 
   // ------------------------------------------------------------- messages
 

@@ -20,6 +20,12 @@
 //   page -> worker   { type: 'close' }   (frees the engine, wiping the key; answers { type: 'closed' })
 //   lead -> helper   { type: 'key', key } | { type: 'run', id, slice, step, offset, input }
 //   helper -> lead   { type: 'ready' } | { type: 'done', id, slice, out, perm } | { type: 'fail', id, slice, error, fatal }
+//
+// A library error crosses as { kind: 'psi', code, codeName, message, func, field, index,
+// offset } (errorToWire): the message and place as the worker's PsiError had them, the index
+// already counted in the whole input (psi_shard_run_one adds the slice's offset).  The lead
+// renames the place of a bad point found by a step ("points") to the message field it came
+// from, as shard/shard_ops.c does, so the page gets the single engine's error.
 
 import { loadModule } from './module.mjs';
 import { LowLevel, PsiError, STEP, STRUCTURE, packValues, packedCount, toU32 } from './lowlevel.mjs';
@@ -47,7 +53,8 @@ const PSI_E_STRUCTURE = -23;
 // protocol errors (a trap or an internal fault leaves the instance unusable).
 export function errorToWire(e) {
   if (e instanceof PsiError) {
-    return { kind: 'psi', code: e.code, codeName: e.codeName, message: e.message, func: e.func, fatal: false };
+    return { kind: 'psi', code: e.code, codeName: e.codeName, message: e.message, func: e.func,
+      field: e.field ?? null, index: e.index ?? null, offset: e.offset ?? null, fatal: false };
   }
   const name = e && e.name;
   const ordinary = e instanceof TypeError || e instanceof RangeError;
@@ -64,15 +71,8 @@ function slicePacked(packed, a, b) {
 }
 
 // ------------------------------------------------------------ setup parse / match
-// psi_setup_parse/match/count/associate (exported by the module, not wrapped in lowlevel.mjs).
-function withSetup(ll, setup, fn) {
-  return ll.frame((f) => {
-    const out = f.alloc(4), sp = f.put(setup);
-    ll.check(ll.M._psi_setup_parse(out, sp, setup.length), 'psi_setup_parse');
-    const s = ll.u32(out);
-    try { return fn(f, s); } finally { ll.M._psi_setup_free(s); }
-  });
-}
+// psi_setup_match/count/associate (exported by the module, not wrapped in lowlevel.mjs).
+const withSetup = (ll, setup, fn) => ll.withSetup(setup, fn);
 function setupRun(ll, s, f, kind, elements) {
   const n = elements.length / ll.ELEMENT_BYTES, ep = f.put(elements);
   if (kind === 'count') {
@@ -95,6 +95,22 @@ function setupRun(ll, s, f, kind, elements) {
 // Runs fn, relabelling a PsiError's C function as the single-engine call it stands for.
 function as(func, fn) {
   try { return fn(); } catch (e) { if (e instanceof PsiError) e.func = func; throw e; }
+}
+
+// Awaits a step (runStep) whose bad point is the message's element at the same index: a
+// library error with a place, from this worker or a helper (e.wire), is reported as the
+// single-engine call func would report it, at field (psi_detail_rename / detail_rename).
+async function stepAt(ll, func, field, run) {
+  try {
+    return await run();
+  } catch (e) {
+    const w = e instanceof PsiError ? e : e && e.wire && e.wire.kind === 'psi' ? e.wire : null;
+    if (w && w.field !== null && w.field !== undefined) {
+      throw ll.errorAt(w.code, func, { field, index: w.index ?? null, offset: w.offset ?? null });
+    }
+    if (e instanceof PsiError) e.func = func;
+    throw e;
+  }
 }
 
 // ------------------------------------------------------------------- the worker
@@ -288,9 +304,8 @@ async function lead(parent, msg) {
     // createSetupMessage / WithPermutation: (fpr, numClientInputs, inputs, structure, wantPerm)
     async setup(id, [fpr, numClientInputs, inputs, structure, wantPerm]) {
       if (wantPerm && structure !== STRUCTURE.RAW) {
-        const err = ll.error(PSI_E_STRUCTURE, 'psi_server_create_setup');
-        err.message += ': a permutation exists only for psi.dataStructure.Raw';
-        throw err;
+        throw ll.jsError(PSI_E_STRUCTURE, 'psi_server_create_setup',
+          'a permutation exists only for psi.dataStructure.Raw');
       }
       const packed = packInputs(inputs);
       const params = { structure, fpr, numClientInputs };
@@ -309,9 +324,12 @@ async function lead(parent, msg) {
     },
     async processRequest(id, [request]) {
       const { elements, reveal } = as('psi_server_process_request', () => ll.requestDecode(request));
-      if (reveal !== !!msg.reveal) throw ll.error(PSI_E_REVEAL_MISMATCH, 'psi_server_process_request');
+      if (reveal !== !!msg.reveal) {
+        throw ll.errorAt(PSI_E_REVEAL_MISMATCH, 'psi_server_process_request', { field: 'Request.reveal_intersection' });
+      }
       const n = elements.length / ll.ELEMENT_BYTES;
-      let masked = (await runStep(id, STEP.REMASK, n, elements)).out;
+      let masked = (await stepAt(ll, 'psi_server_process_request', 'Request.encrypted_elements',
+        () => runStep(id, STEP.REMASK, n, elements))).out;
       if (!msg.reveal) masked = ll.elementsSort(masked).elements;
       return as('psi_server_process_request', () => ll.responseEncode(masked));
     },
@@ -325,11 +343,12 @@ async function lead(parent, msg) {
     // (kind: 'match' | 'count' | 'associate', setup, response, permutation?)
     async match(id, [kind, setup, response, permutation]) {
       const func = { match: 'psi_client_get_intersection', count: 'psi_client_get_intersection_size', associate: 'psi_client_get_association' }[kind];
-      if (kind !== 'count' && !msg.reveal) throw ll.error(PSI_E_REVEAL_DISABLED, func);
+      if (kind !== 'count' && !msg.reveal) throw ll.jsError(PSI_E_REVEAL_DISABLED, func);
       as(func, () => withSetup(ll, setup, () => 0)); // setup errors first, as the single engine
       const masked = as(func, () => ll.responseDecode(response));
       const n = masked.length / ll.ELEMENT_BYTES;
-      const unmasked = (await runStep(id, STEP.UNMASK, n, masked)).out;
+      const unmasked = (await stepAt(ll, func, 'Response.encrypted_elements',
+        () => runStep(id, STEP.UNMASK, n, masked))).out;
       // The match step once over all unmasked elements (§14.4).
       let r = as(func, () => withSetup(ll, setup, (f, s) => setupRun(ll, s, f, kind, unmasked)));
       if (kind === 'associate' && permutation !== undefined && permutation !== null) {

@@ -9,7 +9,8 @@ import type { AssociationTable, DataStructureArg, Input, LoadOptions, MessageArg
 /** An error of the pool itself: a worker threw, exited, was terminated or went silent past
  *  timeoutMs, or the pool is closed.  The pool is then failed: every later call rejects with a
  *  PoolError; close() it and create a new one.  Library errors (bad messages, bad keys) are
- *  PsiErrors, as with one instance, and leave the pool usable. */
+ *  PsiErrors, as with one instance (same code, message, field, index and offset: an index found
+ *  by a worker counts in the whole message), and leave the pool usable. */
 export declare class PoolError extends Error {
   readonly name: 'PoolError';
 }

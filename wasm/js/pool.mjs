@@ -21,7 +21,8 @@
 // lead sends the key over them.  The page receives only merged messages from the lead.
 //
 // A worker that throws, exits or is terminated fails the run (no retry, no fallback) and
-// the pool: later calls reject; close() it and create a new one.
+// the pool: later calls reject; close() it and create a new one.  Library errors are
+// PsiErrors with the message, field, index and offset one instance would give.
 
 import { PsiError } from './values.mjs';
 import { compileModule } from './module.mjs';
@@ -41,8 +42,13 @@ export class PoolError extends Error {
   constructor(message) { super(`${PREFIX}: ${message}`); this.name = 'PoolError'; }
 }
 
+// A worker's error (pool-worker.mjs errorToWire) as the page's: a library error keeps its
+// message and place (field, index counted in the whole input, offset).
 function wireToError(w) {
-  if (w.kind === 'psi') return new PsiError(w.code, w.message, w.codeName, w.func);
+  if (w.kind === 'psi') {
+    return new PsiError(w.code, w.message, w.codeName, w.func,
+      { field: w.field ?? null, index: w.index ?? null, offset: w.offset ?? null });
+  }
   if (w.kind === 'TypeError') return new TypeError(w.message);
   if (w.kind === 'RangeError') return new RangeError(w.message);
   return new PoolError(`a worker failed: ${w.name ? `${w.name}: ` : ''}${w.message}`);

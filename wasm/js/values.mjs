@@ -5,14 +5,21 @@
 export const PSI_E_INVALID_ARG = -1;
 export const PSI_E_NOMEM = -2;
 
-// An error code of the library, with its name and message.
+// An error code of the library, with its name and message, and where the bad input was
+// (psi_error_detail): detail = { field, index, offset }, each null when unknown (the field
+// is a name such as "Request.encrypted_elements", index a 0-based element index within it,
+// offset a byte offset in the message).  The message then starts with that place
+// (psi_error_message), e.g. "Request.encrypted_elements[3]: invalid point: ...".
 export class PsiError extends Error {
-  constructor(code, message, codeName, func) {
+  constructor(code, message, codeName, func, detail) {
     super(message);
     this.code = code;
     this.codeName = codeName;
     this.name = codeName;
     if (func !== undefined) this.func = func;
+    this.field = detail && typeof detail.field === 'string' ? detail.field : null;
+    this.index = detail && Number.isInteger(detail.index) && detail.index >= 0 ? detail.index : null;
+    this.offset = detail && Number.isInteger(detail.offset) && detail.offset >= 0 ? detail.offset : null;
   }
 }
 

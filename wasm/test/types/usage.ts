@@ -19,7 +19,12 @@ export async function single(): Promise<number> {
   try {
     psi.checkPoint(new Uint8Array(33));
   } catch (e) {
-    if (e instanceof PsiError) { const c: number = e.code; const n: string = e.codeName; void c; void n; }
+    if (e instanceof PsiError) {
+      const c: number = e.code; const n: string = e.codeName; void c; void n;
+      const where: string = `${e.field ?? '?'}[${e.index ?? '-'}] (byte ${e.offset ?? '-'})`; void where;
+      // @ts-expect-error: index may be null
+      const i: number = e.index; void i;
+    }
   }
   // @ts-expect-error: inputs are strings or bytes
   client.createRequest([1, 2]);
