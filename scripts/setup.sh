@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(meson ninja-build pkg-config gcc libc6-dev python3 libssl-dev libsodium-dev
-          libcmocka-dev libcjson-dev valgrind clang-14)
+          libcmocka-dev libcjson-dev valgrind clang-14 libclang-rt-14-dev)
 bash scripts/apt-install.sh "${packages[@]}"
 
 [[ -f build/build.ninja ]] || meson setup build --buildtype=debugoptimized >/dev/null

@@ -8,6 +8,10 @@
 # module) and its browser test in headless Chromium
 # (wasm/test/browser/run-browser.mjs), and ends with one line
 # "N passed, M failed" over all suites.
+# Between the native suites and the JavaScript package it also runs every
+# suite once more under valgrind memcheck (`meson test --setup valgrind`,
+# tests/meson.build) and each libFuzzer harness for a short budget
+# (scripts/fuzz.sh; PSI_FUZZ_SECONDS, default 60).
 # Exit status 0 only if every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,9 +60,16 @@ meson test -C build-sanitize --print-errorlogs --num-processes 2 --timeout-multi
 meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 2 \
     --timeout-multiplier 4 "${tsan_tests[@]}" || status=1
 meson test -C build-portable --print-errorlogs --num-processes 2 --timeout-multiplier 2 || status=1
+# valgrind memcheck over the normal build: every suite but those that run
+# valgrind themselves (ctime), replace malloc themselves (malloc_hooks: the
+# key hygiene test, run above unwrapped) or only repeat others at more
+# shard counts and sizes (shard_matrix, demo).
+meson test -C build --setup valgrind --no-rebuild --print-errorlogs --num-processes 2 \
+    --no-suite ctime --no-suite malloc_hooks --no-suite shard_matrix --no-suite demo ||
+    status=1
 
-# The JavaScript package.  Each runner ends with "N passed, M failed"; a runner
-# that never gets that far counts as one failure.
+# The fuzz harnesses and the JavaScript package.  Each runner ends with "N
+# passed, M failed"; a runner that never gets that far counts as one failure.
 js_counts=()
 run_js() {   # NAME COMMAND...
     local name=$1 log last
@@ -81,6 +92,7 @@ run_js() {   # NAME COMMAND...
     [[ $rc -ne 0 && $3 -eq 0 ]] && { echo "failed: $name (exit status $rc)"; js_counts+=("$1 1"); return; }
     js_counts+=("$1 $3")
 }
+run_js "fuzz" bash scripts/fuzz.sh --seconds "${PSI_FUZZ_SECONDS:-60}"
 if [[ $js_setup -eq 0 ]]; then
     run_js "wasm Node tests" bash wasm/test/run.sh build-wasm
     run_js "wasm browser test" node wasm/test/browser/run-browser.mjs
@@ -92,7 +104,8 @@ fi
 
 # Count results from the meson runs' logs (meson writes one JSON object a
 # line) and add the JavaScript runners' counts.
-python3 - build/meson-logs/testlog.json build-sanitize/meson-logs/testlog.json \
+python3 - build/meson-logs/testlog.json build/meson-logs/testlog-valgrind.json \
+    build-sanitize/meson-logs/testlog.json \
     build-tsan/meson-logs/testlog.json build-portable/meson-logs/testlog.json \
     "${js_counts[@]}" <<'PY'
 import json, sys
