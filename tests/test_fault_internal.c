@@ -30,43 +30,7 @@
 #include <openssl/crypto.h>
 
 #include "common.h"
-
-/* ------------------------------------------------ OpenSSL's allocator */
-
-static atomic_uint_fast64_t ossl_count;  /* allocations since reset */
-static atomic_int ossl_injected;        /* the injected failure was OpenSSL's */
-
-/* True when this OpenSSL allocation is the one to fail. */
-static int ossl_should_fail(void)
-{
-    atomic_fetch_add(&ossl_count, 1);
-    if (!psi_alloc_should_fail())
-        return 0;
-    atomic_store(&ossl_injected, 1);
-    return 1;
-}
-
-static void *ossl_malloc(size_t n, const char *file, int line)
-{
-    (void)file, (void)line;
-    return ossl_should_fail() ? NULL : malloc(n);
-}
-
-static void *ossl_realloc(void *p, size_t n, const char *file, int line)
-{
-    (void)file, (void)line;
-    if (p != NULL && n == 0) {
-        free(p);
-        return NULL;
-    }
-    return ossl_should_fail() ? NULL : realloc(p, n);
-}
-
-static void ossl_free(void *p, const char *file, int line)
-{
-    (void)file, (void)line;
-    free(p);
-}
+#include "fault_openssl.h"
 
 /* ---------------------------------------------------------- fixture */
 
@@ -394,7 +358,7 @@ static void run(fixture *f, const op *o, result *r)
 /* Allocations of the last run: all, and OpenSSL's; resets both counts. */
 static uint64_t counted(uint64_t *ossl)
 {
-    *ossl = atomic_exchange(&ossl_count, 0);
+    *ossl = fault_openssl_take_count();
     return psi_alloc_fail_after(0);
 }
 
@@ -402,7 +366,7 @@ static uint64_t counted(uint64_t *ossl)
 static void check_faulty(const op *o, const result *want, const result *got, uint64_t k,
                          int injected, int *n_absorbed)
 {
-    int in_ossl = atomic_load(&ossl_injected);
+    int in_ossl = fault_openssl_injected();
     if (got->rc == PSI_OK || !injected) {
         if (got->rc != PSI_OK)
             fail_msg("%s, allocation %llu (not reached): %s", o->name, (unsigned long long)k,
@@ -433,7 +397,7 @@ static void fail_each(fixture *f, const op *o)
         assert_true(total > 0);
     int absorbed = 0;
     for (uint64_t k = 1; k <= total; k++) {
-        atomic_store(&ossl_injected, 0);
+        fault_openssl_clear_injected();
         psi_alloc_fail_after(k);
         run(f, o, &got);
         uint64_t o_k, n = counted(&o_k);
@@ -460,7 +424,7 @@ static void test_fault_every_allocation_fails_cleanly(void **state)
 int main(void)
 {
     /* Before any OpenSSL call: OpenSSL refuses once it has allocated. */
-    if (!CRYPTO_set_mem_functions(ossl_malloc, ossl_realloc, ossl_free)) {
+    if (!fault_openssl_install()) {
         fprintf(stderr, "CRYPTO_set_mem_functions refused: OpenSSL already allocated\n");
         return 1;
     }

@@ -25,45 +25,10 @@
 #include <openssl/crypto.h>
 
 #include "common.h"
+#include "fault_openssl.h"
 #include "psi_shard.h"
 #include "shard_pool.h"
 #include "shard_util.h"
-
-/* ------------------------------------------------ OpenSSL's allocator */
-
-static atomic_uint_fast64_t ossl_count;  /* allocations since reset */
-static atomic_int ossl_injected;        /* the injected failure was OpenSSL's */
-
-static int ossl_should_fail(void)
-{
-    atomic_fetch_add(&ossl_count, 1);
-    if (!psi_alloc_should_fail())
-        return 0;
-    atomic_store(&ossl_injected, 1);
-    return 1;
-}
-
-static void *ossl_malloc(size_t n, const char *file, int line)
-{
-    (void)file, (void)line;
-    return ossl_should_fail() ? NULL : malloc(n);
-}
-
-static void *ossl_realloc(void *p, size_t n, const char *file, int line)
-{
-    (void)file, (void)line;
-    if (p != NULL && n == 0) {
-        free(p);
-        return NULL;
-    }
-    return ossl_should_fail() ? NULL : realloc(p, n);
-}
-
-static void ossl_free(void *p, const char *file, int line)
-{
-    (void)file, (void)line;
-    free(p);
-}
 
 /* ---------------------------------------------------------- fixture */
 
@@ -309,7 +274,7 @@ typedef uint64_t (*fail_fn)(uint64_t countdown);
 /* Allocations of the last run (and OpenSSL's, in *ossl); resets both. */
 static uint64_t counted(fail_fn arm, uint64_t *ossl)
 {
-    *ossl = atomic_exchange(&ossl_count, 0);
+    *ossl = fault_openssl_take_count();
     return arm(0);
 }
 
@@ -317,7 +282,7 @@ static uint64_t counted(fail_fn arm, uint64_t *ossl)
 static void check_faulty(int op, const result *want, const result *got, uint64_t k,
                          int injected, int *absorbed)
 {
-    int in_ossl = atomic_load(&ossl_injected);
+    int in_ossl = fault_openssl_injected();
     if (got->rc == PSI_OK || !injected) {
         if (got->rc != PSI_OK || got->len != want->len ||
             memcmp(got->bytes, want->bytes, CAP) != 0)
@@ -344,7 +309,7 @@ static void fail_each(fixture *f, fail_fn arm, const char *pass, int op)
     assert_int_equal(want.rc, PSI_OK);
     int absorbed = 0;
     for (uint64_t k = 1; k <= total; k++) {
-        atomic_store(&ossl_injected, 0);
+        fault_openssl_clear_injected();
         arm(k);
         run_op(f, op, &got);
         uint64_t o_k, n = counted(arm, &o_k);
@@ -460,7 +425,7 @@ static void test_shard_fault_lowest_shard_wins(void **state)
 int main(void)
 {
     /* Before any OpenSSL call: OpenSSL refuses once it has allocated. */
-    if (!CRYPTO_set_mem_functions(ossl_malloc, ossl_realloc, ossl_free)) {
+    if (!fault_openssl_install()) {
         fprintf(stderr, "CRYPTO_set_mem_functions refused: OpenSSL already allocated\n");
         return 1;
     }
