@@ -88,20 +88,19 @@ void psi_bloom_insert(uint8_t *bits, size_t n_bytes, int32_t k, const uint8_t *d
 }
 
 void psi_bloom_build(uint8_t *bits, size_t n_bytes, int32_t k, const uint8_t *elements,
-                     size_t n)
+                     size_t n, size_t elen)
 {
     assert(elements != NULL || n == 0);
     for (size_t i = 0; i < n; i++)
-        psi_bloom_insert(bits, n_bytes, k, elements + i * PSI_ELEMENT_BYTES,
-                         PSI_ELEMENT_BYTES);
+        psi_bloom_insert(bits, n_bytes, k, elements + i * PSI_ELEMENT_BYTES, elen);
 }
 
 /* Whether all k probes of one element hit set bits (§9.3). */
 static bool bloom_contains(const uint8_t *bits, uint64_t n_bits, int32_t k,
-                           const uint8_t *element)
+                           const uint8_t *element, size_t elen)
 {
     uint64_t h[2];
-    bloom_hashes(h, n_bits, element, PSI_ELEMENT_BYTES);
+    bloom_hashes(h, n_bits, element, elen);
     uint64_t idx = h[0], probes = bloom_probes(k, n_bits);
     for (uint64_t i = 0; i < probes; i++) {
         if (((bits[(size_t)(idx >> 3)] >> (idx & 7)) & 1u) == 0)
@@ -112,20 +111,20 @@ static bool bloom_contains(const uint8_t *bits, uint64_t n_bits, int32_t k,
 }
 
 int psi_bloom_match(size_t *out, size_t *out_count, int32_t k, const uint8_t *bits,
-                    size_t n_bytes, const uint8_t *elements, size_t n)
+                    size_t n_bytes, const uint8_t *elements, size_t n, size_t elen)
 {
     PSI_CHECK_ARG(out_count != NULL);
     size_t cap = *out_count;
     *out_count = 0;
     PSI_CHECK_ARG((out != NULL || cap == 0) && (elements != NULL || n == 0));
-    PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES && elen <= PSI_ELEMENT_BYTES);
     uint64_t nb = n_bytes;
     PSI_CHECK_ARG(k >= 1 && bits != NULL && nb >= 1 && nb <= UINT64_MAX / 8);
     if (cap > 0)
         memset(out, 0, cap * sizeof *out);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!bloom_contains(bits, nb * 8, k, elements + i * PSI_ELEMENT_BYTES))
+        if (!bloom_contains(bits, nb * 8, k, elements + i * PSI_ELEMENT_BYTES, elen))
             continue;
         if (m == cap) {
             memset(out, 0, cap * sizeof *out); /* no partial result */

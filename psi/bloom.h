@@ -14,10 +14,11 @@ int psi_bloom_params(int32_t *k, size_t *n_bytes, double fpr, int64_t num_client
 /* Sets the k bits of each of the n elements in bits (n_bytes >= 1 bytes,
  * zeroed by the caller). */
 void psi_bloom_build(uint8_t *bits, size_t n_bytes, int32_t k, const uint8_t *elements,
-                     size_t n);
+                     size_t n, size_t elen);
 
 /* Sets the k bits of one byte string of any length (data may be NULL when
- * len is 0).  psi_bloom_build applies it to each 33-byte element; tests use
+ * len is 0).  psi_bloom_build applies it to the first elen bytes of each element slot
+ * (the suite's element, §16); tests use
  * it to replay OpenMined's own filter of raw strings.  k >= 1, n_bytes >= 1. */
 void psi_bloom_insert(uint8_t *bits, size_t n_bytes, int32_t k, const uint8_t *data,
                       size_t len);
@@ -26,6 +27,6 @@ void psi_bloom_insert(uint8_t *bits, size_t n_bytes, int32_t k, const uint8_t *d
  * k >= 1 and n_bytes >= 1 (validated by the parser).  Out: out, *out_count
  * (capacity n is enough). */
 int psi_bloom_match(size_t *out, size_t *out_count, int32_t k, const uint8_t *bits,
-                    size_t n_bytes, const uint8_t *elements, size_t n);
+                    size_t n_bytes, const uint8_t *elements, size_t n, size_t elen);
 
 #endif /* PSI_BLOOM_H */

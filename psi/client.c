@@ -17,7 +17,9 @@ int psi_client_create_request(const psi_engine *e, uint8_t *out, size_t *out_len
     psi_detail_clear();
     if (psi_engine_role(e) != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
-    if (psi_request_bound(n) == 0 || cap < psi_request_bound(n))
+    psi_suite suite = psi_engine_suite(e);
+    size_t bound = psi_request_bound_suite(suite, n);
+    if (bound == 0 || cap < bound)
         return PSI_E_BUFFER_TOO_SMALL;
     size_t len = n * PSI_ELEMENT_BYTES;
     uint8_t *elements = psi_alloc(len);
@@ -26,7 +28,7 @@ int psi_client_create_request(const psi_engine *e, uint8_t *out, size_t *out_len
     int rc = psi_engine_mask(e, elements, &len, values, n);
     if (rc == PSI_OK) {
         *out_len = cap;
-        rc = psi_request_encode(out, out_len, psi_engine_reveal(e), elements, n);
+        rc = psi_request_encode_suite(out, out_len, suite, psi_engine_reveal(e), elements, n);
     }
     psi_free(elements);
     return rc;
@@ -57,13 +59,14 @@ static int round_start(client_round *r, const psi_engine *e, const uint8_t *setu
         return PSI_E_WRONG_ROLE;
     int rc;
     uint8_t *masked = NULL;
-    PSI_TRY(psi_setup_parse(&r->setup, setup, setup_len));
-    r->n = psi_message_element_bound(response_len);
+    psi_suite suite = psi_engine_suite(e);
+    PSI_TRY(psi_setup_parse_suite(&r->setup, suite, setup, setup_len));
+    r->n = psi_message_element_bound_suite(suite, response_len);
     masked = psi_calloc(r->n, PSI_ELEMENT_BYTES);
     r->unmasked = psi_calloc(r->n, PSI_ELEMENT_BYTES);
     if (masked == NULL || r->unmasked == NULL)
         PSI_TRY(PSI_E_NOMEM);
-    PSI_TRY(psi_response_decode(masked, &r->n, response, response_len));
+    PSI_TRY(psi_response_decode_suite(masked, &r->n, suite, response, response_len));
     size_t len = r->n * PSI_ELEMENT_BYTES;
     // A bad point is the response's element at the same index.
     rc = psi_detail_rename(psi_engine_unmask(e, r->unmasked, &len, masked, r->n),

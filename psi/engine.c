@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "engine.h"
+#include "suite.h"
 
 /* n, the order of the P-256 group, big-endian. */
 static const uint8_t group_order[PSI_KEY_BYTES] = {
@@ -31,6 +32,7 @@ static int settings_valid(const psi_settings *s)
     static const unsigned char zero[sizeof s->reserved];
     return (s->role == PSI_ROLE_CLIENT || s->role == PSI_ROLE_SERVER) &&
            (s->reveal_intersection == 0 || s->reveal_intersection == 1) &&
+           psi_suite_known((int)s->suite) &&
            memcmp(s->reserved, zero, sizeof zero) == 0;
 }
 
@@ -107,7 +109,10 @@ int psi_engine_create_from_key(psi_engine **out, const psi_settings *s,
     int rc = engine_alloc(&e, s);
     if (rc != PSI_OK)
         return rc;
-    rc = secret_set(e->secret, key, key_len);
+    if (s->suite == PSI_SUITE_RISTRETTO255)
+        rc = psi_r255_key_set(e->secret->k, e->secret->kinv, key, key_len);
+    else
+        rc = secret_set(e->secret, key, key_len);
     if (rc != PSI_OK) {
         psi_engine_free(e);
         return rc == PSI_E_KEY_OUT_OF_RANGE ? psi_fail_at(rc, "key", -1, -1) : rc;
@@ -125,11 +130,15 @@ int psi_engine_create(psi_engine **out, const psi_settings *s)
     if (sodium_init() < 0)
         return PSI_E_CRYPTO;
     /* Rejection sampling: uniform in [1, n-1] (§2.2); a draw is rejected
-     * with probability about 2^-32. */
+     * with probability about 2^-32.  ristretto255 (§16.3): 253 random bits,
+     * little-endian, rejected unless in [1, l-1] (probability about 1/2),
+     * as libsodium's crypto_core_ristretto255_scalar_random does. */
     uint8_t draw[PSI_KEY_BYTES];
     int rc;
     do {
         randombytes_buf(draw, sizeof draw);
+        if (s->suite == PSI_SUITE_RISTRETTO255)
+            draw[PSI_KEY_BYTES - 1] &= 0x1f;
         rc = psi_engine_create_from_key(out, s, draw, sizeof draw);
     } while (rc == PSI_E_KEY_OUT_OF_RANGE);
     sodium_memzero(draw, sizeof draw);
@@ -149,6 +158,7 @@ int psi_engine_clone_with(psi_engine **out, const psi_engine *e, const psi_setti
     PSI_CHECK_ARG(out != NULL);
     *out = NULL;
     PSI_CHECK_ARG(e != NULL && s != NULL && settings_valid(s));
+    PSI_CHECK_ARG(s->suite == e->settings.suite); /* the key belongs to one group */
     psi_engine *c = NULL;
     int rc = engine_alloc(&c, s);
     if (rc != PSI_OK)
@@ -190,6 +200,11 @@ psi_role psi_engine_role(const psi_engine *e)
 int psi_engine_reveal(const psi_engine *e)
 {
     return e == NULL ? 0 : e->settings.reveal_intersection;
+}
+
+psi_suite psi_engine_suite(const psi_engine *e)
+{
+    return e == NULL ? PSI_SUITE_OPENMINED_P256 : e->settings.suite;
 }
 
 void psi_report_progress(const psi_engine *e, uint64_t done, uint64_t total)

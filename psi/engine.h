@@ -60,6 +60,11 @@ void psi_ec_release(psi_ec *ec);
  * PSI_E_HASH_TO_CURVE. */
 int psi_h2c(psi_ec *ec, const uint8_t *m, size_t len);
 
+/* The p256-sswu suite's H(m) (§16.2, RFC 9380) into ec->px, ec->py,
+ * constant time in m.  Returns PSI_OK or PSI_E_HASH_TO_CURVE (the point at
+ * infinity, probability about 2^-256). */
+int psi_h2c_sswu(psi_ec *ec, const uint8_t *m, size_t len);
+
 /* Strict decode (§4.2) of one partner point into ec->px, ec->py. */
 int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len);
 

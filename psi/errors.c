@@ -12,11 +12,12 @@ static const char *const messages[] = {
     [2] = "out of memory",
     [3] = "internal cryptographic library failure",
     [4] = "output buffer too small",
-    [5] = "key out of range: it must be an integer in [1, n-1] for the P-256 group order n",
+    [5] = "key out of range: it must be an integer in [1, n-1] for the group order n (P-256 "
+          "suites: big-endian; ristretto255: 32 bytes, little-endian)",
     [6] = "operation not allowed for this engine's role (client or server)",
     [7] = "reveal_intersection flag of the request differs from the server's",
     [8] = "intersection requested from a client created with reveal_intersection off",
-    [9] = "invalid point: not 33 bytes",
+    [9] = "invalid point: not 33 bytes (P-256 suites) or 32 bytes (ristretto255)",
     [10] = "invalid point: prefix byte is not 02 or 03",
     [11] = "invalid point: x coordinate is not below the field prime p",
     [12] = "invalid point: no point on P-256 has this x coordinate",
@@ -26,7 +27,8 @@ static const char *const messages[] = {
     [16] = "malformed message: invalid field tag or wrong wire type for a known field",
     [17] = "malformed setup: no data structure (raw, gcs or bloom_filter) is set",
     [18] = "malformed setup: more than one data structure is set",
-    [19] = "malformed message: an encrypted element is not 33 bytes",
+    [19] = "malformed message: an encrypted element is not 33 bytes (P-256 suites) or 32 bytes "
+           "(ristretto255)",
     [20] = "message too large: element counts or sizes overflow",
     [21] = "fpr / num_client_inputs must be in (0, 1)",
     [22] = "parameters overflow: GCS hash range or Bloom filter size too large",
@@ -39,6 +41,10 @@ static const char *const messages[] = {
     [29] = "malformed raw setup: elements are not sorted by bytes",
     [30] = "hash to curve found no point",
     [31] = "a thread, mutex or condition variable could not be created",
+    [32] = "unknown suite: the suites are openmined-p256, p256-sswu and ristretto255",
+    [33] = "message of another suite: its suite header (or the lack of one) names another "
+           "suite than this engine's",
+    [34] = "invalid point: not a canonical ristretto255 encoding of a group element",
 };
 
 static const char *const names[] = {
@@ -51,7 +57,7 @@ static const char *const names[] = {
     "PSI_E_MSG_TOO_LARGE", "PSI_E_FPR", "PSI_E_PARAM_OVERFLOW", "PSI_E_STRUCTURE",
     "PSI_E_GCS_HASH_RANGE", "PSI_E_GCS_DIV", "PSI_E_GCS_STREAM", "PSI_E_BLOOM_HASHES",
     "PSI_E_BLOOM_BITS", "PSI_E_SETUP_UNSORTED", "PSI_E_HASH_TO_CURVE",
-    "PSI_E_THREAD",
+    "PSI_E_THREAD", "PSI_E_SUITE", "PSI_E_SUITE_MISMATCH", "PSI_E_POINT_ENCODING",
 };
 
 _Static_assert(sizeof names / sizeof names[0] == sizeof messages / sizeof messages[0],

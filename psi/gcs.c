@@ -74,14 +74,14 @@ uint64_t psi_digest_mod(const uint8_t *digest, size_t len, uint64_t m)
     return r;
 }
 
-uint64_t psi_gcs_hash(const uint8_t *element, int64_t hash_range)
+uint64_t psi_gcs_hash(const uint8_t *element, size_t len, int64_t hash_range)
 {
     assert(hash_range >= 1);
     uint8_t md[crypto_hash_sha256_BYTES];
     /* libsodium's SHA-256 cannot fail.  OpenSSL's one-shot SHA256() goes
      * through EVP, which allocates, and on failure returns NULL with md
      * unwritten: a wrong filter with PSI_OK (found by test_fault). */
-    crypto_hash_sha256(md, element, PSI_ELEMENT_BYTES);
+    crypto_hash_sha256(md, element, len);
     return psi_digest_mod(md, sizeof md, (uint64_t)hash_range);
 }
 
@@ -178,7 +178,7 @@ int psi_gcs_encode_values(int32_t *div, uint8_t *bits, size_t *bits_len, uint64_
 }
 
 int psi_gcs_build(int32_t *div, uint8_t *bits, size_t *bits_len, int64_t hash_range,
-                  const uint8_t *elements, size_t n)
+                  const uint8_t *elements, size_t n, size_t elen)
 {
     PSI_CHECK_ARG(div != NULL && bits_len != NULL);
     size_t cap = *bits_len;
@@ -186,6 +186,7 @@ int psi_gcs_build(int32_t *div, uint8_t *bits, size_t *bits_len, int64_t hash_ra
     *div = 0;
     PSI_CHECK_ARG((bits != NULL || cap == 0) && (elements != NULL || n == 0));
     PSI_CHECK_ARG(hash_range >= 1 && n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    PSI_CHECK_ARG(elen <= PSI_ELEMENT_BYTES);
     if (n == 0)
         return PSI_OK;
     int rc;
@@ -195,7 +196,7 @@ int psi_gcs_build(int32_t *div, uint8_t *bits, size_t *bits_len, int64_t hash_ra
         goto done;
     }
     for (size_t i = 0; i < n; i++)
-        values[i] = psi_gcs_hash(elements + i * PSI_ELEMENT_BYTES, hash_range);
+        values[i] = psi_gcs_hash(elements + i * PSI_ELEMENT_BYTES, elen, hash_range);
     size_t len = cap;
     PSI_TRY(psi_gcs_encode_values(div, bits, &len, values, n));
     *bits_len = len;
@@ -390,14 +391,14 @@ static size_t gcs_merge(size_t *out, size_t cap, const gcs_pair *pairs, size_t n
 }
 
 int psi_gcs_match(size_t *out, size_t *out_count, const uint64_t *values, size_t n_values,
-                  int64_t hash_range, const uint8_t *elements, size_t n)
+                  int64_t hash_range, const uint8_t *elements, size_t n, size_t elen)
 {
     PSI_CHECK_ARG(out_count != NULL);
     size_t cap = *out_count;
     *out_count = 0;
     PSI_CHECK_ARG((out != NULL || cap == 0) && (values != NULL || n_values == 0));
     PSI_CHECK_ARG((elements != NULL || n == 0) && n <= SIZE_MAX / PSI_ELEMENT_BYTES);
-    PSI_CHECK_ARG(hash_range >= 1);
+    PSI_CHECK_ARG(hash_range >= 1 && elen <= PSI_ELEMENT_BYTES);
     if (cap > 0)
         memset(out, 0, cap * sizeof *out);
     int rc = PSI_OK;
@@ -407,7 +408,7 @@ int psi_gcs_match(size_t *out, size_t *out_count, const uint64_t *values, size_t
         goto done;
     }
     for (size_t i = 0; i < n; i++)
-        pairs[i] = (gcs_pair){psi_gcs_hash(elements + i * PSI_ELEMENT_BYTES, hash_range), i};
+        pairs[i] = (gcs_pair){psi_gcs_hash(elements + i * PSI_ELEMENT_BYTES, elen, hash_range), i};
     psi_cxx_sort_by_hash(pairs, n);
     size_t m = gcs_merge(out, cap, pairs, n, values, n_values);
     if (m > cap) {

@@ -18,8 +18,9 @@ int psi_filter_params(double *fpr_c, int64_t *m, double fpr, int64_t num_client_
 int psi_gcs_hash_range(int64_t *hash_range, double fpr, int64_t num_client_inputs,
                        size_t ns);
 
-/* int(SHA256(element)) mod hash_range; hash_range >= 1. */
-uint64_t psi_gcs_hash(const uint8_t *element, int64_t hash_range);
+/* int(SHA256(element)) mod hash_range for the len bytes of an element;
+ * hash_range >= 1. */
+uint64_t psi_gcs_hash(const uint8_t *element, size_t len, int64_t hash_range);
 
 /* int(digest) mod m for a big-endian byte string of any length, exact for
  * every m >= 1 (m may exceed 2^63).  Shared with bloom.c. */
@@ -30,12 +31,13 @@ uint64_t psi_digest_mod(const uint8_t *digest, size_t len, uint64_t m);
  * fit in size_t. */
 int psi_gcs_bits_bound(size_t *bound, int64_t hash_range, size_t n);
 
-/* Builds the stream for n elements (any order, duplicates allowed).
+/* Builds the stream for n elements (any order, duplicates allowed), slots
+ * of PSI_ELEMENT_BYTES of which the first elen are hashed (§16).
  * Out: *div; bits, *bits_len (capacity in, bytes out; n == 0 gives div 0
  * and no bytes).  Returns PSI_OK, PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM,
  * PSI_E_PARAM_OVERFLOW (div would be infinite). */
 int psi_gcs_build(int32_t *div, uint8_t *bits, size_t *bits_len, int64_t hash_range,
-                  const uint8_t *elements, size_t n);
+                  const uint8_t *elements, size_t n, size_t elen);
 
 /* The encoder behind psi_gcs_build, on hash values directly (also used by
  * tests): sorts values[0..n) ascending in place, then computes div and the
@@ -55,12 +57,12 @@ int psi_gcs_encode_values(int32_t *div, uint8_t *bits, size_t *bits_len, uint64_
 int psi_gcs_decode(uint64_t **values, size_t *count, int64_t hash_range, int32_t div,
                    const uint8_t *bits, size_t bits_len);
 
-/* Indices of the elements whose hash is among `values` (distinct,
+/* Indices of the elements (slots as for psi_gcs_build) whose hash is among `values` (distinct,
  * ascending), ordered by hash; equal hashes come in the order libc++'s
  * unstable std::sort leaves them, as the reference and psi.js emit them
  * (cxx_sort.h), not necessarily by index.  Out: out, *out_count (capacity
  * n is enough; cleared on entry). */
 int psi_gcs_match(size_t *out, size_t *out_count, const uint64_t *values, size_t n_values,
-                  int64_t hash_range, const uint8_t *elements, size_t n);
+                  int64_t hash_range, const uint8_t *elements, size_t n, size_t elen);
 
 #endif /* PSI_GCS_H */

@@ -1,11 +1,14 @@
-/* OpenMined's hash to curve (PROTOCOL.md §3): try-and-increment over a
- * 512-bit SHA-256 random oracle reduced mod p, always the even root.
- * Variable time in the value hashed (the number of tries), by design of
- * the compatible suite; each try is constant time (psi/p256.c). */
+/* Hashing to P-256.  OpenMined's hash to curve (PROTOCOL.md §3):
+ * try-and-increment over a 512-bit SHA-256 random oracle reduced mod p,
+ * always the even root; variable time in the value hashed (the number of
+ * tries), by design of the compatible suite; each try is constant time
+ * (psi/p256.c).  The p256-sswu suite's (§16.2): RFC 9380, constant time
+ * (psi/p256_sswu.c). */
 #include <string.h>
 
 #include <sodium.h>
 
+#include "ctcheck.h"
 #include "engine.h"
 #include "p256.h"
 
@@ -53,4 +56,18 @@ int psi_h2c(psi_ec *ec, const uint8_t *m, size_t len)
         rehash(ec);
     }
     return PSI_E_HASH_TO_CURVE;
+}
+
+/* The domain-separation tag of the p256-sswu suite (§16.2): the project,
+ * the protocol version, the suite and RFC 9380's suite identifier. */
+static const char sswu_dst[] = "shardpsi-v1-p256-sswu-P256_XMD:SHA-256_SSWU_RO_";
+
+int psi_h2c_sswu(psi_ec *ec, const uint8_t *m, size_t len)
+{
+    static const uint8_t none[1];
+    int ok = psi_p256_sswu_hash(ec->px, ec->py, len > 0 ? m : none, len,
+                                (const uint8_t *)sswu_dst, sizeof sswu_dst - 1);
+    // Public: the point at infinity never occurs and would be an error.
+    PSI_DECLASSIFY(&ok, sizeof ok);
+    return ok ? PSI_OK : PSI_E_HASH_TO_CURVE;
 }

@@ -12,6 +12,7 @@
 #include "ctcheck.h"
 #include "engine.h"
 #include "p256.h"
+#include "suite.h"
 
 #ifdef PSI_P256_PORTABLE
 int psi_ec_init(psi_ec *ec, const uint8_t *scalar)
@@ -173,6 +174,37 @@ static int batch_end(psi_ec *ec, int rc, uint8_t *out, size_t *out_len, size_t n
     return rc;
 }
 
+/* The ristretto255 suite's batches (§16.3): libsodium works on encodings,
+ * so there is no workspace; each result fills the first 32 bytes of its
+ * slot and batch_begin zeroed the 33rd. */
+static int r255_mask(const psi_engine *e, uint8_t *out, const psi_value *values, size_t n)
+{
+    int rc = PSI_OK;
+    for (size_t i = 0; rc == PSI_OK && i < n; i++) {
+        rc = psi_r255_mask_value(out + i * PSI_ELEMENT_BYTES, e->secret->k, values[i].data,
+                                 values[i].len);
+        psi_report_progress(e, i + 1, n);
+    }
+    return rc;
+}
+
+static int r255_scale(const psi_engine *e, const uint8_t *scalar, uint8_t *out,
+                      const uint8_t *points, size_t n)
+{
+    int rc = PSI_OK;
+    for (size_t i = 0; rc == PSI_OK && i < n; i++) {
+        const uint8_t *p = points + i * PSI_ELEMENT_BYTES;
+        /* A slot's 33rd byte is zero in this suite (psi.h). */
+        rc = p[PSI_R255_BYTES] != 0 ? PSI_E_POINT_ENCODING : psi_r255_check(p, PSI_R255_BYTES);
+        if (rc != PSI_OK)
+            psi_fail_at(rc, "points", (int64_t)i, -1);
+        else
+            rc = psi_r255_mul(out + i * PSI_ELEMENT_BYTES, scalar, p);
+        psi_report_progress(e, i + 1, n);
+    }
+    return rc;
+}
+
 int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
                     const psi_value *values, size_t n)
 {
@@ -183,9 +215,16 @@ int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
         PSI_CHECK_ARG(values[i].data != NULL || values[i].len == 0);
     psi_detail_clear();
     psi_ec ec;
+    if (e->settings.suite == PSI_SUITE_RISTRETTO255) {
+        psi_ec_init(&ec, NULL);
+        rc = r255_mask(e, out, values, n);
+        return batch_end(&ec, rc, out, out_len, n);
+    }
+    int (*h2c)(psi_ec *, const uint8_t *, size_t) =
+        e->settings.suite == PSI_SUITE_P256_SSWU ? psi_h2c_sswu : psi_h2c;
     rc = psi_ec_init(&ec, e->secret->k);
     for (size_t i = 0; rc == PSI_OK && i < n; i++) {
-        rc = psi_h2c(&ec, values[i].data, values[i].len);
+        rc = h2c(&ec, values[i].data, values[i].len);
         if (rc == PSI_E_HASH_TO_CURVE)
             psi_fail_at(rc, "values", (int64_t)i, -1);
         if (rc == PSI_OK)
@@ -206,6 +245,11 @@ static int scale_points(const psi_engine *e, const uint8_t *scalar, uint8_t *out
         return rc;
     psi_detail_clear();
     psi_ec ec;
+    if (e->settings.suite == PSI_SUITE_RISTRETTO255) {
+        psi_ec_init(&ec, NULL);
+        rc = r255_scale(e, scalar, out, points, n);
+        return batch_end(&ec, rc, out, out_len, n);
+    }
     rc = psi_ec_init(&ec, scalar);
     for (size_t i = 0; rc == PSI_OK && i < n; i++) {
         rc = psi_point_decode(&ec, points + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);

@@ -2,63 +2,118 @@
  * ServerSetup.  Encoding is the canonical proto3 form psi.js 2.0.6 emits,
  * so outputs match it byte for byte; decoding accepts whatever protobuf
  * accepts except where PROTOCOL.md asks for a stricter rule (element size,
- * a single oneof member, sorted raw elements). */
+ * a single oneof member, sorted raw elements).  The other suites' messages
+ * are the same with a suite header in front and their own element length
+ * (§16.1).  ServerSetup is read by setup_parse.c. */
 #include <string.h>
 
 #include "bloom.h"
 #include "gcs.h"
-#include "setup.h"
-#include "wire.h"
-
-/* Field numbers of psi.proto (§10). */
-enum {
-    REQUEST_REVEAL = 1, REQUEST_ELEMENTS = 2,
-    RESPONSE_ELEMENTS = 1,
-    SETUP_RAW = 1, SETUP_GCS = 2, SETUP_BLOOM = 3,
-    RAW_ELEMENTS = 1,
-    GCS_DIV = 1, GCS_HASH_RANGE = 2, GCS_BITS = 3,
-    BLOOM_HASHES = 1, BLOOM_BITS = 2
-};
+#include "messages.h"
+#include "suite.h"
 
 /* A tag and a worst-case (10-byte) varint: the most a scalar field takes. */
 #define SCALAR_FIELD_MAX 11
 
-/* Stands in for a NULL message of length 0, so that `msg + len` is never
- * computed on a null pointer. */
-static const uint8_t empty_msg[1];
+const uint8_t psi_msg_empty[1];
 
 /* ---------------------------------------------------------------- sizes */
 
+/* The suite header's length and the bytes one element takes in a message
+ * (tag, one-byte length, element): 0 and 35 for the OpenMined suite. */
+static size_t header_bytes(int suite)
+{
+    return suite == PSI_SUITE_OPENMINED_P256 ? 0 : PSI_SUITE_HEADER_BYTES;
+}
+
+static size_t element_wire_bytes(int suite)
+{
+    return 2 + psi_suite_element_bytes(suite);
+}
+
+/* fixed + n * each, or 0 on overflow. */
+static size_t sized(size_t fixed, size_t n, size_t each)
+{
+    if (n > (SIZE_MAX - fixed) / each)
+        return 0;
+    return fixed + n * each;
+}
+
+size_t psi_request_bound_suite(int suite, size_t n)
+{
+    if (!psi_suite_known(suite))
+        return 0;
+    // The reveal flag, when set, takes 2 bytes (08 01) before the elements.
+    return sized(header_bytes(suite) + 2, n, element_wire_bytes(suite));
+}
+
+size_t psi_response_bound_suite(int suite, size_t n)
+{
+    if (!psi_suite_known(suite))
+        return 0;
+    return sized(header_bytes(suite), n, element_wire_bytes(suite));
+}
+
+size_t psi_message_element_bound_suite(int suite, size_t msg_len)
+{
+    if (!psi_suite_known(suite))
+        return 0;
+    return msg_len / element_wire_bytes(suite);
+}
+
 size_t psi_request_bound(size_t n)
 {
-    // The reveal flag, when set, takes 2 bytes (08 01) before the elements.
-    if (n > (SIZE_MAX - 2) / PSI_ELEMENT_WIRE_BYTES)
-        return 0;
-    return 2 + n * PSI_ELEMENT_WIRE_BYTES;
+    return psi_request_bound_suite(PSI_SUITE_OPENMINED_P256, n);
 }
 
 size_t psi_response_bound(size_t n)
 {
-    if (n > SIZE_MAX / PSI_ELEMENT_WIRE_BYTES)
-        return 0;
-    return n * PSI_ELEMENT_WIRE_BYTES;
+    return psi_response_bound_suite(PSI_SUITE_OPENMINED_P256, n);
 }
 
 size_t psi_message_element_bound(size_t msg_len)
 {
-    return msg_len / PSI_ELEMENT_WIRE_BYTES;
+    return psi_message_element_bound_suite(PSI_SUITE_OPENMINED_P256, msg_len);
+}
+
+/* ------------------------------------------------------ suite header */
+
+int psi_msg_header(size_t *skip, int suite, const uint8_t *msg, size_t len, const char *name)
+{
+    *skip = 0;
+    if (!psi_suite_known(suite))
+        return PSI_E_SUITE;
+    // The OpenMined suite has no header; a message that starts with the
+    // header's tag is another suite's (and no valid protobuf either).
+    if (suite == PSI_SUITE_OPENMINED_P256)
+        return len > 0 && msg[0] == PSI_SUITE_HEADER_TAG
+                   ? psi_fail_at(PSI_E_SUITE_MISMATCH, name, -1, 0)
+                   : PSI_OK;
+    if (len < PSI_SUITE_HEADER_BYTES || msg[0] != PSI_SUITE_HEADER_TAG || msg[1] != suite)
+        return psi_fail_at(PSI_E_SUITE_MISMATCH, name, -1, 0);
+    *skip = PSI_SUITE_HEADER_BYTES;
+    return PSI_OK;
+}
+
+static void put_header(psi_wbuf *w, int suite)
+{
+    if (suite == PSI_SUITE_OPENMINED_P256)
+        return;
+    const uint8_t header[PSI_SUITE_HEADER_BYTES] = {PSI_SUITE_HEADER_TAG, (uint8_t)suite};
+    psi_wbuf_bytes(w, header, sizeof header);
 }
 
 /* ------------------------------------------------------------- writing */
 
 /* Writes each element as its own length-delimited field, as protobuf does
  * for `repeated bytes` (never packed). */
-static void put_elements(psi_wbuf *w, uint32_t field, const uint8_t *elements, size_t n)
+static void put_elements(psi_wbuf *w, uint32_t field, const uint8_t *elements, size_t n,
+                         size_t elen)
 {
     for (size_t i = 0; i < n; i++) {
         psi_wbuf_tag(w, field, PSI_WIRE_LEN);
-        psi_wbuf_varint(w, PSI_ELEMENT_BYTES);
-        psi_wbuf_bytes(w, elements + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);
+        psi_wbuf_varint(w, elen);
+        psi_wbuf_bytes(w, elements + i * PSI_ELEMENT_BYTES, elen);
     }
 }
 
@@ -114,6 +169,7 @@ static int take_output(uint8_t *out, size_t *out_len, size_t *cap)
 /* ---------------------------------------------- Request and Response */
 
 typedef struct elements_msg {
+    int suite;
     int reveal;
     uint32_t field;
     const uint8_t *elements;
@@ -123,12 +179,13 @@ typedef struct elements_msg {
 static void put_elements_msg(psi_wbuf *w, const void *ctx)
 {
     const elements_msg *m = ctx;
+    put_header(w, m->suite);
     put_int(w, REQUEST_REVEAL, m->reveal); // 0 for a Response: never written
-    put_elements(w, m->field, m->elements, m->n);
+    put_elements(w, m->field, m->elements, m->n, psi_suite_element_bytes(m->suite));
 }
 
-int psi_request_encode(uint8_t *out, size_t *out_len, int reveal, const uint8_t *elements,
-                       size_t n)
+int psi_request_encode_suite(uint8_t *out, size_t *out_len, int suite, int reveal,
+                             const uint8_t *elements, size_t n)
 {
     size_t cap;
     int rc = take_output(out, out_len, &cap);
@@ -137,11 +194,21 @@ int psi_request_encode(uint8_t *out, size_t *out_len, int reveal, const uint8_t 
     PSI_CHECK_ARG(reveal == 0 || reveal == 1);
     PSI_CHECK_ARG(elements != NULL || n == 0);
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
-    elements_msg m = {reveal, REQUEST_ELEMENTS, elements, n};
+    if (!psi_suite_known(suite))
+        return PSI_E_SUITE;
+    elements_msg m = {suite, reveal, REQUEST_ELEMENTS, elements, n};
     return write_message(out, out_len, cap, put_elements_msg, &m);
 }
 
-int psi_response_encode(uint8_t *out, size_t *out_len, const uint8_t *elements, size_t n)
+int psi_request_encode(uint8_t *out, size_t *out_len, int reveal, const uint8_t *elements,
+                       size_t n)
+{
+    return psi_request_encode_suite(out, out_len, PSI_SUITE_OPENMINED_P256, reveal, elements,
+                                    n);
+}
+
+int psi_response_encode_suite(uint8_t *out, size_t *out_len, int suite,
+                              const uint8_t *elements, size_t n)
 {
     size_t cap;
     int rc = take_output(out, out_len, &cap);
@@ -149,17 +216,22 @@ int psi_response_encode(uint8_t *out, size_t *out_len, const uint8_t *elements, 
         return rc;
     PSI_CHECK_ARG(elements != NULL || n == 0);
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
-    elements_msg m = {0, RESPONSE_ELEMENTS, elements, n};
+    if (!psi_suite_known(suite))
+        return PSI_E_SUITE;
+    elements_msg m = {suite, 0, RESPONSE_ELEMENTS, elements, n};
     return write_message(out, out_len, cap, put_elements_msg, &m);
 }
 
-/* An encrypted element must be a length-delimited field of exactly 33
- * bytes; points themselves are checked only when used. */
-static int check_element(const psi_field *f)
+int psi_response_encode(uint8_t *out, size_t *out_len, const uint8_t *elements, size_t n)
+{
+    return psi_response_encode_suite(out, out_len, PSI_SUITE_OPENMINED_P256, elements, n);
+}
+
+int psi_msg_check_element(const psi_field *f, size_t elen)
 {
     if (f->wire_type != PSI_WIRE_LEN)
         return PSI_E_MSG_TAG;
-    return f->len == PSI_ELEMENT_BYTES ? PSI_OK : PSI_E_MSG_ELEMENT_SIZE;
+    return f->len == elen ? PSI_OK : PSI_E_MSG_ELEMENT_SIZE;
 }
 
 /* Names for error details: a message and its element field. */
@@ -194,14 +266,17 @@ static int wire_fail(int rc, const uint8_t *msg, const uint8_t *at, const uint8_
  * no field has) into at most `cap` elements.  On failure the elements
  * written so far are wiped and *count and *reveal stay 0. */
 static int decode_elements(uint8_t *elements, size_t cap, size_t *count, int *reveal,
-                           uint32_t reveal_field, uint32_t elements_field,
+                           int suite, uint32_t reveal_field, uint32_t elements_field,
                            const msg_names *names, const uint8_t *msg, size_t len)
 {
-    const uint8_t *p = msg, *end = msg + len, *at = msg;
+    size_t skip, elen = psi_suite_element_bytes(suite);
+    int rc = psi_msg_header(&skip, suite, msg, len, names->message);
+    if (rc != PSI_OK)
+        return rc;
+    const uint8_t *p = msg + skip, *end = msg + len, *at = p;
     size_t n = 0;
     int flag = 0;
     psi_field f;
-    int rc;
     while ((rc = psi_wire_next(&p, end, &f)) == PSI_OK) {
         if (f.number == reveal_field) {
             if (f.wire_type != PSI_WIRE_VARINT) {
@@ -210,7 +285,7 @@ static int decode_elements(uint8_t *elements, size_t cap, size_t *count, int *re
             }
             flag = f.varint != 0; // last occurrence wins, as in protobuf
         } else if (f.number == elements_field) {
-            rc = check_element(&f);
+            rc = psi_msg_check_element(&f, elen);
             if (rc != PSI_OK) {
                 psi_fail_at(rc, names->elements, (int64_t)n, at - msg);
                 break;
@@ -219,7 +294,10 @@ static int decode_elements(uint8_t *elements, size_t cap, size_t *count, int *re
                 rc = PSI_E_BUFFER_TOO_SMALL;
                 break;
             }
-            memcpy(elements + n * PSI_ELEMENT_BYTES, f.data, PSI_ELEMENT_BYTES);
+            // A shorter element fills the start of its slot (psi.h).
+            uint8_t *slot = elements + n * PSI_ELEMENT_BYTES;
+            memset(slot, 0, PSI_ELEMENT_BYTES);
+            memcpy(slot, f.data, elen);
             n++;
         }
         at = p;
@@ -238,8 +316,8 @@ static int decode_elements(uint8_t *elements, size_t cap, size_t *count, int *re
     return PSI_OK;
 }
 
-int psi_request_decode(uint8_t *elements, size_t *count, int *reveal, const uint8_t *msg,
-                       size_t len)
+int psi_request_decode_suite(uint8_t *elements, size_t *count, int *reveal, int suite,
+                             const uint8_t *msg, size_t len)
 {
     PSI_CHECK_ARG(count != NULL);
     size_t cap = *count;
@@ -250,11 +328,19 @@ int psi_request_decode(uint8_t *elements, size_t *count, int *reveal, const uint
     PSI_CHECK_ARG(cap <= SIZE_MAX / PSI_ELEMENT_BYTES);
     PSI_CHECK_ARG(msg != NULL || len == 0);
     psi_detail_clear();
-    return decode_elements(elements, cap, count, reveal, REQUEST_REVEAL, REQUEST_ELEMENTS,
-                           &request_names, msg != NULL ? msg : empty_msg, len);
+    return decode_elements(elements, cap, count, reveal, suite, REQUEST_REVEAL,
+                           REQUEST_ELEMENTS, &request_names, msg != NULL ? msg : psi_msg_empty,
+                           len);
 }
 
-int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, size_t len)
+int psi_request_decode(uint8_t *elements, size_t *count, int *reveal, const uint8_t *msg,
+                       size_t len)
+{
+    return psi_request_decode_suite(elements, count, reveal, PSI_SUITE_OPENMINED_P256, msg, len);
+}
+
+int psi_response_decode_suite(uint8_t *elements, size_t *count, int suite, const uint8_t *msg,
+                              size_t len)
 {
     int unused_reveal;
     PSI_CHECK_ARG(count != NULL);
@@ -264,14 +350,20 @@ int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, si
     PSI_CHECK_ARG(cap <= SIZE_MAX / PSI_ELEMENT_BYTES);
     PSI_CHECK_ARG(msg != NULL || len == 0);
     psi_detail_clear();
-    return decode_elements(elements, cap, count, &unused_reveal, 0, RESPONSE_ELEMENTS,
-                           &response_names, msg != NULL ? msg : empty_msg, len);
+    return decode_elements(elements, cap, count, &unused_reveal, suite, 0, RESPONSE_ELEMENTS,
+                           &response_names, msg != NULL ? msg : psi_msg_empty, len);
+}
+
+int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, size_t len)
+{
+    return psi_response_decode_suite(elements, count, PSI_SUITE_OPENMINED_P256, msg, len);
 }
 
 /* ---------------------------------------------------- ServerSetup out */
 
 /* The contents of one ServerSetup oneof member. */
 typedef struct setup_body {
+    int suite;
     psi_structure structure;
     const uint8_t *elements; /* raw */
     size_t n;
@@ -286,7 +378,7 @@ static void put_body(psi_wbuf *w, const setup_body *b)
 {
     switch (b->structure) {
     case PSI_STRUCTURE_RAW:
-        put_elements(w, RAW_ELEMENTS, b->elements, b->n);
+        put_elements(w, RAW_ELEMENTS, b->elements, b->n, psi_suite_element_bytes(b->suite));
         break;
     case PSI_STRUCTURE_GCS:
         put_int(w, GCS_DIV, b->div);
@@ -306,28 +398,30 @@ static void put_setup(psi_wbuf *w, const void *ctx)
     const setup_body *b = ctx;
     psi_wbuf body_size = {NULL, 0, 0};
     put_body(&body_size, b);
+    put_header(w, b->suite);
     // The oneof field numbers are the structure values plus one.
     psi_wbuf_tag(w, (uint32_t)b->structure + 1, PSI_WIRE_LEN);
     psi_wbuf_varint(w, body_size.len);
     put_body(w, b);
 }
 
-static int encode_raw(uint8_t *out, size_t *out_len, size_t cap, const uint8_t *elements,
-                      size_t n)
+static int encode_raw(uint8_t *out, size_t *out_len, size_t cap, int suite,
+                      const uint8_t *elements, size_t n)
 {
     for (size_t i = 1; i < n; i++) {
         const uint8_t *e = elements + i * PSI_ELEMENT_BYTES;
         if (memcmp(e - PSI_ELEMENT_BYTES, e, PSI_ELEMENT_BYTES) > 0)
             return psi_fail_at(PSI_E_SETUP_UNSORTED, "elements", (int64_t)i, -1);
     }
-    setup_body b = {.structure = PSI_STRUCTURE_RAW, .elements = elements, .n = n};
+    setup_body b = {.suite = suite, .structure = PSI_STRUCTURE_RAW, .elements = elements,
+                    .n = n};
     return write_message(out, out_len, cap, put_setup, &b);
 }
 
-static int encode_gcs(uint8_t *out, size_t *out_len, size_t cap, const psi_setup_params *p,
-                      const uint8_t *elements, size_t n)
+static int encode_gcs(uint8_t *out, size_t *out_len, size_t cap, int suite,
+                      const psi_setup_params *p, const uint8_t *elements, size_t n)
 {
-    setup_body b = {.structure = PSI_STRUCTURE_GCS};
+    setup_body b = {.suite = suite, .structure = PSI_STRUCTURE_GCS};
     uint8_t *bits = NULL;
     size_t bound;
     int rc;
@@ -339,7 +433,8 @@ static int encode_gcs(uint8_t *out, size_t *out_len, size_t cap, const psi_setup
         goto done;
     }
     b.bits_len = bound;
-    PSI_TRY(psi_gcs_build(&b.div, bits, &b.bits_len, b.hash_range, elements, n));
+    PSI_TRY(psi_gcs_build(&b.div, bits, &b.bits_len, b.hash_range, elements, n,
+                          psi_suite_element_bytes(suite)));
     b.bits = bits;
     rc = write_message(out, out_len, cap, put_setup, &b);
 done:
@@ -347,10 +442,10 @@ done:
     return rc;
 }
 
-static int encode_bloom(uint8_t *out, size_t *out_len, size_t cap, const psi_setup_params *p,
-                        const uint8_t *elements, size_t n)
+static int encode_bloom(uint8_t *out, size_t *out_len, size_t cap, int suite,
+                        const psi_setup_params *p, const uint8_t *elements, size_t n)
 {
-    setup_body b = {.structure = PSI_STRUCTURE_BLOOM_FILTER};
+    setup_body b = {.suite = suite, .structure = PSI_STRUCTURE_BLOOM_FILTER};
     uint8_t *bits = NULL;
     int rc;
     PSI_TRY(psi_bloom_params(&b.k, &b.bits_len, p->fpr, p->num_client_inputs, n));
@@ -359,7 +454,7 @@ static int encode_bloom(uint8_t *out, size_t *out_len, size_t cap, const psi_set
         rc = PSI_E_NOMEM;
         goto done;
     }
-    psi_bloom_build(bits, b.bits_len, b.k, elements, n);
+    psi_bloom_build(bits, b.bits_len, b.k, elements, n, psi_suite_element_bytes(suite));
     b.bits = bits;
     rc = write_message(out, out_len, cap, put_setup, &b);
 done:
@@ -367,8 +462,8 @@ done:
     return rc;
 }
 
-int psi_setup_encode(uint8_t *out, size_t *out_len, const psi_setup_params *p,
-                     const uint8_t *elements, size_t n)
+int psi_setup_encode_suite(uint8_t *out, size_t *out_len, int suite, const psi_setup_params *p,
+                           const uint8_t *elements, size_t n)
 {
     size_t cap;
     int rc = take_output(out, out_len, &cap);
@@ -378,16 +473,24 @@ int psi_setup_encode(uint8_t *out, size_t *out_len, const psi_setup_params *p,
     PSI_CHECK_ARG(elements != NULL || n == 0);
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
     psi_detail_clear();
+    if (!psi_suite_known(suite))
+        return PSI_E_SUITE;
     switch (p->structure) {
     case PSI_STRUCTURE_RAW:
-        return encode_raw(out, out_len, cap, elements, n);
+        return encode_raw(out, out_len, cap, suite, elements, n);
     case PSI_STRUCTURE_GCS:
-        return encode_gcs(out, out_len, cap, p, elements, n);
+        return encode_gcs(out, out_len, cap, suite, p, elements, n);
     case PSI_STRUCTURE_BLOOM_FILTER:
-        return encode_bloom(out, out_len, cap, p, elements, n);
+        return encode_bloom(out, out_len, cap, suite, p, elements, n);
     default:
         return psi_fail_at(PSI_E_STRUCTURE, "params.structure", -1, -1);
     }
+}
+
+int psi_setup_encode(uint8_t *out, size_t *out_len, const psi_setup_params *p,
+                     const uint8_t *elements, size_t n)
+{
+    return psi_setup_encode_suite(out, out_len, PSI_SUITE_OPENMINED_P256, p, elements, n);
 }
 
 /* Adds `extra` to *total, or reports the overflow. */
@@ -400,7 +503,7 @@ static int add_size(size_t *total, size_t extra)
 }
 
 /* The size of the oneof member's contents, at most. */
-static int body_bound(size_t *body, const psi_setup_params *p, size_t n)
+static int body_bound(size_t *body, int suite, const psi_setup_params *p, size_t n)
 {
     int64_t hash_range;
     int32_t k;
@@ -408,9 +511,9 @@ static int body_bound(size_t *body, const psi_setup_params *p, size_t n)
     int rc;
     switch (p->structure) {
     case PSI_STRUCTURE_RAW:
-        if (n > SIZE_MAX / PSI_ELEMENT_WIRE_BYTES)
+        if (n > SIZE_MAX / element_wire_bytes(suite))
             return PSI_E_PARAM_OVERFLOW;
-        *body = n * PSI_ELEMENT_WIRE_BYTES;
+        *body = n * element_wire_bytes(suite);
         return PSI_OK;
     case PSI_STRUCTURE_GCS:
         PSI_TRY(psi_gcs_hash_range(&hash_range, p->fpr, p->num_client_inputs, n));
@@ -428,7 +531,7 @@ done:
     return rc;
 }
 
-int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_server)
+int psi_setup_bound_suite(size_t *bound, int suite, const psi_setup_params *p, size_t n_server)
 {
     size_t body = 0, total;
     int rc;
@@ -436,257 +539,19 @@ int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_server)
     *bound = 0;
     PSI_CHECK_ARG(p != NULL);
     psi_detail_clear();
-    PSI_TRY(body_bound(&body, p, n_server));
-    // Exact for raw: the oneof tag, the body length, the body.
-    total = 1 + psi_varint_size(body);
+    if (!psi_suite_known(suite))
+        return PSI_E_SUITE;
+    PSI_TRY(body_bound(&body, suite, p, n_server));
+    // Exact for raw: the header, the oneof tag, the body length, the body.
+    total = header_bytes(suite) + 1 + psi_varint_size(body);
     PSI_TRY(add_size(&total, body));
     *bound = total;
 done:
     return rc;
 }
 
-/* ----------------------------------------------------- ServerSetup in */
-
-/* Two's complement reinterpretation, as protobuf reads int32 and int64;
- * a plain cast of an out-of-range value is implementation-defined in C. */
-static int32_t as_int32(uint64_t v)
+int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_server)
 {
-    uint32_t u = (uint32_t)v;
-    return u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) - INT32_MAX - 1;
+    return psi_setup_bound_suite(bound, PSI_SUITE_OPENMINED_P256, p, n_server);
 }
 
-static int64_t as_int64(uint64_t v)
-{
-    return v <= INT64_MAX ? (int64_t)v : (int64_t)(v - 0x8000000000000000u) - INT64_MAX - 1;
-}
-
-/* Field names for error details, by oneof member. */
-static const char *const member_names[] = {"ServerSetup", "ServerSetup.raw",
-                                           "ServerSetup.gcs", "ServerSetup.bloom_filter"};
-
-/* Finds the one oneof member.  protobuf itself would merge repeats and let
- * a later member replace an earlier one; PROTOCOL.md refuses both, since a
- * conforming peer sends exactly one. */
-static int find_member(psi_field *member, const uint8_t *msg, size_t len)
-{
-    const uint8_t *p = msg, *end = msg + len, *at = msg;
-    psi_field f;
-    int rc;
-    *member = (psi_field){0};
-    for (; (rc = psi_wire_next(&p, end, &f)) == PSI_OK; at = p) {
-        if (f.number < SETUP_RAW || f.number > SETUP_BLOOM)
-            continue;
-        if (f.wire_type != PSI_WIRE_LEN)
-            return psi_fail_at(PSI_E_MSG_TAG, member_names[f.number], -1, at - msg);
-        if (member->number != 0)
-            return psi_fail_at(PSI_E_MSG_ONEOF_DOUBLED, member_names[f.number], -1, at - msg);
-        *member = f;
-    }
-    if (rc != 1)
-        return psi_fail_at(rc, "ServerSetup", -1, p - msg);
-    if (member->number == 0)
-        return psi_fail_at(PSI_E_MSG_ONEOF_MISSING, "ServerSetup", -1, -1);
-    return PSI_OK;
-}
-
-#define RAW_ELEMENTS_NAME "ServerSetup.raw.encrypted_elements"
-
-/* Walks RawInfo: counts its elements into *n, and copies them to dst
- * unless dst is NULL (the counting pass validates every field).  msg is
- * the whole ServerSetup, for offsets in details. */
-static int walk_raw(uint8_t *dst, size_t *n, const uint8_t *msg, const uint8_t *data,
-                    size_t len)
-{
-    const uint8_t *p = data, *end = data + len, *at = data;
-    psi_field f;
-    int rc;
-    *n = 0;
-    for (; (rc = psi_wire_next(&p, end, &f)) == PSI_OK; at = p) {
-        if (f.number != RAW_ELEMENTS)
-            continue;
-        rc = check_element(&f);
-        if (rc != PSI_OK)
-            return psi_fail_at(rc, RAW_ELEMENTS_NAME, (int64_t)*n, at - msg);
-        if (dst != NULL)
-            memcpy(dst + *n * PSI_ELEMENT_BYTES, f.data, PSI_ELEMENT_BYTES);
-        (*n)++;
-    }
-    if (rc == 1)
-        return PSI_OK;
-    const uint8_t *q = p;
-    uint64_t tag;
-    if (psi_wire_varint(&q, end, &tag) == PSI_OK && (tag >> 3) == RAW_ELEMENTS)
-        return psi_fail_at(rc, RAW_ELEMENTS_NAME, (int64_t)*n, p - msg);
-    return psi_fail_at(rc, "ServerSetup.raw", -1, p - msg);
-}
-
-static int parse_raw(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len)
-{
-    size_t n;
-    int rc;
-    PSI_TRY(walk_raw(NULL, &n, msg, data, len));
-    if (n > SIZE_MAX / PSI_ELEMENT_BYTES)
-        return PSI_E_MSG_TOO_LARGE;
-    s->raw = psi_alloc(n * PSI_ELEMENT_BYTES);
-    if (s->raw == NULL)
-        return PSI_E_NOMEM;
-    PSI_TRY(walk_raw(s->raw, &s->raw_count, msg, data, len));
-    for (size_t i = 1; i < n; i++) {
-        const uint8_t *e = s->raw + i * PSI_ELEMENT_BYTES;
-        if (memcmp(e - PSI_ELEMENT_BYTES, e, PSI_ELEMENT_BYTES) > 0)
-            return psi_fail_at(PSI_E_SETUP_UNSORTED, RAW_ELEMENTS_NAME, (int64_t)i, -1);
-    }
-done:
-    return rc;
-}
-
-/* Reads a known scalar field; the wrong wire type is refused, not skipped. */
-static int read_varint(const psi_field *f, uint64_t *v)
-{
-    if (f->wire_type != PSI_WIRE_VARINT)
-        return PSI_E_MSG_TAG;
-    *v = f->varint;
-    return PSI_OK;
-}
-
-/* Reads a singular `bytes` field; the last occurrence wins. */
-static int read_bytes(const psi_field *f, const uint8_t **data, size_t *len)
-{
-    if (f->wire_type != PSI_WIRE_LEN)
-        return PSI_E_MSG_TAG;
-    *data = f->data;
-    *len = f->len;
-    return PSI_OK;
-}
-
-/* The fields of GCSInfo (1 div, 2 hash_range, 3 bits) and BloomFilterInfo
- * (1 num_hash_functions, 2 bits), by number, for details. */
-static const char *const gcs_names[] = {"ServerSetup.gcs", "ServerSetup.gcs.div",
-                                        "ServerSetup.gcs.hash_range", "ServerSetup.gcs.bits"};
-static const char *const bloom_names[] = {"ServerSetup.bloom_filter",
-                                          "ServerSetup.bloom_filter.num_hash_functions",
-                                          "ServerSetup.bloom_filter.bits"};
-
-/* Records a failure while reading the member's field at `at`: a wrong wire
- * type of a known field, or a field the reader could not read. */
-static int member_fail(int rc, const char *const *names, uint32_t n_names,
-                       const uint8_t *msg, const uint8_t *at, const uint8_t *end)
-{
-    const uint8_t *q = at;
-    uint64_t tag;
-    uint32_t number = 0;
-    if (psi_wire_varint(&q, end, &tag) == PSI_OK && (tag >> 3) < n_names)
-        number = (uint32_t)(tag >> 3);
-    return psi_fail_at(rc, names[number], -1, at - msg);
-}
-
-static int parse_gcs(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len)
-{
-    const uint8_t *p = data, *end = data + len, *at = data, *bits = NULL;
-    size_t bits_len = 0;
-    uint64_t div = 0, hash_range = 0;
-    psi_field f;
-    int rc;
-    for (; (rc = psi_wire_next(&p, end, &f)) == PSI_OK; at = p) {
-        if (f.number == GCS_DIV)
-            rc = read_varint(&f, &div);
-        else if (f.number == GCS_HASH_RANGE)
-            rc = read_varint(&f, &hash_range);
-        else if (f.number == GCS_BITS)
-            rc = read_bytes(&f, &bits, &bits_len);
-        if (rc != PSI_OK)
-            return member_fail(rc, gcs_names, 4, msg, at, end);
-    }
-    if (rc != 1)
-        return member_fail(rc, gcs_names, 4, msg, p, end);
-    s->gcs_div = as_int32(div);
-    s->gcs_hash_range = as_int64(hash_range);
-    // psi_gcs_decode validates hash_range, div and the whole stream.
-    return psi_gcs_decode(&s->gcs_values, &s->gcs_count, s->gcs_hash_range, s->gcs_div,
-                          bits, bits_len);
-}
-
-static int parse_bloom(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len)
-{
-    const uint8_t *p = data, *end = data + len, *at = data, *bits = NULL;
-    size_t bits_len = 0;
-    uint64_t k = 0;
-    psi_field f;
-    int rc;
-    for (; (rc = psi_wire_next(&p, end, &f)) == PSI_OK; at = p) {
-        if (f.number == BLOOM_HASHES)
-            rc = read_varint(&f, &k);
-        else if (f.number == BLOOM_BITS)
-            rc = read_bytes(&f, &bits, &bits_len);
-        if (rc != PSI_OK)
-            return member_fail(rc, bloom_names, 3, msg, at, end);
-    }
-    if (rc != 1)
-        return member_fail(rc, bloom_names, 3, msg, p, end);
-    s->bloom_k = as_int32(k);
-    // psi.js matches everything with k = 0 and aborts on empty bits (§9.3).
-    if (s->bloom_k < 1)
-        return psi_fail_at(PSI_E_BLOOM_HASHES, bloom_names[BLOOM_HASHES], -1, -1);
-    if (bits_len == 0)
-        return psi_fail_at(PSI_E_BLOOM_BITS, bloom_names[BLOOM_BITS], -1, -1);
-    s->bloom_bits = psi_alloc(bits_len);
-    if (s->bloom_bits == NULL)
-        return PSI_E_NOMEM;
-    memcpy(s->bloom_bits, bits, bits_len);
-    s->bloom_bytes = bits_len;
-    return PSI_OK;
-}
-
-int psi_setup_parse(psi_setup **out, const uint8_t *msg, size_t len)
-{
-    psi_setup *s = NULL;
-    psi_field member;
-    int rc;
-    PSI_CHECK_ARG(out != NULL);
-    *out = NULL;
-    PSI_CHECK_ARG(msg != NULL || len == 0);
-    psi_detail_clear();
-    if (msg == NULL)
-        msg = empty_msg;
-    PSI_TRY(find_member(&member, msg, len));
-    s = psi_calloc(1, sizeof *s);
-    if (s == NULL) {
-        rc = PSI_E_NOMEM;
-        goto done;
-    }
-    if (member.number == SETUP_RAW) {
-        s->structure = PSI_STRUCTURE_RAW;
-        PSI_TRY(parse_raw(s, msg, member.data, member.len));
-    } else if (member.number == SETUP_GCS) {
-        s->structure = PSI_STRUCTURE_GCS;
-        PSI_TRY(parse_gcs(s, msg, member.data, member.len));
-    } else {
-        s->structure = PSI_STRUCTURE_BLOOM_FILTER;
-        PSI_TRY(parse_bloom(s, msg, member.data, member.len));
-    }
-    *out = s;
-    s = NULL;
-done:
-    psi_setup_free(s);
-    return rc;
-}
-
-void psi_setup_free(psi_setup *s)
-{
-    if (s == NULL)
-        return;
-    psi_free(s->raw);
-    psi_free(s->gcs_values);
-    psi_free(s->bloom_bits);
-    psi_free(s);
-}
-
-psi_structure psi_setup_structure(const psi_setup *s)
-{
-    return s != NULL ? s->structure : PSI_STRUCTURE_RAW;
-}
-
-size_t psi_setup_raw_count(const psi_setup *s)
-{
-    return s != NULL ? s->raw_count : 0;
-}

@@ -42,6 +42,34 @@ void psi_p256_reduce_wide(uint8_t x[32], const uint8_t wide[64]);
  * and then out is zeroed.  Constant time in the coordinates. */
 int psi_p256_jacobian_compress(uint8_t *out, const uint8_t *xyz, size_t n);
 
+/* RFC 9380 hashing (p256_sswu.c), suite P256_XMD:SHA-256_SSWU_RO_ and its
+ * encode_to_curve sibling _NU_.  Constant time in the message bytes, not
+ * in its length or the DST; stack copies are wiped.  msg may be NULL when
+ * msg_len is 0.  dst is 1 to 255 bytes: a longer tag must first be
+ * shortened by the caller as RFC 9380 §5.3.3 says. */
+
+/* Most bytes psi_p256_expand_xmd gives: 255 SHA-256 blocks. */
+#define PSI_P256_XMD_MAX_BYTES (255 * 32)
+
+/* out = expand_message_xmd(msg, dst, out_len) with SHA-256 (§5.3.1).
+ * Returns 1, or 0 when out_len > PSI_P256_XMD_MAX_BYTES or dst_len is 0
+ * or above 255, and then out is zeroed.  out_len 0 writes nothing. */
+int psi_p256_expand_xmd(uint8_t *out, size_t out_len, const uint8_t *msg, size_t msg_len,
+                        const uint8_t *dst, size_t dst_len);
+
+/* (x, y) = hash_to_curve(msg) (§3, random oracle: two field elements
+ * from 96 bytes, each mapped by simplified SWU, summed), affine.  Returns
+ * 1, or 0 with x and y zeroed when the DST is refused or the sum is the
+ * point at infinity (probability about 2^-256). */
+int psi_p256_sswu_hash(uint8_t x[32], uint8_t y[32], const uint8_t *msg, size_t msg_len,
+                       const uint8_t *dst, size_t dst_len);
+
+/* (x, y) = encode_to_curve(msg) (§3, nonuniform: one field element, one
+ * map), affine; for the tests.  Returns 1, or 0 with x and y zeroed when
+ * the DST is refused. */
+int psi_p256_sswu_encode(uint8_t x[32], uint8_t y[32], const uint8_t *msg, size_t msg_len,
+                         const uint8_t *dst, size_t dst_len);
+
 /* Field operations on canonical values below p, for the tests. */
 void psi_p256_fe_mul(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
 void psi_p256_fe_sqr(uint8_t r[32], const uint8_t a[32]);

@@ -1,6 +1,6 @@
 /* P-256 field arithmetic with 4 x 64-bit limbs and 128-bit products, for
  * 64-bit targets whose compiler has unsigned __int128 (x86-64, aarch64).
- * Included by p256.c only, which selects this file or p256_field_8x32.h;
+ * Included by p256_field_ops.h only, which selects this file or p256_field_8x32.h;
  * both define the same fe_* names (see p256.c).
  *
  * Montgomery form with R = 2^256, always fully reduced to [0, p).  In

@@ -1,6 +1,6 @@
 /* P-256 field arithmetic with 8 x 32-bit limbs, for targets without a
  * 64x64->128-bit multiply (wasm32, where OpenSSL's nistp256 calls __multi3
- * for every product).  Included by p256.c only, which selects this file or
+ * for every product).  Included by p256_field_ops.h only, which selects this file or
  * p256_field_4x64.h; both define the same fe_* names (see p256.c).
  *
  * Montgomery form with R = 2^256, always fully reduced to [0, p).  Since

@@ -5,6 +5,7 @@
 
 #include "engine.h"
 #include "p256.h"
+#include "suite.h"
 
 /* p, big-endian (§1). */
 static const uint8_t field_p[32] = {
@@ -34,8 +35,19 @@ int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
 
 int psi_point_check(const uint8_t *point, size_t len)
 {
+    return psi_point_check_suite(PSI_SUITE_OPENMINED_P256, point, len);
+}
+
+int psi_point_check_suite(int suite, const uint8_t *point, size_t len)
+{
     PSI_CHECK_ARG(point != NULL || len == 0);
     psi_detail_clear();
+    if (!psi_suite_known(suite))
+        return PSI_E_SUITE;
+    if (suite == PSI_SUITE_RISTRETTO255) {
+        int rc = psi_r255_check(point, len);
+        return rc == PSI_OK ? rc : psi_fail_at(rc, "point", -1, -1);
+    }
     if (len == 0)
         return psi_fail_at(PSI_E_POINT_LENGTH, "point", -1, -1);
     psi_ec ec;

@@ -30,7 +30,7 @@ int psi_server_create_setup(const psi_engine *e, uint8_t *out, size_t *out_len,
     if (psi_engine_role(e) != PSI_ROLE_SERVER)
         return PSI_E_WRONG_ROLE;
     /* Reject bad parameters before the expensive masking. */
-    int rc = psi_setup_bound(&bound, p, n);
+    int rc = psi_setup_bound_suite(&bound, psi_engine_suite(e), p, n);
     if (rc != PSI_OK)
         return rc;
     uint8_t *elements = NULL;
@@ -40,7 +40,7 @@ int psi_server_create_setup(const psi_engine *e, uint8_t *out, size_t *out_len,
     if (p->structure == PSI_STRUCTURE_RAW)
         PSI_TRY(psi_elements_sort(elements, perm, n));
     *out_len = cap;
-    rc = psi_setup_encode(out, out_len, p, elements, n);
+    rc = psi_setup_encode_suite(out, out_len, psi_engine_suite(e), p, elements, n);
 done:
     psi_free(elements);
     return rc;
@@ -51,11 +51,12 @@ static int request_elements(const psi_engine *e, uint8_t **elements, size_t *n,
                             const uint8_t *request, size_t request_len)
 {
     int reveal = 0;
-    *n = psi_message_element_bound(request_len);
+    psi_suite suite = psi_engine_suite(e);
+    *n = psi_message_element_bound_suite(suite, request_len);
     *elements = psi_calloc(*n, PSI_ELEMENT_BYTES);
     if (*elements == NULL)
         return PSI_E_NOMEM;
-    int rc = psi_request_decode(*elements, n, &reveal, request, request_len);
+    int rc = psi_request_decode_suite(*elements, n, &reveal, suite, request, request_len);
     if (rc == PSI_OK && reveal != psi_engine_reveal(e))
         rc = psi_fail_at(PSI_E_REVEAL_MISMATCH, "Request.reveal_intersection", -1, -1);
     return rc;
@@ -75,7 +76,7 @@ int psi_server_process_request(const psi_engine *e, uint8_t *out, size_t *out_le
     uint8_t *in = NULL, *masked = NULL;
     int rc;
     PSI_TRY(request_elements(e, &in, &n, request, request_len));
-    if (cap < psi_response_bound(n))
+    if (cap < psi_response_bound_suite(psi_engine_suite(e), n))
         PSI_TRY(PSI_E_BUFFER_TOO_SMALL);
     len = n * PSI_ELEMENT_BYTES;
     masked = psi_alloc(len);
@@ -89,7 +90,7 @@ int psi_server_process_request(const psi_engine *e, uint8_t *out, size_t *out_le
     if (!psi_engine_reveal(e))
         PSI_TRY(psi_elements_sort(masked, NULL, n));
     *out_len = cap;
-    rc = psi_response_encode(out, out_len, masked, n);
+    rc = psi_response_encode_suite(out, out_len, psi_engine_suite(e), masked, n);
 done:
     psi_free(in);
     psi_free(masked);

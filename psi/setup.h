@@ -6,6 +6,8 @@
 #include "common.h"
 
 struct psi_setup {
+    psi_suite suite;
+    size_t elen; /* bytes of an element of the suite on the wire (§16) */
     psi_structure structure;
     /* raw: raw_count elements of PSI_ELEMENT_BYTES, contiguous, in byte
      * order (checked by psi_setup_parse). */

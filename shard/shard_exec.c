@@ -76,6 +76,7 @@ static int units_create(psi_shards *g, const psi_engine *e)
     psi_settings_default(&es);
     es.role = g->role;
     es.reveal_intersection = g->reveal;
+    es.suite = g->suite;
     for (size_t k = 0; k < g->n_units; k++) {
         shard_unit *u = &g->units[k];
         u->group = g;
@@ -104,6 +105,7 @@ int psi_shards_create(psi_shards **out, const psi_engine *e, const psi_shard_set
     int rc;
     g->role = psi_engine_role(e);
     g->reveal = psi_engine_reveal(e);
+    g->suite = psi_engine_suite(e);
     g->progress = s->progress;
     g->progress_arg = s->progress_arg;
     g->units = psi_shard_calloc(shards, sizeof *g->units);

@@ -30,6 +30,7 @@ struct psi_shards {
     size_t n_units;
     psi_role role;           /* of the engine the shards were cloned from */
     int reveal;
+    psi_suite suite;
     psi_progress_fn progress;
     void *progress_arg;
     int has_lock;            /* progress_lock initialised */

@@ -84,7 +84,7 @@ int psi_shards_server_create_setup(psi_shards *g, uint8_t *out, size_t *out_len,
     psi_error_detail_set(NULL);
     if (g->role != PSI_ROLE_SERVER)
         return PSI_E_WRONG_ROLE;
-    int rc = psi_setup_bound(&bound, p, n); /* bad parameters before masking */
+    int rc = psi_setup_bound_suite(&bound, g->suite, p, n); /* bad parameters before masking */
     if (rc != PSI_OK)
         return rc;
     for (size_t i = 0; i < n; i++) /* checked where the engine checks them */
@@ -95,7 +95,7 @@ int psi_shards_server_create_setup(psi_shards *g, uint8_t *out, size_t *out_len,
     rc = setup_elements(g, elements, perm, p, values, n);
     if (rc == PSI_OK) {
         *out_len = cap;
-        rc = psi_setup_encode(out, out_len, p, elements, n);
+        rc = psi_setup_encode_suite(out, out_len, g->suite, p, elements, n);
     }
     psi_shard_free(elements);
     return rc;
@@ -119,11 +119,11 @@ static int request_elements(psi_shards *g, uint8_t **elements, size_t *n,
                             const uint8_t *request, size_t request_len)
 {
     int reveal = 0;
-    *n = psi_message_element_bound(request_len);
+    *n = psi_message_element_bound_suite(g->suite, request_len);
     *elements = psi_shard_calloc(*n, PSI_ELEMENT_BYTES);
     if (*elements == NULL)
         return PSI_E_NOMEM;
-    int rc = psi_request_decode(*elements, n, &reveal, request, request_len);
+    int rc = psi_request_decode_suite(*elements, n, &reveal, g->suite, request, request_len);
     if (rc == PSI_OK && reveal != g->reveal) {
         rc = PSI_E_REVEAL_MISMATCH;
         psi_error_detail d = {rc, "Request.reveal_intersection", -1, -1};
@@ -146,7 +146,7 @@ int psi_shards_server_process_request(psi_shards *g, uint8_t *out, size_t *out_l
     uint8_t *in = NULL, *masked = NULL;
     int rc;
     SHARD_TRY(request_elements(g, &in, &n, request, request_len));
-    if (cap < psi_response_bound(n))
+    if (cap < psi_response_bound_suite(g->suite, n))
         SHARD_TRY(PSI_E_BUFFER_TOO_SMALL);
     masked = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
     if (masked == NULL)
@@ -157,7 +157,7 @@ int psi_shards_server_process_request(psi_shards *g, uint8_t *out, size_t *out_l
     if (!g->reveal)
         SHARD_TRY(psi_elements_sort(masked, NULL, n));
     *out_len = cap;
-    rc = psi_response_encode(out, out_len, masked, n);
+    rc = psi_response_encode_suite(out, out_len, g->suite, masked, n);
 done:
     psi_shard_free(in);
     psi_shard_free(masked);
@@ -177,7 +177,7 @@ int psi_shards_client_create_request(psi_shards *g, uint8_t *out, size_t *out_le
     psi_error_detail_set(NULL);
     if (g->role != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
-    if (psi_request_bound(n) == 0 || cap < psi_request_bound(n))
+    if (psi_request_bound_suite(g->suite, n) == 0 || cap < psi_request_bound_suite(g->suite, n))
         return PSI_E_BUFFER_TOO_SMALL;
     for (size_t i = 0; i < n; i++)
         SHARD_CHECK_ARG(values[i].data != NULL || values[i].len == 0);
@@ -187,7 +187,7 @@ int psi_shards_client_create_request(psi_shards *g, uint8_t *out, size_t *out_le
     int rc = psi_shards_run(g, PSI_SHARD_MASK, elements, NULL, values, NULL, n);
     if (rc == PSI_OK) {
         *out_len = cap;
-        rc = psi_request_encode(out, out_len, g->reveal, elements, n);
+        rc = psi_request_encode_suite(out, out_len, g->suite, g->reveal, elements, n);
     }
     psi_shard_free(elements);
     return rc;
@@ -219,13 +219,13 @@ static int round_start(client_round *r, psi_shards *g, const uint8_t *setup, siz
         return PSI_E_WRONG_ROLE;
     int rc;
     uint8_t *masked = NULL;
-    SHARD_TRY(psi_setup_parse(&r->setup, setup, setup_len));
-    r->n = psi_message_element_bound(response_len);
+    SHARD_TRY(psi_setup_parse_suite(&r->setup, g->suite, setup, setup_len));
+    r->n = psi_message_element_bound_suite(g->suite, response_len);
     masked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
     r->unmasked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
     if (masked == NULL || r->unmasked == NULL)
         SHARD_TRY(PSI_E_NOMEM);
-    SHARD_TRY(psi_response_decode(masked, &r->n, response, response_len));
+    SHARD_TRY(psi_response_decode_suite(masked, &r->n, g->suite, response, response_len));
     rc = detail_rename(psi_shards_run(g, PSI_SHARD_UNMASK, r->unmasked, NULL, NULL, masked, r->n),
                        "Response.encrypted_elements");
 done:

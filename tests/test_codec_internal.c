@@ -623,6 +623,9 @@ static const malformed_case malformed[] = {
     {"wire type 4", DEC_REQUEST, "0c", PSI_E_MSG_TAG},
     {"wire type 6", DEC_REQUEST, "0e", PSI_E_MSG_TAG},
     {"wire type 7", DEC_REQUEST, "0f", PSI_E_MSG_TAG},
+    {"p256-sswu suite header", DEC_REQUEST, "7f01", PSI_E_SUITE_MISMATCH},
+    {"ristretto255 suite header", DEC_RESPONSE, "7f02", PSI_E_SUITE_MISMATCH},
+    {"unknown suite header", DEC_SETUP, "7f09 0a00", PSI_E_SUITE_MISMATCH},
     {"element 0 bytes", DEC_REQUEST, "1200", PSI_E_MSG_ELEMENT_SIZE},
     {"element 32 bytes", DEC_REQUEST, "1220" X32, PSI_E_MSG_ELEMENT_SIZE},
     {"element 34 bytes", DEC_REQUEST, "1222" X32 "1111", PSI_E_MSG_ELEMENT_SIZE},
@@ -837,7 +840,7 @@ static void test_codec_null_args_decoders(void **state)
 static int documented(enum decoder d, int rc)
 {
     static const int any[] = {PSI_OK, PSI_E_MSG_TRUNCATED, PSI_E_MSG_VARINT, PSI_E_MSG_TAG,
-                              PSI_E_MSG_ELEMENT_SIZE};
+                              PSI_E_MSG_ELEMENT_SIZE, PSI_E_SUITE_MISMATCH};
     static const int setup[] = {PSI_E_MSG_ONEOF_MISSING, PSI_E_MSG_ONEOF_DOUBLED,
                                 PSI_E_MSG_TOO_LARGE, PSI_E_GCS_HASH_RANGE, PSI_E_GCS_DIV,
                                 PSI_E_GCS_STREAM, PSI_E_BLOOM_HASHES, PSI_E_BLOOM_BITS,

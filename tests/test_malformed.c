@@ -44,6 +44,7 @@ typedef struct input {
     uint8_t *msg, *setup, *bytes; /* bytes: point, points or key */
     size_t msg_len, setup_len, bytes_len;
     int reveal;
+    psi_suite suite; /* "suite", default openmined-p256 (PROTOCOL.md §16) */
 } input;
 
 static uint8_t *hex_field(const cJSON *c, const char *name, size_t *len)
@@ -60,16 +61,22 @@ static double num_field(const cJSON *c, const char *name)
     return f->valuedouble;
 }
 
+/* The P-256 suites share the document's keys; ristretto255 has its own
+ * ("ristretto255_server_key", little-endian). */
 static psi_engine *engine_from(const cJSON *doc, const char *key_name, psi_role role,
-                               int reveal)
+                               int reveal, psi_suite suite)
 {
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", suite == PSI_SUITE_RISTRETTO255 ? "ristretto255_" : "",
+             key_name);
     size_t len;
-    uint8_t *key = hex_field(doc, key_name, &len);
+    uint8_t *key = hex_field(doc, name, &len);
     psi_settings s;
     psi_engine *e = NULL;
     psi_settings_default(&s);
     s.role = role;
     s.reveal_intersection = reveal;
+    s.suite = suite;
     assert_int_equal(psi_engine_create_from_key(&e, &s, key, len), PSI_OK);
     free(key);
     return e;
@@ -90,7 +97,8 @@ static psi_shards *shards_from(const psi_engine *e, const runner *r)
  * afterwards when it failed. */
 static int run_server(const psi_engine *e, const runner *r, const input *in)
 {
-    size_t cap = psi_response_bound(psi_message_element_bound(in->msg_len)) + 1;
+    size_t cap = psi_response_bound_suite(
+                     in->suite, psi_message_element_bound_suite(in->suite, in->msg_len)) + 1;
     uint8_t *out = malloc(cap);
     size_t len = cap;
     int rc;
@@ -116,7 +124,7 @@ static int run_server(const psi_engine *e, const runner *r, const input *in)
 
 static int run_client(const psi_engine *e, const runner *r, const input *in)
 {
-    size_t cap = psi_message_element_bound(in->msg_len) + 1, count = cap;
+    size_t cap = psi_message_element_bound_suite(in->suite, in->msg_len) + 1, count = cap;
     size_t *idx = calloc(cap, sizeof *idx);
     psi_pair *pairs = calloc(cap, sizeof *pairs);
     psi_shards *g = r->shards != 0 ? shards_from(e, r) : NULL;
@@ -170,30 +178,36 @@ static int run_batch(const psi_engine *e, const runner *r, const input *in)
  * import and the setup parameters. */
 static int run_plain(const cJSON *doc, const input *in)
 {
-    size_t cap = psi_message_element_bound(in->msg_len) + 1, count = cap;
+    size_t cap = psi_message_element_bound_suite(in->suite, in->msg_len) + 1, count = cap;
     uint8_t *elements = malloc(cap * 33);
     int reveal = 0, rc;
     assert_non_null(elements);
     if (strcmp(in->op, "request_decode") == 0) {
-        rc = psi_request_decode(elements, &count, &reveal, in->msg, in->msg_len);
+        rc = psi_request_decode_suite(elements, &count, &reveal, in->suite, in->msg, in->msg_len);
         if (rc != PSI_OK)
             assert_int_equal(count, 0);
     } else if (strcmp(in->op, "response_decode") == 0) {
-        rc = psi_response_decode(elements, &count, in->msg, in->msg_len);
+        rc = psi_response_decode_suite(elements, &count, in->suite, in->msg, in->msg_len);
         if (rc != PSI_OK)
             assert_int_equal(count, 0);
     } else if (strcmp(in->op, "setup_parse") == 0) {
         psi_setup *s = NULL;
-        rc = psi_setup_parse(&s, in->msg, in->msg_len);
+        rc = psi_setup_parse_suite(&s, in->suite, in->msg, in->msg_len);
         if (rc != PSI_OK)
             assert_null(s);
         psi_setup_free(s);
     } else if (strcmp(in->op, "point_check") == 0) {
-        rc = psi_point_check(in->bytes, in->bytes_len);
+        rc = psi_point_check_suite(in->suite, in->bytes, in->bytes_len);
+    } else if (strcmp(in->op, "suite_from_name") == 0) {
+        psi_suite suite = PSI_SUITE_RISTRETTO255;
+        rc = psi_suite_from_name(&suite,
+                                 cJSON_GetObjectItemCaseSensitive(in->c, "suite_name")->valuestring);
+        assert_int_equal(suite, PSI_SUITE_OPENMINED_P256); /* cleared on failure */
     } else if (strcmp(in->op, "engine_from_key") == 0) {
         psi_settings st;
         psi_engine *e = (psi_engine *)doc; /* poisoned: must be set to NULL */
         psi_settings_default(&st);
+        st.suite = in->suite;
         rc = psi_engine_create_from_key(&e, &st, in->bytes, in->bytes_len);
         if (rc != PSI_OK)
             assert_null(e);
@@ -204,7 +218,7 @@ static int run_plain(const cJSON *doc, const input *in)
                               num_field(in->c, "fpr"),
                               (int64_t)num_field(in->c, "num_client_inputs")};
         size_t bound = 1;
-        rc = psi_setup_bound(&bound, &p, (size_t)num_field(in->c, "n"));
+        rc = psi_setup_bound_suite(&bound, in->suite, &p, (size_t)num_field(in->c, "n"));
         if (rc != PSI_OK)
             assert_int_equal(bound, 0);
     }
@@ -276,6 +290,10 @@ static void input_load(input *in, const cJSON *c)
     if (in->bytes == NULL)
         in->bytes = hex_field(c, "key", &in->bytes_len);
     in->reveal = cJSON_IsNumber(reveal) ? reveal->valueint : 1;
+    const cJSON *suite = cJSON_GetObjectItemCaseSensitive(c, "suite");
+    in->suite = PSI_SUITE_OPENMINED_P256;
+    if (cJSON_IsString(suite))
+        assert_int_equal(psi_suite_from_name(&in->suite, suite->valuestring), PSI_OK);
 }
 
 static void input_free(input *in)
@@ -297,7 +315,8 @@ static void run_case(const cJSON *doc, const cJSON *c)
         check_result(&in, "engine", run_plain(doc, &in));
     } else {
         psi_engine *e = engine_from(doc, server ? "server_key" : "client_key",
-                                    server ? PSI_ROLE_SERVER : PSI_ROLE_CLIENT, in.reveal);
+                                    server ? PSI_ROLE_SERVER : PSI_ROLE_CLIENT, in.reveal,
+                                    in.suite);
         for (size_t r = 0; r < sizeof runners / sizeof runners[0]; r++) {
             int rc = server ? run_server(e, &runners[r], &in)
                      : client ? run_client(e, &runners[r], &in)

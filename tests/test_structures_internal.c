@@ -212,7 +212,7 @@ static uint8_t *gcs_build_checked(int32_t *div, size_t *len, int64_t hr,
     uint8_t *bits = malloc(bound + 1);
     assert_non_null(bits);
     *len = bound;
-    assert_int_equal(psi_gcs_build(div, bits, len, hr, elements, n), PSI_OK);
+    assert_int_equal(psi_gcs_build(div, bits, len, hr, elements, n, PSI_ELEMENT_BYTES), PSI_OK);
     assert_true(*len <= bound);
     return bits;
 }
@@ -412,8 +412,8 @@ static void test_structures_gcs_hash_known(void **state)
     uint8_t *e = unhex_elements(SERVER5_HEX, &n);
     static const uint64_t want[] = {458, 1624, 1010, 2757, 2090};
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(psi_gcs_hash(e + i * PSI_ELEMENT_BYTES, 3599), want[i]);
-    assert_int_equal(psi_gcs_hash(e, 1), 0);
+        assert_int_equal(psi_gcs_hash(e + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES, 3599), want[i]);
+    assert_int_equal(psi_gcs_hash(e, PSI_ELEMENT_BYTES, 1), 0);
     free(e);
 }
 
@@ -580,7 +580,7 @@ static void test_structures_gcs_round_trip(void **state)
         for (size_t i = 0; n > 1 && i < n / 8; i++) /* some duplicates */
             memcpy(e + rng_below(n) * PSI_ELEMENT_BYTES, e, PSI_ELEMENT_BYTES);
         for (size_t i = 0; i < n; i++)
-            want[i] = psi_gcs_hash(e + i * PSI_ELEMENT_BYTES, hr);
+            want[i] = psi_gcs_hash(e + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES, hr);
         size_t m = sort_unique(want, n);
         int32_t div;
         uint8_t *bits = gcs_build_checked(&div, &len, hr, e, n);
@@ -724,7 +724,7 @@ static void check_gcs_match(const uint8_t *c, size_t n, const size_t *want, size
 {
     static const uint64_t s11[] = {458, 1010, 1624, 2090, 2757};
     size_t out[8], count = n;
-    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 3599, c, n), PSI_OK);
+    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 3599, c, n, PSI_ELEMENT_BYTES), PSI_OK);
     assert_int_equal(count, n_want);
     for (size_t i = 0; i < n_want; i++)
         assert_int_equal(out[i], want[i]);
@@ -737,13 +737,13 @@ static void test_structures_gcs_match_known(void **state)
     static const size_t want[] = {2, 1, 4}; /* by hash, as psi.js */
     check_gcs_match(c, 6, want, 3);
     size_t out[1], count = 0;
-    assert_int_equal(psi_gcs_match(out, &count, NULL, 0, 3599, c, 6), PSI_OK);
+    assert_int_equal(psi_gcs_match(out, &count, NULL, 0, 3599, c, 6, PSI_ELEMENT_BYTES), PSI_OK);
     assert_int_equal(count, 0);
     count = 6;
     uint64_t none[] = {0};
-    assert_int_equal(psi_gcs_match(NULL, &count, none, 1, 3599, NULL, 0), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_match(NULL, &count, none, 1, 3599, NULL, 0, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 0;
-    assert_int_equal(psi_gcs_match(NULL, &count, none, 1, 3599, NULL, 0), PSI_OK);
+    assert_int_equal(psi_gcs_match(NULL, &count, none, 1, 3599, NULL, 0, PSI_ELEMENT_BYTES), PSI_OK);
     free(c);
 }
 
@@ -756,7 +756,7 @@ static void test_structures_gcs_match_duplicates(void **state)
     /* A value repeated in the set does not re-emit indices. */
     static const uint64_t rep[] = {1010, 1010, 2090, 2090};
     size_t out[5], count = 5;
-    assert_int_equal(psi_gcs_match(out, &count, rep, 4, 3599, c, 5), PSI_OK);
+    assert_int_equal(psi_gcs_match(out, &count, rep, 4, 3599, c, 5, PSI_ELEMENT_BYTES), PSI_OK);
     assert_int_equal(count, 4);
     free(c);
 }
@@ -767,15 +767,15 @@ static void test_structures_gcs_match_capacity(void **state)
     uint8_t *c = client_dups();
     static const uint64_t s11[] = {458, 1010, 1624, 2090, 2757};
     size_t out[5] = {7, 7, 7, 7, 7}, count = 3;
-    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 3599, c, 5), PSI_E_BUFFER_TOO_SMALL);
+    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 3599, c, 5, PSI_ELEMENT_BYTES), PSI_E_BUFFER_TOO_SMALL);
     assert_int_equal(count, 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(out[i], 0); /* no partial result */
     count = 4;
-    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 3599, c, 5), PSI_OK);
+    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 3599, c, 5, PSI_ELEMENT_BYTES), PSI_OK);
     assert_int_equal(count, 4);
     count = 5;
-    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 0, c, 5), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 0, c, 5, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     free(c);
 }
 
@@ -981,7 +981,7 @@ static void check_gcs_match_psijs(double fpr, const size_t *client_ids, size_t n
     size_t n_values;
     assert_int_equal(psi_gcs_decode(&values, &n_values, hr, div, bits, bits_len), PSI_OK);
     size_t out[150], count = n;
-    assert_int_equal(psi_gcs_match(out, &count, values, n_values, hr, cli, n), PSI_OK);
+    assert_int_equal(psi_gcs_match(out, &count, values, n_values, hr, cli, n, PSI_ELEMENT_BYTES), PSI_OK);
     assert_int_equal(count, n_want);
     for (size_t i = 0; i < n_want; i++)
         if (out[i] != want[i])
@@ -1037,7 +1037,7 @@ static uint8_t *bloom_from(const char *hex, double fpr, int64_t nc, int32_t *k, 
     assert_int_equal(psi_bloom_params(k, nb, fpr, nc, n), PSI_OK);
     uint8_t *bits = calloc(*nb, 1);
     assert_non_null(bits);
-    psi_bloom_build(bits, *nb, *k, e, n);
+    psi_bloom_build(bits, *nb, *k, e, n, PSI_ELEMENT_BYTES);
     free(e);
     return bits;
 }
@@ -1087,7 +1087,7 @@ static void check_bloom_match(const uint8_t *bits, size_t nb, int32_t k, const u
                               size_t n, const size_t *want, size_t n_want)
 {
     size_t out[8], count = n;
-    assert_int_equal(psi_bloom_match(out, &count, k, bits, nb, c, n), PSI_OK);
+    assert_int_equal(psi_bloom_match(out, &count, k, bits, nb, c, n, PSI_ELEMENT_BYTES), PSI_OK);
     assert_int_equal(count, n_want);
     for (size_t i = 0; i < n_want; i++)
         assert_int_equal(out[i], want[i]);
@@ -1105,7 +1105,7 @@ static void test_structures_bloom_match_known(void **state)
     check_bloom_match(bits, nb, k, c, 6, want, 3);
     check_bloom_match(bits, nb, k, d, 5, want_dups, 4);
     size_t out[4] = {9, 9, 9, 9}, count = 3;
-    assert_int_equal(psi_bloom_match(out, &count, k, bits, nb, d, 5), PSI_E_BUFFER_TOO_SMALL);
+    assert_int_equal(psi_bloom_match(out, &count, k, bits, nb, d, 5, PSI_ELEMENT_BYTES), PSI_E_BUFFER_TOO_SMALL);
     assert_int_equal(count, 0);
     assert_int_equal(out[0], 0);
     free(bits), free(c), free(d);
@@ -1121,16 +1121,16 @@ static void test_structures_bloom_match_degenerate(void **state)
     check_bloom_match(ones, 1, INT32_MAX, c, 6, all, 6);
     check_bloom_match(zeros, 2, 1, c, 6, NULL, 0);
     size_t out[6], count = 6;
-    assert_int_equal(psi_bloom_match(out, &count, 0, ones, 1, c, 6), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(out, &count, 0, ones, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 6;
-    assert_int_equal(psi_bloom_match(out, &count, -1, ones, 1, c, 6), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(out, &count, -1, ones, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 6;
-    assert_int_equal(psi_bloom_match(out, &count, 1, ones, 0, c, 6), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(out, &count, 1, ones, 0, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 6;
-    assert_int_equal(psi_bloom_match(out, &count, 1, NULL, 1, c, 6), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(out, &count, 1, NULL, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 0;
-    assert_int_equal(psi_bloom_match(NULL, &count, 1, ones, 1, NULL, 0), PSI_OK);
-    assert_int_equal(psi_bloom_match(out, NULL, 1, ones, 1, c, 6), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(NULL, &count, 1, ones, 1, NULL, 0, PSI_ELEMENT_BYTES), PSI_OK);
+    assert_int_equal(psi_bloom_match(out, NULL, 1, ones, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     free(c);
 }
 
@@ -1147,26 +1147,26 @@ static void test_structures_misuse(void **state)
     assert_int_equal(psi_bloom_params(NULL, &nb, 0.01, 1, 1), PSI_E_INVALID_ARG);
     assert_int_equal(psi_bloom_params(&k, NULL, 0.01, 1, 1), PSI_E_INVALID_ARG);
     assert_int_equal(psi_gcs_bits_bound(NULL, 10, 1), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_gcs_build(NULL, bits, &len, 10, e, 1), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_gcs_build(&div, bits, NULL, 10, e, 1), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_build(NULL, bits, &len, 10, e, 1, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_build(&div, bits, NULL, 10, e, 1, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     len = 1;
-    assert_int_equal(psi_gcs_build(&div, NULL, &len, 10, e, 1), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_build(&div, NULL, &len, 10, e, 1, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     len = 1;
-    assert_int_equal(psi_gcs_build(&div, bits, &len, 10, NULL, 1), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_build(&div, bits, &len, 10, NULL, 1, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     len = 1;
-    assert_int_equal(psi_gcs_build(&div, bits, &len, 0, e, 1), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_build(&div, bits, &len, 0, e, 1, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     len = 1;
-    assert_int_equal(psi_gcs_build(&div, bits, &len, 10, e, SIZE_MAX), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_build(&div, bits, &len, 10, e, SIZE_MAX, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     len = 1;
     assert_int_equal(psi_gcs_encode_values(&div, bits, &len, NULL, 1), PSI_E_INVALID_ARG);
     assert_int_equal(psi_gcs_decode(NULL, &count, 10, 0, bits, 1), PSI_E_INVALID_ARG);
     assert_int_equal(psi_gcs_decode(&v, NULL, 10, 0, bits, 1), PSI_E_INVALID_ARG);
     assert_int_equal(psi_gcs_decode(&v, &count, 10, 0, NULL, 1), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_gcs_match(NULL, NULL, &one, 1, 10, e, 1), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_match(NULL, NULL, &one, 1, 10, e, 1, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 1;
-    assert_int_equal(psi_gcs_match(&nb, &count, NULL, 1, 10, e, 1), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_match(&nb, &count, NULL, 1, 10, e, 1, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 1;
-    assert_int_equal(psi_gcs_match(&nb, &count, &one, 1, 10, NULL, 1), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_gcs_match(&nb, &count, &one, 1, 10, NULL, 1, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
 }
 
 static void test_structures_alloc_failures(void **state)
@@ -1178,7 +1178,7 @@ static void test_structures_alloc_failures(void **state)
     uint8_t *e = unhex_elements(SERVER5_HEX, &n);
     uint64_t *v = NULL;
     psi_alloc_fail_after(1);
-    assert_int_equal(psi_gcs_build(&div, bits, &len, 3599, e, n), PSI_E_NOMEM);
+    assert_int_equal(psi_gcs_build(&div, bits, &len, 3599, e, n, PSI_ELEMENT_BYTES), PSI_E_NOMEM);
     assert_int_equal(len, 0);
     psi_alloc_fail_after(1);
     static const uint8_t s11_bits[] = {0x95, 0x8b, 0x42, 0x33, 0xa5, 0xbb, 0x09};
@@ -1189,7 +1189,7 @@ static void test_structures_alloc_failures(void **state)
     static const uint64_t s11[] = {458, 1010, 1624, 2090, 2757};
     size_t out[5];
     count = 5;
-    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 3599, e, n), PSI_E_NOMEM);
+    assert_int_equal(psi_gcs_match(out, &count, s11, 5, 3599, e, n, PSI_ELEMENT_BYTES), PSI_E_NOMEM);
     assert_int_equal(count, 0);
     psi_alloc_fail_after(0);
     free(e);

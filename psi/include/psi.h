@@ -1,7 +1,8 @@
 /*
- * shardpsi: ECDH private set intersection on P-256, wire-compatible with
- * OpenMined PSI 2.0.6 (@openmined/psi.js).  PROTOCOL.md is the specification;
- * section numbers below (§n) refer to it.
+ * shardpsi: ECDH private set intersection, wire-compatible with OpenMined
+ * PSI 2.0.6 (@openmined/psi.js) in its default suite, with two more suites
+ * (p256-sswu, ristretto255: PROTOCOL.md §16).  PROTOCOL.md is the
+ * specification; section numbers below (§n) refer to it.
  *
  * Global rules of this header:
  *  - Every pointer argument must be non-NULL unless its description says
@@ -44,7 +45,10 @@ extern "C" {
 
 /* ------------------------------------------------------------------ sizes */
 
-/** A masked element: a compressed P-256 point, `02|03 || x` (§4.1). */
+/** A masked element: a compressed P-256 point, `02|03 || x` (§4.1).  Every
+ *  array of elements in this API has PSI_ELEMENT_BYTES per element, in
+ *  every suite; a ristretto255 element (32 bytes, §16.3) fills the first 32
+ *  bytes of its slot and the 33rd is zero. */
 #define PSI_ELEMENT_BYTES 33
 /** An exported key: the scalar as 32 big-endian bytes (§2.3). */
 #define PSI_KEY_BYTES 32
@@ -54,6 +58,39 @@ extern "C" {
 PSI_API size_t psi_element_bytes(void);
 PSI_API size_t psi_key_bytes(void);
 PSI_API size_t psi_element_wire_bytes(void);
+
+/* ----------------------------------------------------------------- suites */
+
+/** The group and hash-to-group of a run (§16).  Both parties must use the
+ *  same suite; every message of a suite other than the OpenMined one starts
+ *  with a suite header (§16.1), so a message of one suite is refused by
+ *  another (PSI_E_SUITE_MISMATCH) and by psi.js. */
+typedef enum psi_suite {
+    /** OpenMined PSI 2.0.6: P-256, try-and-increment hashing (§3), psi.js's
+     *  bytes.  The default. */
+    PSI_SUITE_OPENMINED_P256 = 0,
+    /** P-256 with RFC 9380 hashing, P256_XMD:SHA-256_SSWU_RO_ (§16.2),
+     *  constant time in the value. */
+    PSI_SUITE_P256_SSWU = 1,
+    /** ristretto255 (RFC 9496) through libsodium (§16.3), 32-byte elements,
+     *  constant time in the value. */
+    PSI_SUITE_RISTRETTO255 = 2
+} psi_suite;
+
+/** Bytes of the header in front of every message of a suite other than
+ *  PSI_SUITE_OPENMINED_P256 (§16.1). */
+#define PSI_SUITE_HEADER_BYTES 2
+
+/** Returns: the suite's name ("openmined-p256", "p256-sswu",
+ *  "ristretto255"), a static string, or NULL for an unknown value. */
+PSI_API const char *psi_suite_name(int suite);
+/** Out: *suite, the suite named `name` (as psi_suite_name gives it;
+ *  PSI_SUITE_OPENMINED_P256 on failure).  Returns: PSI_OK, PSI_E_SUITE
+ *  (unknown name, with the detail's field "suite"), PSI_E_INVALID_ARG. */
+PSI_API int psi_suite_from_name(psi_suite *suite, const char *name);
+/** Returns: the bytes of one element of the suite on the wire (33 for the
+ *  P-256 suites, 32 for ristretto255), or 0 for an unknown suite. */
+PSI_API size_t psi_suite_element_bytes(int suite);
 
 /* ----------------------------------------------------------------- errors */
 
@@ -93,9 +130,15 @@ typedef enum psi_error {
     PSI_E_SETUP_UNSORTED = -29,    /* raw setup elements not in byte order */
     PSI_E_HASH_TO_CURVE = -30,     /* hash-to-curve found no point (never
                                       expected: probability 2^-512) */
-    PSI_E_THREAD = -31             /* a thread, mutex or condition variable
+    PSI_E_THREAD = -31,            /* a thread, mutex or condition variable
                                       could not be created (sharding layer,
                                       psi_shard.h) */
+    PSI_E_SUITE = -32,             /* unknown suite name or number (§16) */
+    PSI_E_SUITE_MISMATCH = -33,    /* a message or setup of another suite
+                                      than the engine's or the caller's
+                                      (§16.1) */
+    PSI_E_POINT_ENCODING = -34     /* not a canonical ristretto255 encoding
+                                      of a group element (§16.3) */
 } psi_error;
 
 /** Returns: a static, NUL-terminated English message for `code`; unknown
@@ -111,8 +154,8 @@ PSI_API const char *psi_error_name(int code);
 /* ----------------------------------------------------------- error detail */
 
 /** Where a failed call found the bad input.  A call that takes a partner's
- *  bytes or the caller's parameters (every decoder, psi_point_check, the
- *  engine's batch calls, psi_setup_bound, the server and client calls and
+ *  bytes or the caller's parameters (every decoder, psi_point_check*, the
+ *  engine's batch calls, psi_setup_bound*, psi_suite_from_name, the server and client calls and
  *  the psi_shards_* calls of psi_shard.h) clears this thread's detail when
  *  it starts and, when it fails on bad input, records the field and the
  *  element at fault.  Failures without a place (PSI_E_NOMEM, PSI_E_CRYPTO,
@@ -184,7 +227,8 @@ typedef struct psi_settings {
                                     partner's flag (§5). */
     psi_progress_fn progress;    /* may be NULL (default) */
     void *progress_arg;          /* passed to progress */
-    unsigned char reserved[32];  /* zero; room to grow without an ABI break */
+    psi_suite suite;             /* default PSI_SUITE_OPENMINED_P256 (§16) */
+    unsigned char reserved[28];  /* zero; room to grow without an ABI break */
 } psi_settings;
 
 /** Fills `s` with the defaults above. */
@@ -202,9 +246,10 @@ typedef struct psi_engine psi_engine;
  *  Ownership: the caller frees *out with psi_engine_free. */
 PSI_API int psi_engine_create(psi_engine **out, const psi_settings *s);
 
-/** Creates an engine from a known key: OpenMined's rule (§2.1), the bytes are
- *  one big-endian integer of any length, accepted if 1 <= k < n, never
- *  reduced.  For tests and known-answer vectors: reusing a key across runs
+/** Creates an engine from a known key.  P-256 suites: OpenMined's rule
+ *  (§2.1), the bytes are one big-endian integer of any length, accepted if
+ *  1 <= k < n, never reduced.  ristretto255 (§16.3): exactly 32 bytes, a
+ *  little-endian scalar, accepted if 1 <= k < l (canonical), never reduced.  For tests and known-answer vectors: reusing a key across runs
  *  lets the partner link them.
  *  Returns: PSI_OK, PSI_E_KEY_OUT_OF_RANGE, PSI_E_INVALID_ARG, PSI_E_NOMEM,
  *  PSI_E_CRYPTO.  Out: *out.  In: s; key, key_len (key may be NULL when
@@ -230,7 +275,8 @@ PSI_API int psi_engine_clone_with(psi_engine **out, const psi_engine *e,
 /** Wipes the key and frees the engine.  NULL is a no-op. */
 PSI_API void psi_engine_free(psi_engine *e);
 
-/** Writes the key as exactly PSI_KEY_BYTES big-endian bytes (§2.3).
+/** Writes the key as exactly PSI_KEY_BYTES bytes: big-endian for the P-256
+ *  suites (§2.3), little-endian for ristretto255 (§16.3).
  *  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_BUFFER_TOO_SMALL.
  *  Out: out, *out_len (capacity in, 32 out).  The caller should wipe it
  *  (sodium_memzero) when done. */
@@ -240,6 +286,8 @@ PSI_API int psi_engine_export_key(const psi_engine *e, uint8_t *out, size_t *out
 PSI_API psi_role psi_engine_role(const psi_engine *e);
 /** Returns: the engine's reveal flag (0 or 1), or 0 for NULL. */
 PSI_API int psi_engine_reveal(const psi_engine *e);
+/** Returns: the engine's suite, or PSI_SUITE_OPENMINED_P256 for NULL. */
+PSI_API psi_suite psi_engine_suite(const psi_engine *e);
 
 /* --------------------------------------------- batch primitives (§3, §4) */
 
@@ -250,16 +298,18 @@ typedef struct psi_value {
 } psi_value;
 
 /** Masks values: out[i] = ser(k * H(values[i])), PSI_ELEMENT_BYTES each,
- *  contiguous, in input order.  Hash-to-curve is variable-time in the value
- *  (§3, §12 of PROTOCOL.md).  Either role.
+ *  contiguous, in input order, with the engine suite's H and ser.  The
+ *  OpenMined suite's hash-to-curve is variable-time in the value (§3,
+ *  §12.4); the other suites' are constant time (§16).  Either role.
  *  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM,
  *  PSI_E_CRYPTO.  Out: out, *out_len (capacity >= n * 33 bytes). */
 PSI_API int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
                             const psi_value *values, size_t n);
 
 /** Re-masks points received from the partner: out[i] = ser(k * P_i).
- *  Every input point is decoded strictly (psi_point_check); the first bad
- *  one fails the whole call with its PSI_E_POINT_* code.
+ *  Every input point is decoded strictly (psi_point_check_suite with the
+ *  engine's suite); the first bad one fails the whole call with its
+ *  PSI_E_POINT_* code.
  *  Returns: PSI_OK, any PSI_E_POINT_* code, PSI_E_INVALID_ARG,
  *  PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM, PSI_E_CRYPTO.
  *  In: points, n * 33 contiguous bytes. */
@@ -277,6 +327,13 @@ PSI_API int psi_engine_unmask(const psi_engine *e, uint8_t *out, size_t *out_len
  *  OpenSSL or psi.js accept, are refused.
  *  Returns: PSI_OK or one PSI_E_POINT_* code; PSI_E_NOMEM, PSI_E_CRYPTO. */
 PSI_API int psi_point_check(const uint8_t *point, size_t len);
+
+/** As psi_point_check, for an element of `suite`: the P-256 suites decode
+ *  as above; ristretto255 takes exactly 32 bytes, a canonical encoding of
+ *  a group element other than the identity (§16.3): PSI_E_POINT_LENGTH,
+ *  PSI_E_POINT_ENCODING, PSI_E_POINT_IDENTITY.  Returns also PSI_E_SUITE
+ *  for an unknown suite. */
+PSI_API int psi_point_check_suite(int suite, const uint8_t *point, size_t len);
 
 /* -------------------------------------------------------- message sizes */
 
@@ -422,8 +479,10 @@ PSI_API int psi_response_encode(uint8_t *out, size_t *out_len,
                                 const uint8_t *elements, size_t n);
 
 /** Decodes a Request into contiguous 33-byte elements.  Only the encoding is
- *  checked here (PSI_E_MSG_*); points are checked when used.
- *  Returns: PSI_OK, PSI_E_MSG_TRUNCATED, PSI_E_MSG_VARINT, PSI_E_MSG_TAG,
+ *  checked here (PSI_E_MSG_*); points are checked when used.  A message of
+ *  another suite (§16.1) gives PSI_E_SUITE_MISMATCH, here and in every call
+ *  that reads a message.
+ *  Returns: PSI_OK, PSI_E_SUITE_MISMATCH, PSI_E_MSG_TRUNCATED, PSI_E_MSG_VARINT, PSI_E_MSG_TAG,
  *  PSI_E_MSG_ELEMENT_SIZE, PSI_E_BUFFER_TOO_SMALL (more elements than the
  *  capacity), PSI_E_INVALID_ARG.
  *  Out: elements, *count (capacity in elements in, number decoded out;
@@ -435,6 +494,33 @@ PSI_API int psi_request_decode(uint8_t *elements, size_t *count, int *reveal,
  *  same returns. */
 PSI_API int psi_response_decode(uint8_t *elements, size_t *count,
                                 const uint8_t *msg, size_t len);
+
+/* The functions above encode and decode the OpenMined suite's messages.
+ * Their _suite forms below do the same for any suite (§16.1): encoders
+ * write the suite header and the suite's element length; decoders refuse a
+ * message of another suite with PSI_E_SUITE_MISMATCH before reading it,
+ * and an unknown suite with PSI_E_SUITE.  Elements in memory are
+ * PSI_ELEMENT_BYTES slots in every suite (see PSI_ELEMENT_BYTES). */
+
+/** Returns: exact sizes and bounds as the functions without _suite, for
+ *  `suite` (0 for an unknown suite or on overflow). */
+PSI_API size_t psi_request_bound_suite(int suite, size_t n);
+PSI_API size_t psi_response_bound_suite(int suite, size_t n);
+PSI_API size_t psi_message_element_bound_suite(int suite, size_t msg_len);
+PSI_API int psi_setup_bound_suite(size_t *bound, int suite, const psi_setup_params *p,
+                                  size_t n_server);
+
+PSI_API int psi_setup_encode_suite(uint8_t *out, size_t *out_len, int suite,
+                                   const psi_setup_params *p, const uint8_t *elements,
+                                   size_t n);
+PSI_API int psi_request_encode_suite(uint8_t *out, size_t *out_len, int suite, int reveal,
+                                     const uint8_t *elements, size_t n);
+PSI_API int psi_response_encode_suite(uint8_t *out, size_t *out_len, int suite,
+                                      const uint8_t *elements, size_t n);
+PSI_API int psi_request_decode_suite(uint8_t *elements, size_t *count, int *reveal,
+                                     int suite, const uint8_t *msg, size_t len);
+PSI_API int psi_response_decode_suite(uint8_t *elements, size_t *count, int suite,
+                                      const uint8_t *msg, size_t len);
 
 /** A decoded and validated ServerSetup, ready for matching. */
 typedef struct psi_setup psi_setup;
@@ -448,6 +534,13 @@ typedef struct psi_setup psi_setup;
  *  pointer to msg.  Thread-safety: a psi_setup is read-only after parsing,
  *  and the match functions below may run concurrently on it. */
 PSI_API int psi_setup_parse(psi_setup **out, const uint8_t *msg, size_t len);
+
+/** As psi_setup_parse, for a setup of `suite` (§16.1); the plain function
+ *  parses the OpenMined suite's. */
+PSI_API int psi_setup_parse_suite(psi_setup **out, int suite, const uint8_t *msg, size_t len);
+
+/** Returns: the suite the setup was parsed for. */
+PSI_API psi_suite psi_setup_suite(const psi_setup *s);
 
 /** Frees a setup.  NULL is a no-op. */
 PSI_API void psi_setup_free(psi_setup *s);

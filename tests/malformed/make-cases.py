@@ -60,6 +60,17 @@ EMPTY_RAW = ld(1, b'')                  # ServerSetup{raw: {}}
 EMPTY_GCS = ld(2, vi(2, 1))             # ServerSetup{gcs: {hash_range: 1}}
 KEY_ONE = (1).to_bytes(32, 'big')
 
+# The other suites (PROTOCOL.md §16): each message starts with 7f <suite>.
+SSWU_HEADER = b'\x7f\x01'
+R255_HEADER = b'\x7f\x02'
+# ristretto255: the generator's encoding (RFC 9496 A.1), a non-canonical
+# field element and a negative one (RFC 9496 A.2), and the group order l,
+# little-endian.
+R255_B = bytes.fromhex('e2f2ae0a6abc4e71a884a961c500515f58e30b6aa582dd8db6a65945e08d2d76')
+R255_NONCANONICAL = bytes.fromhex('00ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff')
+R255_NEGATIVE = bytes.fromhex('0100000000000000000000000000000000000000000000000000000000000000')
+R255_L = (2**252 + 27742317777372353535851937790883648493).to_bytes(32, 'little')
+
 
 def case(name, op, error, field=None, index=None, offset=None, **inputs):
     c = {'name': name, 'op': op}
@@ -233,8 +244,57 @@ def other_cases():
     ]
 
 
+def suite_cases():
+    E = 'Request.encrypted_elements'
+    R = 'ristretto255'
+    return [
+        case('suite: a p256-sswu request read as openmined-p256', 'request_decode',
+             'PSI_E_SUITE_MISMATCH', 'Request', None, 0, msg=SSWU_HEADER + REVEAL + ld(2, G)),
+        case('suite: an openmined-p256 request read as p256-sswu', 'request_decode',
+             'PSI_E_SUITE_MISMATCH', 'Request', None, 0, suite='p256-sswu',
+             msg=REVEAL + ld(2, G)),
+        case('suite: a ristretto255 response read as p256-sswu', 'response_decode',
+             'PSI_E_SUITE_MISMATCH', 'Response', None, 0, suite='p256-sswu',
+             msg=R255_HEADER + ld(1, R255_B)),
+        case('suite: a ristretto255 setup read as p256-sswu', 'setup_parse',
+             'PSI_E_SUITE_MISMATCH', 'ServerSetup', None, 0, suite='p256-sswu',
+             msg=R255_HEADER + EMPTY_RAW),
+        case('suite: a ristretto255 server given an openmined-p256 request',
+             'server_process_request', 'PSI_E_SUITE_MISMATCH', 'Request', None, 0, suite=R,
+             reveal=1, msg=REVEAL + ld(2, G)),
+        case('suite: a p256-sswu client given an openmined-p256 setup', 'client_get_intersection',
+             'PSI_E_SUITE_MISMATCH', 'ServerSetup', None, 0, suite='p256-sswu', setup=EMPTY_RAW,
+             msg=SSWU_HEADER),
+        case('suite: unknown name', 'suite_from_name', 'PSI_E_SUITE', 'suite', suite_name='p384'),
+        case('ristretto255: request element of 33 bytes', 'request_decode',
+             'PSI_E_MSG_ELEMENT_SIZE', E, 0, 4, suite=R, msg=R255_HEADER + REVEAL + ld(2, G)),
+        case('ristretto255: server, second element a non-canonical encoding',
+             'server_process_request', 'PSI_E_POINT_ENCODING', E, 1, None, suite=R, reveal=1,
+             msg=R255_HEADER + REVEAL + ld(2, R255_B) + ld(2, R255_NONCANONICAL)),
+        case('ristretto255: server, the identity as an element', 'server_process_request',
+             'PSI_E_POINT_IDENTITY', E, 0, None, suite=R, reveal=0,
+             msg=R255_HEADER + ld(2, bytes(32))),
+        case('ristretto255: client, response element negative', 'client_get_intersection',
+             'PSI_E_POINT_ENCODING', 'Response.encrypted_elements', 0, None, suite=R,
+             setup=R255_HEADER + EMPTY_RAW, msg=R255_HEADER + ld(1, R255_NEGATIVE)),
+        case('ristretto255: point negative', 'point_check', 'PSI_E_POINT_ENCODING', 'point', None,
+             None, suite=R, point=R255_NEGATIVE),
+        case('ristretto255: point of 33 bytes', 'point_check', 'PSI_E_POINT_LENGTH', 'point', None,
+             None, suite=R, point=G),
+        case('ristretto255: remask, the identity', 'engine_remask', 'PSI_E_POINT_IDENTITY',
+             'points', 1, None, suite=R, points=R255_B + b'\x00' + bytes(33)),
+        case('ristretto255: key l, the group order', 'engine_from_key', 'PSI_E_KEY_OUT_OF_RANGE',
+             'key', None, None, suite=R, key=R255_L),
+        case('ristretto255: key of 33 bytes', 'engine_from_key', 'PSI_E_KEY_OUT_OF_RANGE', 'key',
+             None, None, suite=R, key=b'\x01' + bytes(32)),
+        case('p256-sswu: key n, the group order', 'engine_from_key', 'PSI_E_KEY_OUT_OF_RANGE',
+             'key', None, None, suite='p256-sswu', key=N.to_bytes(32, 'big')),
+    ]
+
+
 def main():
-    cases = request_cases() + server_cases() + setup_cases() + client_cases() + other_cases()
+    cases = (request_cases() + server_cases() + setup_cases() + client_cases() + other_cases() +
+             suite_cases())
     names = [c['name'] for c in cases]
     assert len(names) == len(set(names)), 'case names must be unique'
     doc = {
@@ -244,6 +304,8 @@ def main():
                        'Written by tests/malformed/make-cases.py.',
         'server_key': KEY_ONE.hex(),
         'client_key': (2).to_bytes(32, 'big').hex(),
+        'ristretto255_server_key': (1).to_bytes(32, 'little').hex(),
+        'ristretto255_client_key': (2).to_bytes(32, 'little').hex(),
         'cases': cases,
     }
     here = os.path.dirname(os.path.abspath(__file__))
