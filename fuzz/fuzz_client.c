@@ -10,7 +10,8 @@
  * below the element and raw setup counts, in setup order, with exactly
  * the intersection's client indices for a raw setup.  The psi_shards_*
  * forms of the three calls (3 shards, inline) must give the same codes
- * and results. */
+ * and results.  The suite is the one the setup's header names
+ * (fuzz_message_suite, PROTOCOL.md §16.1), with engines of that suite. */
 #include "fuzz_common.h"
 
 #define SETUP_LEN_BYTES 4
@@ -44,6 +45,7 @@ typedef struct client_input {
     int setup_ok;        // psi_setup_parse accepted the setup
     psi_structure structure;
     size_t raw_count;
+    int suite;           // named by the setup's header
 } client_input;
 
 static int transient(int rc)
@@ -70,7 +72,8 @@ static int split(client_input *in, const uint8_t *data, size_t size)
     in->response = data + in->setup_len;
     in->response_len = size - in->setup_len;
 
-    rc = psi_setup_parse(&s, in->setup, in->setup_len);
+    in->suite = fuzz_message_suite(in->setup, in->setup_len);
+    rc = psi_setup_parse_suite(&s, in->suite, in->setup, in->setup_len);
     FUZZ_EXPECT("psi_setup_parse", rc, parse_codes);
     if (transient(rc))
         return 0;
@@ -78,7 +81,7 @@ static int split(client_input *in, const uint8_t *data, size_t size)
     in->structure = psi_setup_structure(s);
     in->raw_count = psi_setup_raw_count(s);
     psi_setup_free(s);
-    rc = fuzz_decode_response(&elements, &in->n, in->response, in->response_len);
+    rc = fuzz_decode_response(&elements, &in->n, in->suite, in->response, in->response_len);
     free(elements);
     if (rc != PSI_OK)
         in->n = 0;
@@ -92,7 +95,7 @@ static int intersection(const psi_engine *e, psi_shards *g, uint8_t **seen, size
                         const client_input *in)
 {
     const char *fn = "psi_client_get_intersection";
-    size_t cap = psi_message_element_bound(in->response_len);
+    size_t cap = psi_message_element_bound_suite(in->suite, in->response_len);
     size_t *out = fuzz_alloc(cap * sizeof *out);
     int rc;
 
@@ -169,7 +172,7 @@ static void association(const psi_engine *e, psi_shards *g, const client_input *
                         uint8_t *seen, size_t m)
 {
     const char *fn = "psi_client_get_association";
-    size_t cap = psi_message_element_bound(in->response_len), count = cap;
+    size_t cap = psi_message_element_bound_suite(in->suite, in->response_len), count = cap;
     psi_pair *out = fuzz_alloc(cap * sizeof *out);
     int rc = psi_client_get_association(e, out, &count, in->setup, in->setup_len, in->response,
                                         in->response_len);
@@ -225,21 +228,25 @@ done:
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static psi_engine *engines[2];
-    static psi_shards *shards[2];
+    static psi_engine *all_engines[3][2];
+    static psi_shards *all_shards[3][2];
+    psi_engine **engines;
+    psi_shards **shards;
     client_input in;
     uint8_t *seen_on, *seen_off;
     size_t m_on = 0, m_off = 0, size_on = 0, size_off = 0;
     int rc_on, rc_off, rs_on, rs_off;
 
+    if (!split(&in, data, size))
+        return 0;
+    engines = all_engines[in.suite];
+    shards = all_shards[in.suite];
     if (engines[0] == NULL) {
-        engines[0] = fuzz_engine(PSI_ROLE_CLIENT, 1, FUZZ_CLIENT_KEY_BYTE);
-        engines[1] = fuzz_engine(PSI_ROLE_CLIENT, 0, FUZZ_CLIENT_KEY_BYTE);
+        engines[0] = fuzz_engine(PSI_ROLE_CLIENT, 1, FUZZ_CLIENT_KEY_BYTE, in.suite);
+        engines[1] = fuzz_engine(PSI_ROLE_CLIENT, 0, FUZZ_CLIENT_KEY_BYTE, in.suite);
         shards[0] = fuzz_shards(engines[0]);
         shards[1] = fuzz_shards(engines[1]);
     }
-    if (!split(&in, data, size))
-        return 0;
     // the shards repeat the calls that reach the unmasking: reveal on, and
     // the size with reveal off
     rc_on = intersection(engines[0], shards[0], &seen_on, &m_on, &in);

@@ -42,10 +42,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_MSG_CODES                                                         \
     PSI_E_MSG_TRUNCATED, PSI_E_MSG_VARINT, PSI_E_MSG_TAG,                     \
         PSI_E_MSG_ONEOF_MISSING, PSI_E_MSG_ONEOF_DOUBLED,                     \
-        PSI_E_MSG_ELEMENT_SIZE, PSI_E_MSG_TOO_LARGE
+        PSI_E_MSG_ELEMENT_SIZE, PSI_E_MSG_TOO_LARGE, PSI_E_SUITE_MISMATCH
 #define FUZZ_POINT_CODES                                                       \
     PSI_E_POINT_LENGTH, PSI_E_POINT_PREFIX, PSI_E_POINT_X_RANGE,              \
-        PSI_E_POINT_NOT_ON_CURVE, PSI_E_POINT_IDENTITY
+        PSI_E_POINT_NOT_ON_CURVE, PSI_E_POINT_IDENTITY, PSI_E_POINT_ENCODING
 #define FUZZ_GCS_CODES PSI_E_GCS_HASH_RANGE, PSI_E_GCS_DIV, PSI_E_GCS_STREAM
 #define FUZZ_BLOOM_CODES PSI_E_BLOOM_HASHES, PSI_E_BLOOM_BITS
 
@@ -94,6 +94,23 @@ static inline void fuzz_require_untouched(const char *fn, int code, const void *
 
 /* malloc that never returns NULL (size 0 gives a 1-byte block) and fills
  * the block with the sentinel. */
+/* The suite a message names by its header (PROTOCOL.md §16.1): a
+ * harness decodes each input with that suite, so the fuzzer reaches every
+ * suite's decoder, and checks that the other suites refuse it. */
+static inline int fuzz_message_suite(const uint8_t *data, size_t size)
+{
+    if (size >= PSI_SUITE_HEADER_BYTES && data[0] == 0x7f &&
+        (data[1] == PSI_SUITE_P256_SSWU || data[1] == PSI_SUITE_RISTRETTO255))
+        return data[1];
+    return PSI_SUITE_OPENMINED_P256;
+}
+
+/* Bytes of an element of `suite` in a message: tag, length, element. */
+static inline size_t fuzz_element_wire_bytes(int suite)
+{
+    return 2 + psi_suite_element_bytes(suite);
+}
+
 static inline void *fuzz_alloc(size_t n)
 {
     void *p = malloc(n > 0 ? n : 1);
@@ -106,9 +123,9 @@ static inline void *fuzz_alloc(size_t n)
     return p;
 }
 
-/* An engine from the fixed key 32 x key_byte; aborts on failure.  The
+/* An engine of `suite` from the fixed key 32 x key_byte; aborts on failure.  The
  * harnesses create theirs once and keep them for the whole run. */
-static inline psi_engine *fuzz_engine(psi_role role, int reveal, uint8_t key_byte)
+static inline psi_engine *fuzz_engine(psi_role role, int reveal, uint8_t key_byte, int suite)
 {
     uint8_t key[PSI_KEY_BYTES];
     psi_settings s;
@@ -119,6 +136,7 @@ static inline psi_engine *fuzz_engine(psi_role role, int reveal, uint8_t key_byt
     psi_settings_default(&s);
     s.role = role;
     s.reveal_intersection = reveal;
+    s.suite = (psi_suite)suite; /* 32 x key_byte is a valid key in every suite */
     rc = psi_engine_create_from_key(&e, &s, key, sizeof key);
     if (rc != PSI_OK)
         fuzz_fail("psi_engine_create_from_key", rc, "fixed key refused");
@@ -163,12 +181,12 @@ static inline void fuzz_require_same(const char *fn, int rc_engine, int rc_shard
 /* Decodes a Response with the capacity the header calls enough, for the
  * harnesses that only need its elements.  Returns: the code; *elements
  * (malloc'd, freed by the caller, also on failure) and *n. */
-static inline int fuzz_decode_response(uint8_t **elements, size_t *n, const uint8_t *msg,
-                                       size_t len)
+static inline int fuzz_decode_response(uint8_t **elements, size_t *n, int suite,
+                                       const uint8_t *msg, size_t len)
 {
-    *n = psi_message_element_bound(len);
+    *n = psi_message_element_bound_suite(suite, len);
     *elements = fuzz_alloc(*n * PSI_ELEMENT_BYTES);
-    return psi_response_decode(*elements, n, msg, len);
+    return psi_response_decode_suite(*elements, n, suite, msg, len);
 }
 
 #endif /* PSI_FUZZ_COMMON_H */

@@ -1,7 +1,9 @@
-/* Fuzzes strict point decoding (PROTOCOL.md §4.2): psi_point_check on the
- * whole input; and, when the input is a few 33-byte points, the engine's
+/* Fuzzes strict point decoding (PROTOCOL.md §4.2, §16.3): psi_point_check
+ * and psi_point_check_suite on the whole input; and, when the input is a few 33-byte points, the engine's
  * batch calls on them, which must fail with the first bad point's code or
  * round-trip (unmask(remask(P)) == P). */
+#include <sodium.h>
+
 #include "fuzz_common.h"
 
 /* Most points given to the batch calls: two scalar multiplications each. */
@@ -58,7 +60,7 @@ static void fuzz_batch(const uint8_t *data, size_t n)
     if (want == PSI_E_NOMEM || want == PSI_E_CRYPTO)
         return;
     if (e == NULL)
-        e = fuzz_engine(PSI_ROLE_SERVER, 1, FUZZ_SERVER_KEY_BYTE);
+        e = fuzz_engine(PSI_ROLE_SERVER, 1, FUZZ_SERVER_KEY_BYTE, PSI_SUITE_OPENMINED_P256);
     // unmask checks its input as strictly as remask
     (void)batch_call(1, e, back, data, n, want);
     if (batch_call(0, e, masked, data, n, want) != PSI_OK)
@@ -90,6 +92,38 @@ static int expected_code(const uint8_t *data, size_t size)
     return PSI_OK;
 }
 
+/* The ristretto255 suite's decoding (§16.3) on the same input: 32 bytes,
+ * not all zero, a canonical encoding; libsodium's own check is the
+ * reference.  An accepted element is a fixed point of multiplication by 1
+ * (an encoding is canonical iff it re-encodes to itself), and p256-sswu
+ * decodes exactly as the OpenMined suite. */
+static void check_ristretto255(const uint8_t *data, size_t size)
+{
+    static const int codes[] = { PSI_E_POINT_LENGTH, PSI_E_POINT_IDENTITY, PSI_E_POINT_ENCODING };
+    const char *fn = "psi_point_check_suite";
+    int rc = psi_point_check_suite(PSI_SUITE_RISTRETTO255, data, size);
+    int want;
+
+    if (rc != PSI_OK)
+        FUZZ_EXPECT(fn, rc, codes);
+    if (size != crypto_core_ristretto255_BYTES)
+        want = PSI_E_POINT_LENGTH;
+    else if (sodium_is_zero(data, size))
+        want = PSI_E_POINT_IDENTITY;
+    else
+        want = crypto_core_ristretto255_is_valid_point(data) ? PSI_OK : PSI_E_POINT_ENCODING;
+    fuzz_require(rc == want, fn, rc, "not the code of PROTOCOL.md 16.3");
+    if (rc == PSI_OK) {
+        uint8_t one[crypto_core_ristretto255_SCALARBYTES] = {1}, again[32];
+        fuzz_require(crypto_scalarmult_ristretto255(again, one, data) == 0 &&
+                         memcmp(again, data, sizeof again) == 0,
+                     fn, rc, "an accepted encoding does not re-encode to itself");
+    }
+    fuzz_require(psi_point_check_suite(PSI_SUITE_P256_SSWU, data, size) ==
+                     psi_point_check(data, size),
+                 fn, rc, "p256-sswu decodes differently from openmined-p256");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int rc = psi_point_check(data, size);
@@ -105,5 +139,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size > 0 && size % PSI_ELEMENT_BYTES == 0 && size / PSI_ELEMENT_BYTES <= POINT_BATCH_MAX)
         fuzz_batch(data, size / PSI_ELEMENT_BYTES);
+    check_ristretto255(data, size);
     return 0;
 }

@@ -23,19 +23,20 @@ static int compare_elements(const void *a, const void *b)
 
 /* Decodes the request as the server must.  Returns: the decoder's code.
  * Out: *elements (malloc'd, freed by the caller), *n, *reveal. */
-static int decode_request(uint8_t **elements, size_t *n, int *reveal, const uint8_t *msg,
-                          size_t len)
+static int decode_request(uint8_t **elements, size_t *n, int *reveal, int suite,
+                          const uint8_t *msg, size_t len)
 {
-    *n = psi_message_element_bound(len);
+    *n = psi_message_element_bound_suite(suite, len);
     *elements = fuzz_alloc(*n * PSI_ELEMENT_BYTES);
-    return psi_request_decode(*elements, n, reveal, msg, len);
+    return psi_request_decode_suite(*elements, n, reveal, suite, msg, len);
 }
 
 /* Returns: the first bad point's code, or PSI_OK. */
-static int first_bad_point(const uint8_t *points, size_t n)
+static int first_bad_point(const uint8_t *points, size_t n, int suite)
 {
     for (size_t i = 0; i < n; i++) {
-        int rc = psi_point_check(points + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);
+        int rc = psi_point_check_suite(suite, points + i * PSI_ELEMENT_BYTES,
+                                       psi_suite_element_bytes(suite));
 
         FUZZ_EXPECT("psi_point_check", rc, point_codes);
         if (rc != PSI_OK)
@@ -51,13 +52,14 @@ static void check_response(const psi_engine *e, const uint8_t *resp, size_t resp
     const char *fn = "psi_server_process_request";
     size_t m, len = n * PSI_ELEMENT_BYTES;
     uint8_t *got, *back = fuzz_alloc(len), *want = fuzz_alloc(len), *canon;
-    int rc = fuzz_decode_response(&got, &m, resp, resp_len);
+    int suite = psi_engine_suite(e);
+    int rc = fuzz_decode_response(&got, &m, suite, resp, resp_len);
 
     fuzz_require(rc == PSI_OK, "psi_response_decode", rc, "the server's response does not decode");
     fuzz_require(m == n, fn, rc, "response element count differs from the request's");
     canon = fuzz_alloc(resp_len);
     len = resp_len;
-    rc = psi_response_encode(canon, &len, got, m);
+    rc = psi_response_encode_suite(canon, &len, suite, got, m);
     fuzz_require(rc == PSI_OK && len == resp_len && memcmp(canon, resp, len) == 0, fn, rc,
                  "response not in canonical encoding");
     len = n * PSI_ELEMENT_BYTES;
@@ -84,7 +86,8 @@ static void check_response(const psi_engine *e, const uint8_t *resp, size_t resp
 
 /* One setup encoder on the n elements: the setup parses and every element
  * is in it (raw: each matches its own copy). */
-static void check_setup_encoder(psi_structure structure, const uint8_t *elements, size_t n)
+static void check_setup_encoder(int suite, psi_structure structure, const uint8_t *elements,
+                                size_t n)
 {
     static const int bound_codes[] = { PSI_E_FPR, PSI_E_PARAM_OVERFLOW };
     static const int encode_codes[] = { PSI_E_NOMEM };
@@ -94,20 +97,20 @@ static void check_setup_encoder(psi_structure structure, const uint8_t *elements
     psi_setup *s = NULL;
     size_t bound = 0, len, count = 0;
     uint8_t *out;
-    int rc = psi_setup_bound(&bound, &p, n);
+    int rc = psi_setup_bound_suite(&bound, suite, &p, n);
 
     FUZZ_EXPECT("psi_setup_bound", rc, bound_codes);
     fuzz_require(rc == PSI_OK, "psi_setup_bound", rc, "fixed parameters refused");
     out = fuzz_alloc(bound);
     len = bound;
-    rc = psi_setup_encode(out, &len, &p, elements, n);
+    rc = psi_setup_encode_suite(out, &len, suite, &p, elements, n);
     FUZZ_EXPECT(fn, rc, encode_codes);
     if (rc != PSI_OK) {
         fuzz_require(len == 0, fn, rc, "*out_len not 0 after a failure");
         goto done;
     }
     fuzz_require(len <= bound, fn, rc, "longer than psi_setup_bound");
-    rc = psi_setup_parse(&s, out, len);
+    rc = psi_setup_parse_suite(&s, suite, out, len);
     FUZZ_EXPECT("psi_setup_parse", rc, parse_codes);
     if (rc != PSI_OK)
         goto done;
@@ -123,7 +126,7 @@ done:
 
 /* The three encoders on the request's elements, as a server would build a
  * setup from them. */
-static void check_setup_encoders(const uint8_t *elements, size_t n)
+static void check_setup_encoders(int suite, const uint8_t *elements, size_t n)
 {
     static const int sort_codes[] = { PSI_E_NOMEM };
     uint8_t *sorted = fuzz_alloc(n * PSI_ELEMENT_BYTES);
@@ -133,18 +136,19 @@ static void check_setup_encoders(const uint8_t *elements, size_t n)
     rc = psi_elements_sort(sorted, NULL, n);
     FUZZ_EXPECT("psi_elements_sort", rc, sort_codes);
     if (rc == PSI_OK)
-        check_setup_encoder(PSI_STRUCTURE_RAW, sorted, n);
-    check_setup_encoder(PSI_STRUCTURE_GCS, elements, n);
-    check_setup_encoder(PSI_STRUCTURE_BLOOM_FILTER, elements, n);
+        check_setup_encoder(suite, PSI_STRUCTURE_RAW, sorted, n);
+    check_setup_encoder(suite, PSI_STRUCTURE_GCS, elements, n);
+    check_setup_encoder(suite, PSI_STRUCTURE_BLOOM_FILTER, elements, n);
     free(sorted);
 }
 
 /* The sharded call must agree with the single engine's (rc, out, len). */
-static void check_shards(psi_shards *g, const uint8_t *data, size_t size, int rc,
+static void check_shards(psi_shards *g, int suite, const uint8_t *data, size_t size, int rc,
                          const uint8_t *out, size_t len)
 {
     const char *fn = "psi_shards_server_process_request";
-    size_t cap = psi_response_bound(psi_message_element_bound(size)), len2 = cap;
+    size_t cap = psi_response_bound_suite(suite, psi_message_element_bound_suite(suite, size));
+    size_t len2 = cap;
     uint8_t *out2 = fuzz_alloc(cap);
     int rc2 = psi_shards_server_process_request(g, out2, &len2, data, size);
 
@@ -163,13 +167,16 @@ static void run(const psi_engine *e, psi_shards *g, const uint8_t *data, size_t 
                 int encoders)
 {
     const char *fn = "psi_server_process_request";
-    size_t n, cap = psi_response_bound(psi_message_element_bound(size)), len = cap;
+    int suite = psi_engine_suite(e);
+    size_t n, cap = psi_response_bound_suite(suite, psi_message_element_bound_suite(suite, size));
+    size_t len = cap;
     uint8_t *req, *out = fuzz_alloc(cap);
-    int reveal = 0, dec = decode_request(&req, &n, &reveal, data, size), want = dec;
+    int reveal = 0, dec = decode_request(&req, &n, &reveal, suite, data, size), want = dec;
     int rc = psi_server_process_request(e, out, &len, data, size);
 
     if (dec == PSI_OK)
-        want = reveal != psi_engine_reveal(e) ? PSI_E_REVEAL_MISMATCH : first_bad_point(req, n);
+        want = reveal != psi_engine_reveal(e) ? PSI_E_REVEAL_MISMATCH
+                                              : first_bad_point(req, n, suite);
     FUZZ_EXPECT(fn, rc, process_codes);
     if (rc != PSI_E_NOMEM && rc != PSI_E_CRYPTO && want != PSI_E_NOMEM && want != PSI_E_CRYPTO)
         fuzz_require(rc == want, fn, rc, "not the decoder's, reveal or first bad point's code");
@@ -179,25 +186,28 @@ static void run(const psi_engine *e, psi_shards *g, const uint8_t *data, size_t 
     } else {
         check_response(e, out, len, req, n);
     }
-    check_shards(g, data, size, rc, out, len);
+    check_shards(g, suite, data, size, rc, out, len);
     if (encoders && dec == PSI_OK)
-        check_setup_encoders(req, n);
+        check_setup_encoders(suite, req, n);
     free(req);
     free(out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static psi_engine *reveal_on, *reveal_off;
-    static psi_shards *shards_on, *shards_off;
+    // Per suite (PROTOCOL.md §16): reveal on and off, and their shards.
+    static psi_engine *engines[3][2];
+    static psi_shards *shards[3][2];
+    int suite = fuzz_message_suite(data, size);
 
-    if (reveal_on == NULL) {
-        reveal_on = fuzz_engine(PSI_ROLE_SERVER, 1, FUZZ_SERVER_KEY_BYTE);
-        reveal_off = fuzz_engine(PSI_ROLE_SERVER, 0, FUZZ_SERVER_KEY_BYTE);
-        shards_on = fuzz_shards(reveal_on);
-        shards_off = fuzz_shards(reveal_off);
+    if (engines[suite][0] == NULL) {
+        for (int reveal = 0; reveal < 2; reveal++) {
+            engines[suite][reveal] = fuzz_engine(PSI_ROLE_SERVER, reveal, FUZZ_SERVER_KEY_BYTE,
+                                                 suite);
+            shards[suite][reveal] = fuzz_shards(engines[suite][reveal]);
+        }
     }
-    run(reveal_on, shards_on, data, size, 1);
-    run(reveal_off, shards_off, data, size, 0);
+    run(engines[suite][1], shards[suite][1], data, size, 1);
+    run(engines[suite][0], shards[suite][0], data, size, 0);
     return 0;
 }

@@ -32,7 +32,7 @@ static const uint8_t *fixed_elements(void)
     static int init;
 
     if (!init) {
-        psi_engine *e = fuzz_engine(PSI_ROLE_SERVER, 1, FUZZ_SERVER_KEY_BYTE);
+        psi_engine *e = fuzz_engine(PSI_ROLE_SERVER, 1, FUZZ_SERVER_KEY_BYTE, PSI_SUITE_OPENMINED_P256);
         psi_value v[FIXED_COUNT];
         size_t len = sizeof out;
         int rc;
@@ -112,13 +112,13 @@ static void check_indices(uint8_t *seen, const psi_setup *s, const size_t *out, 
         else if (s->structure == PSI_STRUCTURE_BLOOM_FILTER)
             fuzz_require(out[k - 1] < out[k], fn, PSI_OK, "Bloom: not ascending");
         else
-            fuzz_require(psi_gcs_hash(element(elements, out[k - 1]), s->gcs_hash_range) <=
-                             psi_gcs_hash(element(elements, out[k]), s->gcs_hash_range),
+            fuzz_require(psi_gcs_hash(element(elements, out[k - 1]), PSI_ELEMENT_BYTES, s->gcs_hash_range) <=
+                             psi_gcs_hash(element(elements, out[k]), PSI_ELEMENT_BYTES, s->gcs_hash_range),
                          fn, PSI_OK, "GCS: not in hash order");
     }
     if (s->structure == PSI_STRUCTURE_GCS)
         for (size_t i = 0; i < n; i++)
-            fuzz_require(seen[i] == gcs_has(s, psi_gcs_hash(element(elements, i), s->gcs_hash_range)),
+            fuzz_require(seen[i] == gcs_has(s, psi_gcs_hash(element(elements, i), PSI_ELEMENT_BYTES, s->gcs_hash_range)),
                          fn, PSI_OK, "GCS: membership differs from the decoded values");
 }
 
@@ -199,7 +199,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *fn = "psi_setup_parse";
     static psi_setup dummy;
     psi_setup *s = &dummy; // not NULL: the call must clear it
-    int rc = psi_setup_parse(&s, data, size);
+    int suite = fuzz_message_suite(data, size);
+    int rc = psi_setup_parse_suite(&s, suite, data, size);
     size_t m;
 
     FUZZ_EXPECT(fn, rc, parse_codes);
@@ -211,7 +212,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_require(psi_setup_structure(s) == s->structure, fn, rc, "psi_setup_structure");
     if (s->structure == PSI_STRUCTURE_RAW) {
         fuzz_require(psi_setup_raw_count(s) == s->raw_count &&
-                         s->raw_count <= psi_message_element_bound(size), fn, rc, "raw count");
+                         s->raw_count <= psi_message_element_bound_suite(suite, size), fn, rc, "raw count");
         for (size_t j = 1; j < s->raw_count; j++)
             fuzz_require(memcmp(element(s->raw, j - 1), element(s->raw, j), PSI_ELEMENT_BYTES) <= 0,
                          fn, rc, "raw elements accepted out of order");

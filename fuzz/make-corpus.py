@@ -185,6 +185,25 @@ def message_seeds(corpora, psijs, om, extra):
         corpora[name].add(b'')
 
 
+def suite_seeds(corpora, testdata):
+    """The other suites (PROTOCOL.md §16): every message of their vector
+    files, and ristretto255 encodings for the point harness (RFC 9496's
+    generator multiples and invalid encodings)."""
+    for name in ('shardpsi-p256-sswu.json', 'shardpsi-ristretto255.json'):
+        for case in load(os.path.join(ROOT, 'vectors', name))['cases']:
+            setup, request = unhex(case['server_setup']), unhex(case['request'])
+            response = unhex(case['response'])
+            corpora['setup'].add(setup)
+            corpora['request'].add(request)
+            corpora['server'].add(request)
+            corpora['response'].add(response)
+            corpora['client'].add(client_input(setup, response))
+    r255 = load(os.path.join(testdata, 'ristretto255', 'ristretto255_rfc9496.json'))
+    for group in ('multiples_of_generator', 'invalid_encodings'):
+        for v in r255[group]['vectors']:
+            corpora['point'].add(unhex(v['encoding']))
+
+
 def frame_seeds(c, psijs):
     """The frame harness's inputs: a control byte (bit 0: expect the type
     that comes next; bits 1-3: the expected type otherwise; bits 4-7: the
@@ -237,6 +256,7 @@ def main():
     corpora = {name: Corpus(name) for name in MAX_LEN}
     point_seeds(corpora['point'], args.testdata, psijs, extra)
     message_seeds(corpora, psijs, om, extra)
+    suite_seeds(corpora, args.testdata)
     frame_seeds(corpora['frame'], psijs)
     total = 0
     for name in sorted(corpora):
