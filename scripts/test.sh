@@ -96,6 +96,7 @@ run_js() {   # NAME COMMAND...
 }
 run_js "fuzz" bash scripts/fuzz.sh --seconds "${PSI_FUZZ_SECONDS:-60}"
 if [[ $js_setup -eq 0 ]]; then
+    run_js "suite vectors" bash vectors/check-suites.sh
     run_js "wasm Node tests" bash wasm/test/run.sh build-wasm
     run_js "wasm browser test" node wasm/test/browser/run-browser.mjs
 else
