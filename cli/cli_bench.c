@@ -27,6 +27,9 @@ typedef struct bench_run {
     psi_cli_bench_c c;
     psi_cli_bench_js js;
     int js_on;
+    int have_openssl;        // the openssl cross-check ran (once a run)
+    double openssl_speed;
+    char openssl_note[160];
 } bench_run;
 
 static void bench_progress(const bench_run *b, int op, size_t round, const char *what,
@@ -149,6 +152,11 @@ static int bench_js(bench_run *b)
         snprintf(b->r.js_note, sizeof b->r.js_note, "off (--psijs off)");
         return 0;
     }
+    if (b->o.suite != PSI_SUITE_OPENMINED_P256) {
+        snprintf(b->r.js_note, sizeof b->r.js_note, "psi.js has no suite %s",
+                 psi_suite_name(b->o.suite));
+        return 0;
+    }
     fprintf(stderr, "starting psi.js: %s\n", b->o.script);
     rc = psi_cli_bench_js_start(&b->js, &b->r, &b->sets, b->r.js_note, sizeof b->r.js_note);
     if (rc < 0)
@@ -201,47 +209,125 @@ static int bench_start(bench_run *b)
         return CLI_EXIT_FAIL;
     }
     b->r.overlap = b->sets.n_true;
-    fprintf(stderr, "psi bench: %zu values per side, %zu shared, %zu round%s, "
-            "all cores = %zu threads\n", b->o.values, b->sets.n_true, b->o.rounds,
-            b->o.rounds == 1 ? "" : "s", b->o.threads);
+    fprintf(stderr, "psi bench: suite %s, %zu values per side, %zu shared, %zu round%s, "
+            "all cores = %zu threads\n", psi_suite_name(b->o.suite), b->o.values,
+            b->sets.n_true, b->o.rounds, b->o.rounds == 1 ? "" : "s", b->o.threads);
     // psi.js first: --psijs on without it fails before anything long runs.
     // Once ready, the child waits idle on its input.
     if ((rc = bench_js(b)) != 0)
         return rc;
-    psi_cli_bench_openssl_speed(&b->r.openssl_speed, b->r.openssl_note,
-                                sizeof b->r.openssl_note);
-    if (!isnan(b->r.openssl_speed))
-        fprintf(stderr, "openssl speed -seconds 2 ecdhp256: %.1f op/s\n",
-                b->r.openssl_speed);
-    else
-        fprintf(stderr, "openssl speed cross-check skipped: %s\n", b->r.openssl_note);
+    // Once a run: the figure does not depend on the suite.
+    if (!b->have_openssl) {
+        psi_cli_bench_openssl_speed(&b->openssl_speed, b->openssl_note,
+                                    sizeof b->openssl_note);
+        b->have_openssl = 1;
+        if (!isnan(b->openssl_speed))
+            fprintf(stderr, "openssl speed -seconds 2 ecdhp256: %.1f op/s\n",
+                    b->openssl_speed);
+        else
+            fprintf(stderr, "openssl speed cross-check skipped: %s\n", b->openssl_note);
+    }
+    b->r.openssl_speed = b->openssl_speed;
+    snprintf(b->r.openssl_note, sizeof b->r.openssl_note, "%s", b->openssl_note);
     if (psi_cli_bench_c_init(&b->c, &b->sets, b->o.threads,
-                             psi_cli_bench_mem_usable()) != 0)
+                             psi_cli_bench_mem_usable(), b->o.suite) != 0)
         return CLI_EXIT_FAIL;
     return 0;
 }
 
+/* The whole run for the suite b->o.suite.  Returns: an exit code. */
+static int bench_suite(bench_run *b)
+{
+    int rc = bench_start(b);
+
+    if (rc == 0)
+        rc = bench_ops_run(b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    psi_cli_bench_js_stop(&b->js);
+    if (rc == CLI_EXIT_OK) {
+        psi_cli_bench_text(stdout, &b->r);
+        if (psi_cli_bench_write_files(&b->r) != 0)
+            rc = CLI_EXIT_FAIL;
+    }
+    return rc;
+}
+
+/* Frees what one suite's run holds and clears it for the next. */
+static void bench_suite_free(bench_run *b)
+{
+    psi_cli_bench_c_free(&b->c);
+    psi_cli_demo_sets_free(&b->sets);
+    for (int op = 0; op < PSI_CLI_BENCH_OPS; op++)
+        free(b->r.rounds[op]);
+    memset(&b->r, 0, sizeof b->r);
+    memset(&b->js, 0, sizeof b->js);
+    b->js_on = 0;
+}
+
+/* Keeps the medians of suite number k for the table by suite. */
+static void bench_keep_medians(psi_cli_bench_suites *t, const bench_run *b, size_t k)
+{
+    psi_cli_bench_medians m;
+
+    t->suite[k] = b->o.suite;
+    t->n = k + 1;
+    for (int op = 0; op < PSI_CLI_BENCH_OPS; op++) {
+        t->one[k][op] = t->all[k][op] = NAN;
+        if (b->r.rounds[op] == NULL)
+            continue;
+        psi_cli_bench_medians_of(&m, &b->r, op);
+        t->one[k][op] = m.rate[PSI_CLI_BENCH_ONE];
+        t->all[k][op] = m.rate[PSI_CLI_BENCH_ALL];
+    }
+}
+
+/* Prints the table by suite and writes it to DIR/suites.txt.  Returns: an
+ * exit code. */
+static int bench_suites_table(const bench_run *b, const psi_cli_bench_suites *t)
+{
+    char path[4200];
+    FILE *f;
+
+    psi_cli_bench_suites_text(stdout, &b->o, t);
+    snprintf(path, sizeof path, "%s/suites.txt", b->o.base_dir);
+    if ((f = fopen(path, "w")) == NULL) {
+        psi_cli_error("bench: cannot write %s", path);
+        return CLI_EXIT_FAIL;
+    }
+    psi_cli_bench_suites_text(f, &b->o, t);
+    if (fclose(f) != 0) {
+        psi_cli_error("bench: cannot write %s", path);
+        return CLI_EXIT_FAIL;
+    }
+    fprintf(stderr, "wrote %s\n", path);
+    return CLI_EXIT_OK;
+}
+
 int psi_cli_cmd_bench(int argc, char **argv)
 {
-    bench_run b;
+    static bench_run b;  // large (the psi.js child's state), and one a process
+    static psi_cli_bench_suites t;
+    char dir[4200];
     int rc;
 
     memset(&b, 0, sizeof b);
+    memset(&t, 0, sizeof t);
     rc = psi_cli_bench_parse(&b.o, argc, argv);
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    rc = bench_start(&b);
-    if (rc == 0)
-        rc = bench_ops_run(&b) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
-    psi_cli_bench_js_stop(&b.js);
-    if (rc == CLI_EXIT_OK) {
-        psi_cli_bench_text(stdout, &b.r);
-        if (psi_cli_bench_write_files(&b.r) != 0)
-            rc = CLI_EXIT_FAIL;
+    for (size_t k = 0; k < b.o.n_suites && rc == CLI_EXIT_OK; k++) {
+        b.o.suite = b.o.suites[k];
+        if (b.o.n_suites > 1) {
+            snprintf(dir, sizeof dir, "%s/%s", b.o.base_dir, psi_suite_name(b.o.suite));
+            b.o.out_dir = dir;
+            if (k > 0)
+                fputc('\n', stdout);
+        }
+        rc = bench_suite(&b);
+        if (rc == CLI_EXIT_OK)
+            bench_keep_medians(&t, &b, k);
+        bench_suite_free(&b);
     }
-    psi_cli_bench_c_free(&b.c);
-    psi_cli_demo_sets_free(&b.sets);
-    for (int op = 0; op < PSI_CLI_BENCH_OPS; op++)
-        free(b.r.rounds[op]);
+    if (rc == CLI_EXIT_OK && b.o.n_suites > 1)
+        rc = bench_suites_table(&b, &t);
     return rc;
 }

@@ -61,7 +61,11 @@ typedef struct psi_cli_bench_opts {
     psi_cli_bench_js_mode js;
     const char *node;       // --node, or NULL: `node` on PATH
     const char *script;     // --psijs-script, or the compiled-in path
-    const char *out_dir;
+    const char *out_dir;   // this suite's directory (DIR/<suite> for several)
+    const char *base_dir;  // --out-dir
+    int suites[3];         // --suite: the suites to run, in order
+    size_t n_suites;
+    int suite;             // the suite being run (psi_suite)
 } psi_cli_bench_opts;
 
 /* One measurement of one column.  `done` is 0 when it was not run (the
@@ -134,6 +138,19 @@ void psi_cli_bench_text(FILE *f, const psi_cli_bench_report *r);
  *  after a message. */
 int psi_cli_bench_write_files(const psi_cli_bench_report *r);
 
+/* The medians of 1 thread and all cores, by suite and op (NAN: not run),
+ * for the table of a run of several suites. */
+typedef struct psi_cli_bench_suites {
+    size_t n;
+    int suite[3];
+    double one[3][PSI_CLI_BENCH_OPS];
+    double all[3][PSI_CLI_BENCH_OPS];
+} psi_cli_bench_suites;
+
+/** Prints the table of a run of several suites to `f`. */
+void psi_cli_bench_suites_text(FILE *f, const psi_cli_bench_opts *o,
+                               const psi_cli_bench_suites *t);
+
 /* --------------------------------------------------- cli_bench_svg.c */
 
 /** Writes the chart as SVG text to `f`.  Returns: 0, or -1 on a write
@@ -157,13 +174,14 @@ typedef struct psi_cli_bench_c {
     size_t pairs_count;
     int have[PSI_CLI_BENCH_OPS];  // 1 once the op's output is kept
     int mem;              // 1 if peak memory can be measured
+    int suite;            // the parties' suite (psi_suite)
 } psi_cli_bench_c;
 
-/** Builds the parties: one engine, 4 shards inline, and 4T shards on T
- *  threads.  Returns: 0, or -1 after a message.  Out: *c, freed with
- *  psi_cli_bench_c_free (also after a failure). */
+/** Builds the parties of `suite`: one engine, 4 shards inline, and 4T
+ *  shards on T threads.  Returns: 0, or -1 after a message.  Out: *c,
+ *  freed with psi_cli_bench_c_free (also after a failure). */
 int psi_cli_bench_c_init(psi_cli_bench_c *c, const psi_cli_demo_sets *s,
-                         size_t threads, int mem);
+                         size_t threads, int mem, int suite);
 void psi_cli_bench_c_free(psi_cli_bench_c *c);
 
 /** Runs op on C column col, timed, then checks its output: against the

@@ -26,6 +26,7 @@ static const char bench_usage[] =
     "Usage: psi bench [--values N] [--rounds R] [--threads T] [--ops LIST]\n"
     "                 [--psijs auto|on|off] [--node PATH] [--psijs-script PATH]\n"
     "                 [--out-dir DIR] [--seed S] [--s-seconds X]\n"
+    "                 [--suite NAME[,NAME...]|all]\n"
     "\n"
     "Measures each operation in values per second, N values per side (server\n"
     "and client N values each, half of the client's also in the server set,\n"
@@ -38,6 +39,7 @@ static const char bench_usage[] =
     "                      thread: its overhead, to be close to 1 thread\n"
     "  all cores           the sharding layer on T threads with 4T shards\n"
     "  psi.js              @openmined/psi.js 2.0.6 in Node, on the same values\n"
+    "                      (openmined-p256 only: psi.js has no other suite)\n"
     "\n"
     "Operations, in this order; each one's output feeds the later ones:\n"
     "  setup_raw     psi_server_create_setup, raw\n"
@@ -63,7 +65,15 @@ static const char bench_usage[] =
     "program is on PATH, 'openssl speed -seconds 2 ecdhp256' runs once first\n"
     "as a cross-check of S.\n"
     "\n"
+    "With several suites (--suite all, or a list) the whole run is made for\n"
+    "each suite in turn, its files go to DIR/<suite>/, and a last table gives\n"
+    "the values/s of each op by suite (1 thread / all cores), also written to\n"
+    "DIR/suites.txt.\n"
+    "\n"
     "Options:\n"
+    "  --suite LIST         ciphersuites to measure: openmined-p256 (default),\n"
+    "                       p256-sswu, ristretto255, a comma-separated list of\n"
+    "                       them, or all (S stays P-256 ECDH in every suite)\n"
     "  --values N           values per side, 1 to 10000000 (default 100000)\n"
     "  --rounds R           rounds of each op, 1 to 1000 (default 1)\n"
     "  --threads T          threads of 'all cores', 1 to "
@@ -129,6 +139,41 @@ static int bench_parse_ops(psi_cli_bench_opts *o, const char *text)
     }
 }
 
+/* --suite: a comma-separated list of suite names, or "all". */
+static int bench_parse_suites(psi_cli_bench_opts *o, const char *text)
+{
+    char name[32];
+
+    o->n_suites = 0;
+    if (strcmp(text, "all") == 0) {
+        for (int k = 0; k < 3; k++)
+            o->suites[o->n_suites++] = k;
+        return 0;
+    }
+    for (const char *p = text;; p++) {
+        size_t n = strcspn(p, ",");
+        int suite;
+        if (n == 0 || n >= sizeof name) {
+            psi_cli_error("bench: --suite: %s suite name in '%s'", n ? "too long a" : "empty",
+                          text);
+            return -1;
+        }
+        memcpy(name, p, n);
+        name[n] = '\0';
+        if (psi_cli_parse_suite(&suite, name, "bench: --suite") != 0)
+            return -1;
+        for (size_t k = 0; k < o->n_suites; k++)
+            if (o->suites[k] == suite) {
+                psi_cli_error("bench: --suite: %s given twice", name);
+                return -1;
+            }
+        o->suites[o->n_suites++] = suite;
+        p += n;
+        if (*p == '\0')
+            return 0;
+    }
+}
+
 static int bench_parse_mode(psi_cli_bench_opts *o, const char *text)
 {
     static const char *const modes[] = {"off", "auto", "on"};
@@ -168,6 +213,8 @@ static int bench_parse_one(psi_cli_bench_opts *o, int argc, char **argv, int *i)
         return v ? psi_cli_parse_u64(&o->seed, v, "bench: --seed") : -1;
     if (psi_cli_opt_value(argc, argv, i, "--ops", &v))
         return v ? bench_parse_ops(o, v) : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--suite", &v))
+        return v ? bench_parse_suites(o, v) : -1;
     if (psi_cli_opt_value(argc, argv, i, "--psijs", &v))
         return v ? bench_parse_mode(o, v) : -1;
     if (psi_cli_opt_value(argc, argv, i, "--node", &v))
@@ -196,6 +243,8 @@ int psi_cli_bench_parse(psi_cli_bench_opts *o, int argc, char **argv)
     o->out_dir = "bench-results";
     for (int k = 0; k < PSI_CLI_BENCH_OPS; k++)
         o->op_on[k] = 1;
+    o->suites[0] = PSI_SUITE_OPENMINED_P256;
+    o->n_suites = 1;
     for (int i = 1; i < argc; i++) {
         int rc = bench_parse_one(o, argc, argv, &i);
         if (rc != 0)
@@ -205,12 +254,27 @@ int psi_cli_bench_parse(psi_cli_bench_opts *o, int argc, char **argv)
         psi_cli_error("bench: --out-dir, --node and --psijs-script need a non-empty path");
         return -1;
     }
+    o->base_dir = o->out_dir;
+    o->suite = o->suites[0];
+    if (o->js == PSI_CLI_BENCH_JS_ON) {
+        size_t k = 0;
+        while (k < o->n_suites && o->suites[k] != PSI_SUITE_OPENMINED_P256)
+            k++;
+        if (k == o->n_suites) {
+            psi_cli_error("bench: --psijs on needs the suite openmined-p256, the only "
+                          "one psi.js has");
+            return -1;
+        }
+    }
     // GCS's hash range is N^2 / fpr, which passes 2^63 above about 3
     // million values at fpr 1e-6: say so now rather than after setup_raw.
     psi_setup_params gcs = {PSI_STRUCTURE_GCS, PSI_CLI_BENCH_FPR, (int64_t)o->values};
     size_t bound;
+    int gcs_rc = PSI_OK;
+    for (size_t k = 0; k < o->n_suites && gcs_rc == PSI_OK; k++)
+        gcs_rc = psi_setup_bound_suite(&bound, o->suites[k], &gcs, o->values);
     if ((o->op_on[PSI_CLI_BENCH_SETUP_GCS] || o->op_on[PSI_CLI_BENCH_INTERSECTION]) &&
-        psi_setup_bound(&bound, &gcs, o->values) != PSI_OK) {
+        gcs_rc != PSI_OK) {
         psi_cli_error("bench: a GCS setup for %zu client values at fpr %g overflows its "
                       "hash range (%s); use fewer values, or --ops without setup_gcs and "
                       "intersection", o->values, PSI_CLI_BENCH_FPR,

@@ -147,6 +147,7 @@ static void brep_header(FILE *f, const psi_cli_bench_report *r)
     fprintf(f, "psi bench: shardpsi %s, %s values per side (%s shared), %zu round%s%s\n",
             psi_version(), n, k, o->rounds, o->rounds == 1 ? "" : "s",
             o->rounds == 1 ? "" : " (medians)");
+    fprintf(f, "suite: %s\n", psi_suite_name(o->suite));
     fprintf(f, "machine: %s, %zu online CPUs; %s; %s\n", r->cpu_model, r->online_cpus,
             r->openssl, r->date);
     if (!isnan(r->openssl_speed)) {
@@ -328,6 +329,7 @@ static char *brep_json(const psi_cli_bench_report *r)
     brep_add(root, "version", cJSON_CreateString(psi_version()), &ok);
     brep_add(root, "date", cJSON_CreateString(r->date), &ok);
     brep_json_machine(brep_add(root, "machine", cJSON_CreateObject(), &ok), r, &ok);
+    brep_add(root, "suite", cJSON_CreateString(psi_suite_name(o->suite)), &ok);
     brep_add(root, "values", cJSON_CreateNumber((double)o->values), &ok);
     brep_add(root, "shared", cJSON_CreateNumber((double)r->overlap), &ok);
     brep_add(root, "rounds", cJSON_CreateNumber((double)o->rounds), &ok);
@@ -400,4 +402,32 @@ int psi_cli_bench_write_files(const psi_cli_bench_report *r)
     if (rc == 0)
         fprintf(stderr, "wrote %s/bench.txt, bench.json and bench.svg\n", r->o->out_dir);
     return rc;
+}
+
+/* ------------------------------------------------------------- suites */
+
+void psi_cli_bench_suites_text(FILE *f, const psi_cli_bench_opts *o,
+                               const psi_cli_bench_suites *t)
+{
+    char n[32], one[24], all[24], cell[64];
+
+    psi_cli_bench_fmt_rate(n, sizeof n, (double)o->values);
+    fprintf(f, "\nvalues/s by suite, %s values per side: 1 thread / all cores (%zu "
+            "threads, %zu shards)\n\n%-15s", n, o->threads, 4 * o->threads, "suite");
+    for (int op = 0; op < PSI_CLI_BENCH_OPS; op++)
+        if (o->op_on[op])
+            fprintf(f, " %21s", psi_cli_bench_op_name(op));
+    fputc('\n', f);
+    for (size_t k = 0; k < t->n; k++) {
+        fprintf(f, "%-15s", psi_suite_name(t->suite[k]));
+        for (int op = 0; op < PSI_CLI_BENCH_OPS; op++) {
+            if (!o->op_on[op])
+                continue;
+            psi_cli_bench_fmt_rate(one, sizeof one, t->one[k][op]);
+            psi_cli_bench_fmt_rate(all, sizeof all, t->all[k][op]);
+            snprintf(cell, sizeof cell, "%s / %s", one, all);
+            fprintf(f, " %21s", cell);
+        }
+        fputc('\n', f);
+    }
 }

@@ -49,6 +49,7 @@ static int brun_side(psi_cli_bench_c *c, psi_role role, const psi_cli_shard_opts
     psi_settings_default(&st);
     st.role = role;
     st.reveal_intersection = 1;
+    st.suite = (psi_suite)c->suite;
     if ((rc = psi_engine_create(&e, &st)) != PSI_OK) {
         psi_cli_error("bench: %s engine: %s (error %d)", who, psi_strerror(rc), rc);
         return -1;
@@ -61,7 +62,7 @@ static int brun_side(psi_cli_bench_c *c, psi_role role, const psi_cli_shard_opts
 }
 
 int psi_cli_bench_c_init(psi_cli_bench_c *c, const psi_cli_demo_sets *s,
-                         size_t threads, int mem)
+                         size_t threads, int mem, int suite)
 {
     psi_cli_shard_opts o[PSI_CLI_BENCH_COLS];
 
@@ -69,6 +70,7 @@ int psi_cli_bench_c_init(psi_cli_bench_c *c, const psi_cli_demo_sets *s,
     memset(o, 0, sizeof o);
     c->sets = s;
     c->mem = mem;
+    c->suite = suite;
     // threads = 1 is the inline executor: the shards run in turn on the
     // calling thread, which isolates the cost of splitting and merging.
     o[PSI_CLI_BENCH_SHARDS4].sharded = 1;
@@ -116,7 +118,8 @@ static int brun_alloc(const psi_cli_bench_c *c, int op, brun_out *out)
 
     memset(out, 0, sizeof *out);
     if (op == PSI_CLI_BENCH_INTERSECTION || op == PSI_CLI_BENCH_ASSOCIATION) {
-        out->count = psi_message_element_bound(c->msg_len[PSI_CLI_BENCH_RESPONSE]);
+        out->count = psi_message_element_bound_suite(c->suite,
+                                                     c->msg_len[PSI_CLI_BENCH_RESPONSE]);
         if (op == PSI_CLI_BENCH_INTERSECTION)
             out->idx = psi_cli_alloc(out->count, sizeof *out->idx);
         else
@@ -124,13 +127,14 @@ static int brun_alloc(const psi_cli_bench_c *c, int op, brun_out *out)
         return out->idx != NULL || out->pairs != NULL ? PSI_OK : PSI_E_NOMEM;
     }
     if (op <= PSI_CLI_BENCH_SETUP_GCS) {
-        if ((rc = psi_setup_bound(&cap, &p, s->n_server)) != PSI_OK)
+        if ((rc = psi_setup_bound_suite(&cap, c->suite, &p, s->n_server)) != PSI_OK)
             return rc;
     } else if (op == PSI_CLI_BENCH_REQUEST) {
-        cap = psi_request_bound(s->n_client);
+        cap = psi_request_bound_suite(c->suite, s->n_client);
     } else {
-        size_t n = psi_message_element_bound(c->msg_len[PSI_CLI_BENCH_REQUEST]);
-        cap = psi_response_bound(n);
+        size_t n = psi_message_element_bound_suite(c->suite,
+                                                   c->msg_len[PSI_CLI_BENCH_REQUEST]);
+        cap = psi_response_bound_suite(c->suite, n);
     }
     out->len = cap;
     out->msg = cap > 0 ? psi_cli_alloc(cap, 1) : NULL;
@@ -275,8 +279,9 @@ static int brun_check(const psi_cli_bench_c *c, int op, const brun_out *out,
                       char *why, size_t cap)
 {
     const psi_cli_demo_sets *s = c->sets;
-    size_t want = op == PSI_CLI_BENCH_REQUEST ? psi_request_bound(s->n_client)
-                                              : psi_response_bound(s->n_client);
+    size_t want = op == PSI_CLI_BENCH_REQUEST
+                      ? psi_request_bound_suite(c->suite, s->n_client)
+                      : psi_response_bound_suite(c->suite, s->n_client);
     int same = 1;
 
     if (op == PSI_CLI_BENCH_INTERSECTION) {

@@ -70,14 +70,19 @@ void psi_cli_client_usage(FILE *out)
         "  --association        pairs 'CLIENT_INDEX<TAB>SERVER_INDEX' of matching rows,\n"
         "                       by client index; needs a server started with\n"
         "                       --association (raw setup)\n"
-        "Protocol (checked against the server's; by default the server's):\n"
+        "Protocol:\n"
+        "  --suite NAME         the group and hash of the run: openmined-p256 (default,\n"
+        "                       OpenMined PSI's), p256-sswu or ristretto255; must be\n"
+        "                       the server's\n"
+        "Setup (checked against the server's; by default the server's):\n"
         "  --structure S        raw, gcs or bloom\n"
         "  --fpr F              the false-positive rate of gcs or bloom\n"
         "  --max-peer-values N  refuse servers announcing more than N values\n"
         "                       (default %u)\n"
         "Keys and resources:\n"
-        "  --key-file FILE      reuse the key in FILE (64 hex digits, mode 0600), or\n"
-        "                       create FILE with a new key; default: a fresh key\n"
+        "  --key-file FILE      reuse the key in FILE (64 hex digits and the suite,\n"
+        "                       mode 0600), or create FILE with a new key of the\n"
+        "                       suite; default: a fresh key\n"
         "  --threads N          worker threads (default: every online CPU)\n"
         "  --timeout S          give up when the server sends nothing for S seconds\n"
         "                       (default %d); both sides send keepalives while working\n"
@@ -174,8 +179,8 @@ static int client_key(client_ctx *s)
 
     if (s->o->net.key_file == NULL)
         return 0;
-    if (psi_cli_keyfile_engine(&s->key, &created, s->o->net.key_file, s->err,
-                               sizeof s->err) != 0) {
+    if (psi_cli_keyfile_engine_suite(&s->key, &created, s->o->net.key_file,
+                                     s->o->net.suite, s->err, sizeof s->err) != 0) {
         psi_cli_error("client: %s", s->err);
         return -1;
     }
@@ -188,7 +193,7 @@ static int client_key(client_ctx *s)
 static int client_shards(client_ctx *s)
 {
     const char *what = NULL;
-    int rc = psi_cli_session_shards(&s->g, &what, s->key, PSI_ROLE_CLIENT,
+    int rc = psi_cli_session_shards(&s->g, &what, s->key, s->o->net.suite, PSI_ROLE_CLIENT,
                                     s->o->mode != CLIENT_COUNT, s->o->net.threads,
                                     psi_cli_progress_update, &s->prog);
 
@@ -198,8 +203,8 @@ static int client_shards(client_ctx *s)
 /* Connects, sends the HELLO, receives and checks the ACCEPT. */
 static int client_handshake(client_ctx *s)
 {
-    uint8_t hello[PSI_CLI_HANDSHAKE_BYTES], *buf = NULL;
-    size_t len = 0;
+    uint8_t hello[PSI_CLI_HANDSHAKE_MAX_BYTES], *buf = NULL;
+    size_t len = 0, hello_len;
     int rc;
 
     if ((rc = psi_cli_net_connect(&s->conn, s->o->net.addr, s->o->net.timeout_ms)) != 0)
@@ -211,8 +216,9 @@ static int client_handshake(client_ctx *s)
     s->hello.structure = s->o->net.structure;
     s->hello.fpr = s->o->net.fpr;
     s->hello.n = s->in.n;
-    psi_cli_handshake_encode(hello, &s->hello);
-    rc = psi_cli_net_send(&s->conn, PSI_CLI_FRAME_HELLO, hello, sizeof hello, NULL, NULL);
+    s->hello.suite = s->o->net.suite;
+    hello_len = psi_cli_handshake_encode(hello, &s->hello);
+    rc = psi_cli_net_send(&s->conn, PSI_CLI_FRAME_HELLO, hello, hello_len, NULL, NULL);
     if (rc == 0)
         rc = psi_cli_net_recv(&s->conn, PSI_CLI_FRAME_ACCEPT, PSI_CLI_NET_MSG_MAX, &buf,
                               &len, NULL, NULL);
@@ -241,7 +247,8 @@ static int client_recv(client_ctx *s, int type, size_t max, const char *step,
 static int client_exchange(client_ctx *s)
 {
     psi_setup_params p;
-    size_t cap = psi_request_bound(s->in.n), len = cap, setup_cap = 0;
+    int suite = s->o->net.suite;
+    size_t cap = psi_request_bound_suite(suite, s->in.n), len = cap, setup_cap = 0;
     uint8_t *req = psi_cli_alloc(cap, 1);
     int rc;
 
@@ -255,7 +262,7 @@ static int client_exchange(client_ctx *s)
         return client_fail_psi(s, "cannot build the request", rc);
     }
     psi_cli_session_params(&p, &s->accept, s->in.n);
-    if ((rc = psi_setup_bound(&setup_cap, &p, (size_t)s->accept.n)) != PSI_OK) {
+    if ((rc = psi_setup_bound_suite(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK) {
         free(req);
         return client_fail_psi(s, "the server's setup parameters", rc);
     }
@@ -269,7 +276,7 @@ static int client_exchange(client_ctx *s)
     free(req);
     if (rc != 0)
         return client_fail_net(s, rc);
-    if (client_recv(s, PSI_CLI_FRAME_RESPONSE, psi_response_bound(s->in.n),
+    if (client_recv(s, PSI_CLI_FRAME_RESPONSE, psi_response_bound_suite(suite, s->in.n),
                     "receiving the response", &s->response, &s->response_len) != 0)
         return -1;
     if (s->accept.association &&
@@ -418,10 +425,11 @@ static int client_round(client_ctx *s)
     psi_cli_net_close(&s->conn);
     s->prog.conn = NULL;
     psi_cli_progress_note(&s->prog, "%zu of %zu values in the intersection (server: %llu "
-                          "values, %s setup); %s in %.1f s; peak memory %.1f MiB",
-                          count, s->in.n,
+                          "values, %s setup, suite %s); %s in %.1f s; peak memory "
+                          "%.1f MiB", count, s->in.n,
                           (unsigned long long)s->accept.n,
                           psi_cli_structure_name(s->accept.structure),
+                          psi_cli_suite_label(s->accept.suite),
                           strcmp(s->o->output, "-") == 0 ? "written to stdout" : "written",
                           (psi_cli_now_ms() - t0) / 1000.0, psi_cli_peak_mib());
     return 0;

@@ -37,6 +37,8 @@ static const char demo_usage[] =
     "  --fpr X            false-positive rate in (0, 1) for the whole client\n"
     "                     query, as OpenMined (default 1e-6)\n"
     "  --count-only       reveal only the intersection size\n"
+    "  --suite NAME       ciphersuite of both parties: openmined-p256 (default),\n"
+    "                     p256-sswu or ristretto255\n"
     "  --shards N         engines per party, 1 to " PSI_CLI_STR(PSI_SHARD_MAX_SHARDS)
     " (default: 4 a\n"
     "                     worker thread, 1 without)\n"
@@ -106,6 +108,8 @@ static int demo_parse_one(psi_cli_demo_opts *o, int argc, char **argv, int *i)
         return v ? psi_cli_parse_double(&o->fpr, v, 0, 1, 1, 1, "demo: --fpr") : -1;
     if (psi_cli_opt_value(argc, argv, i, "--structure", &v))
         return v ? demo_parse_structure(&o->structure, v) : -1;
+    if (psi_cli_opt_value(argc, argv, i, "--suite", &v))
+        return v ? psi_cli_parse_suite(&o->suite, v, "demo: --suite") : -1;
     if (argv[*i][0] == '-')
         psi_cli_error("demo: unknown option '%s' (see 'psi demo --help')", argv[*i]);
     else
@@ -125,6 +129,7 @@ static int demo_parse(psi_cli_demo_opts *o, int argc, char **argv)
     o->structure = PSI_STRUCTURE_GCS;
     o->reveal = 1;
     o->fpr = 1e-6;
+    o->suite = PSI_SUITE_OPENMINED_P256;
     // Sharded by default, as it measured faster than one engine (1.9x on
     // two cores); with one CPU it is a single shard run inline.
     memset(&o->shard, 0, sizeof o->shard);
@@ -193,6 +198,7 @@ static int demo_party(psi_cli_party *p, const psi_cli_demo_opts *o, psi_role rol
     psi_settings_default(&st);
     st.reveal_intersection = o->reveal;
     st.role = role;
+    st.suite = (psi_suite)o->suite;
     if ((rc = psi_engine_create(&e, &st)) != PSI_OK) {
         psi_cli_error("demo: %s engine: %s (error %d)", who, psi_strerror(rc), rc);
         return -1;
@@ -230,7 +236,7 @@ static int demo_setup(demo_run *r)
     // OpenMined divides fpr by the client count; an empty client set
     // would make that infinite.
     p.num_client_inputs = (int64_t)(r->s->n_client ? r->s->n_client : 1);
-    if ((rc = psi_setup_bound(&bound, &p, r->s->n_server)) != PSI_OK)
+    if ((rc = psi_setup_bound_suite(&bound, r->o->suite, &p, r->s->n_server)) != PSI_OK)
         return demo_fail("server setup", rc);
     if ((r->setup = psi_cli_alloc(bound, 1)) == NULL)
         return demo_fail("server setup", PSI_E_NOMEM);
@@ -249,7 +255,7 @@ static int demo_request(demo_run *r)
     double t0;
     int rc;
 
-    r->request_len = psi_request_bound(r->s->n_client);
+    r->request_len = psi_request_bound_suite(r->o->suite, r->s->n_client);
     if ((r->request = psi_cli_alloc(r->request_len, 1)) == NULL)
         return demo_fail("client request", PSI_E_NOMEM);
     t0 = psi_cli_now_ms();
@@ -267,7 +273,8 @@ static int demo_response(demo_run *r)
     double t0;
     int rc;
 
-    r->response_len = psi_response_bound(psi_message_element_bound(r->request_len));
+    r->response_len = psi_response_bound_suite(
+        r->o->suite, psi_message_element_bound_suite(r->o->suite, r->request_len));
     if ((r->response = psi_cli_alloc(r->response_len, 1)) == NULL)
         return demo_fail("server response", PSI_E_NOMEM);
     t0 = psi_cli_now_ms();
@@ -283,7 +290,7 @@ static int demo_response(demo_run *r)
 /* Returns: 0 if right, 1 if the result is wrong, -1 on an error. */
 static int demo_result(demo_run *r)
 {
-    size_t n = psi_message_element_bound(r->response_len);
+    size_t n = psi_message_element_bound_suite(r->o->suite, r->response_len);
     double t0 = psi_cli_now_ms();
     int rc;
 
@@ -352,9 +359,10 @@ int psi_cli_cmd_demo(int argc, char **argv)
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     printf("psi demo: seed %" PRIu64 ", server set %zu values, client set %zu values "
-           "(%zu shared), structure %s, fpr %g, %s\n", o.seed, o.server_size,
+           "(%zu shared), structure %s, fpr %g, %s, suite %s\n", o.seed, o.server_size,
            o.client_size, psi_cli_demo_shared(&o), demo_structures[o.structure],
-           o.fpr, o.reveal ? "intersection revealed" : "size only");
+           o.fpr, o.reveal ? "intersection revealed" : "size only",
+           psi_suite_name(o.suite));
     t0 = psi_cli_now_ms();
     if (psi_cli_demo_sets_make(&s, &o) != 0) {
         psi_cli_demo_sets_free(&s);

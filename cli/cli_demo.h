@@ -21,6 +21,7 @@ typedef struct psi_cli_demo_opts {
     double fpr;           // for the whole client query, as OpenMined
     psi_cli_shard_opts shard;  // both parties: one engine, or shards
     int single;                // --single-engine
+    int suite;                 // --suite (psi_suite)
 } psi_cli_demo_opts;
 
 /* Two sets of distinct strings, and the true intersection found by plain

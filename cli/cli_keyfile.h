@@ -1,7 +1,10 @@
 /*
- * Key files of the `psi` commands: the key as 64 hexadecimal digits and a
- * line break (PROTOCOL.md §2.3's 32 big-endian bytes), in a file only its
- * owner can read.  The key passes through a stack buffer of this file on its
+ * Key files of the `psi` commands: the key as 64 hexadecimal digits
+ * (PROTOCOL.md §2.3's 32 big-endian bytes for the P-256 suites, §16.3's 32
+ * little-endian bytes for ristretto255), then, for a suite other than
+ * openmined-p256, a space and the suite's name, and a line break, in a file
+ * only its owner can read.  A file without a suite name holds an
+ * openmined-p256 key (the format of builds before the suites).  The key passes through a stack buffer of this file on its
  * way to or from the engine's guarded memory, and that buffer is wiped; the
  * key's bytes never appear in a message.
  */
@@ -24,5 +27,12 @@
  *  *created (1 if the file was written). */
 int psi_cli_keyfile_engine(psi_engine **e, int *created, const char *path, char *err,
                            size_t err_len);
+
+/** As psi_cli_keyfile_engine, for a key of `suite` (psi_suite): a new file
+ *  records the suite, and an existing file of another suite is refused with
+ *  a message naming both suites (never a byte of the key).  The engine has
+ *  the default settings but the suite. */
+int psi_cli_keyfile_engine_suite(psi_engine **e, int *created, const char *path,
+                                 int suite, char *err, size_t err_len);
 
 #endif /* PSI_CLI_KEYFILE_H */

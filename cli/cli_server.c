@@ -49,6 +49,9 @@ void psi_cli_server_usage(FILE *out)
         "  --column NAME        read FILE as CSV (RFC 4180, header row) and take the\n"
         "                       values of column NAME\n"
         "Protocol:\n"
+        "  --suite NAME         the group and hash of the run: openmined-p256 (default,\n"
+        "                       OpenMined PSI's), p256-sswu or ristretto255; the\n"
+        "                       client must use the same\n"
         "  --structure S        setup: raw (exact, default), gcs or bloom (smaller,\n"
         "                       with false positives at rate --fpr)\n"
         "  --fpr F              false-positive rate of gcs and bloom for the whole\n"
@@ -61,9 +64,10 @@ void psi_cli_server_usage(FILE *out)
         "  --max-peer-values N  refuse clients announcing more than N values\n"
         "                       (default %u)\n"
         "Keys and resources:\n"
-        "  --key-file FILE      reuse the key in FILE (64 hex digits, mode 0600), or\n"
-        "                       create FILE with a new key; default: a fresh key for\n"
-        "                       every round.  Reusing a key lets clients link rounds.\n"
+        "  --key-file FILE      reuse the key in FILE (64 hex digits and the suite,\n"
+        "                       mode 0600), or create FILE with a new key of the\n"
+        "                       suite; default: a fresh key for every round.  Reusing\n"
+        "                       a key lets clients link rounds.\n"
         "  --threads N          worker threads (default: every online CPU)\n"
         "  --timeout S          give up when the client sends nothing for S seconds\n"
         "                       (default %d); both sides send keepalives while working\n"
@@ -146,8 +150,8 @@ static int server_fail_psi(server_ctx *s, psi_cli_conn *c, const char *what, int
 static int server_handshake(server_ctx *s, psi_cli_conn *c, psi_cli_handshake *hello,
                             psi_cli_handshake *self)
 {
-    uint8_t *buf = NULL, out[PSI_CLI_HANDSHAKE_BYTES];
-    size_t len = 0;
+    uint8_t *buf = NULL, out[PSI_CLI_HANDSHAKE_MAX_BYTES];
+    size_t len = 0, out_len;
     int rc = psi_cli_net_recv(c, PSI_CLI_FRAME_HELLO, PSI_CLI_NET_MSG_MAX, &buf, &len,
                               NULL, NULL);
 
@@ -164,6 +168,7 @@ static int server_handshake(server_ctx *s, psi_cli_conn *c, psi_cli_handshake *h
     self->structure = s->o->net.structure;
     self->fpr = s->o->net.fpr;
     self->n = s->in.n;
+    self->suite = s->o->net.suite;
     if (psi_cli_session_check_hello(hello, self, s->o->net.max_peer, s->err,
                                     sizeof s->err) != 0) {
         char msg[sizeof s->err + 64];
@@ -173,8 +178,8 @@ static int server_handshake(server_ctx *s, psi_cli_conn *c, psi_cli_handshake *h
     // The round runs with the client's choices, which the checks allowed.
     self->reveal = hello->reveal;
     self->association = hello->association;
-    psi_cli_handshake_encode(out, self);
-    rc = psi_cli_net_send(c, PSI_CLI_FRAME_ACCEPT, out, sizeof out, NULL, NULL);
+    out_len = psi_cli_handshake_encode(out, self);
+    rc = psi_cli_net_send(c, PSI_CLI_FRAME_ACCEPT, out, out_len, NULL, NULL);
     return rc != 0 ? server_fail_net(s, c, rc) : 0;
 }
 
@@ -183,7 +188,8 @@ static int server_handshake(server_ctx *s, psi_cli_conn *c, psi_cli_handshake *h
 static int server_shards(server_ctx *s, psi_cli_conn *c, psi_shards **g, int reveal)
 {
     const char *what = NULL;
-    int rc = psi_cli_session_shards(g, &what, s->key, PSI_ROLE_SERVER, reveal,
+    int rc = psi_cli_session_shards(g, &what, s->key, s->o->net.suite, PSI_ROLE_SERVER,
+                                    reveal,
                                     s->o->net.threads, psi_cli_progress_update, &s->prog);
 
     return rc != PSI_OK ? server_fail_psi(s, c, what, rc) : 0;
@@ -200,7 +206,7 @@ static int server_setup(server_ctx *s, psi_cli_conn *c, psi_shards *g,
     int rc;
 
     psi_cli_session_params(&p, self, client_n);
-    rc = psi_setup_bound(&cap, &p, s->in.n);
+    rc = psi_setup_bound_suite(&cap, s->o->net.suite, &p, s->in.n);
     if (rc != PSI_OK)
         return server_fail_psi(s, c, "setup parameters", rc);
     setup = psi_cli_alloc(cap, 1);
@@ -228,12 +234,14 @@ static int server_setup(server_ctx *s, psi_cli_conn *c, psi_shards *g,
 /* Receives the request and sends the response. */
 static int server_respond(server_ctx *s, psi_cli_conn *c, psi_shards *g, uint64_t client_n)
 {
-    size_t req_len = 0, cap = psi_response_bound((size_t)client_n), len;
+    int suite = s->o->net.suite;
+    size_t req_len = 0, cap = psi_response_bound_suite(suite, (size_t)client_n), len;
     uint8_t *req = NULL, *resp = NULL;
     int rc;
 
     rc = psi_cli_progress_recv(&s->prog, c, PSI_CLI_FRAME_REQUEST,
-                               psi_request_bound((size_t)client_n), &req, &req_len,
+                               psi_request_bound_suite(suite, (size_t)client_n), &req,
+                               &req_len,
                                "receiving the request");
     if (rc != 0)
         return server_fail_net(s, c, rc);
@@ -306,8 +314,10 @@ static int server_round(server_ctx *s, psi_cli_conn *c)
         goto done;
     }
     psi_cli_progress_note(&s->prog, "answered %s: %llu client values against %zu, %s "
-                          "setup, %s, in %.1f s; peak memory %.1f MiB", c->peer,
-                          (unsigned long long)hello.n, s->in.n, psi_cli_structure_name(self.structure),
+                          "setup, suite %s, %s, in %.1f s; peak memory %.1f MiB", c->peer,
+                          (unsigned long long)hello.n, s->in.n,
+                          psi_cli_structure_name(self.structure),
+                          psi_cli_suite_label(self.suite),
                           self.association ? "intersection and association table revealed"
                           : self.reveal ? "intersection revealed" : "size only",
                           (psi_cli_now_ms() - t0) / 1000.0, psi_cli_peak_mib());
@@ -331,8 +341,8 @@ static int server_load(server_ctx *s)
     }
     if (s->o->net.key_file == NULL)
         return 0;
-    if (psi_cli_keyfile_engine(&s->key, &created, s->o->net.key_file, s->err,
-                               sizeof s->err) != 0) {
+    if (psi_cli_keyfile_engine_suite(&s->key, &created, s->o->net.key_file,
+                                     s->o->net.suite, s->err, sizeof s->err) != 0) {
         psi_cli_error("server: %s", s->err);
         return CLI_EXIT_USAGE;
     }
@@ -361,8 +371,10 @@ int psi_cli_cmd_server(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
     }
     if (rc == 0) {
-        psi_cli_progress_note(&s.prog, "listening on %s with %zu values (%s setup, %s)",
-                              bound, s.in.n, psi_cli_structure_name(o.net.structure),
+        psi_cli_progress_note(&s.prog, "listening on %s with %zu values (suite %s, %s "
+                              "setup, %s)", bound, s.in.n,
+                              psi_cli_suite_label(o.net.suite),
+                              psi_cli_structure_name(o.net.structure),
                               o.reveal ? "intersection revealed" : "size only");
         rc = CLI_EXIT_FAIL;
     }

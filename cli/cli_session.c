@@ -10,8 +10,8 @@
 
 static const char session_magic[8] = {'S', 'H', 'A', 'R', 'D', 'P', 'S', 'I'};
 
-void psi_cli_handshake_encode(uint8_t out[PSI_CLI_HANDSHAKE_BYTES],
-                              const psi_cli_handshake *h)
+size_t psi_cli_handshake_encode(uint8_t out[PSI_CLI_HANDSHAKE_MAX_BYTES],
+                                const psi_cli_handshake *h)
 {
     uint64_t fpr_bits;
 
@@ -22,6 +22,21 @@ void psi_cli_handshake_encode(uint8_t out[PSI_CLI_HANDSHAKE_BYTES],
     out[11] = (uint8_t)h->structure;
     psi_cli_store_be(out + 12, fpr_bits, 8);
     psi_cli_store_be(out + 20, h->n, 8);
+    if (h->suite == PSI_SUITE_OPENMINED_P256)
+        return PSI_CLI_HANDSHAKE_BYTES;
+    out[PSI_CLI_HANDSHAKE_BYTES] = (uint8_t)h->suite;
+    return PSI_CLI_HANDSHAKE_MAX_BYTES;
+}
+
+const char *psi_cli_suite_label(int suite)
+{
+    static char buf[32];
+    const char *name = psi_suite_name(suite);
+
+    if (name != NULL)
+        return name;
+    snprintf(buf, sizeof buf, "suite %d", suite);
+    return buf;
 }
 
 int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
@@ -41,7 +56,8 @@ int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
                  from, h->version, PSI_CLI_PROTOCOL_VERSION);
         return -1;
     }
-    if (len != PSI_CLI_HANDSHAKE_BYTES || (p[10] & ~3u) != 0) {
+    if ((len != PSI_CLI_HANDSHAKE_BYTES && len != PSI_CLI_HANDSHAKE_MAX_BYTES) ||
+        (p[10] & ~3u) != 0) {
         snprintf(err, err_len, "%s sent a malformed handshake (%zu bytes, flags %u)",
                  from, len, len > 10 ? p[10] : 0u);
         return -1;
@@ -52,6 +68,13 @@ int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
     fpr_bits = psi_cli_load_be(p + 12, 8);
     memcpy(&h->fpr, &fpr_bits, sizeof h->fpr);
     h->n = psi_cli_load_be(p + 20, 8);
+    h->suite = len > PSI_CLI_HANDSHAKE_BYTES ? p[PSI_CLI_HANDSHAKE_BYTES]
+                                             : PSI_SUITE_OPENMINED_P256;
+    if (psi_suite_name(h->suite) == NULL) {
+        snprintf(err, err_len, "suite: %s uses suite number %d, unknown to this side "
+                 "(which knows " PSI_CLI_SUITE_NAMES ")", from, h->suite);
+        return -1;
+    }
     if (h->structure > PSI_STRUCTURE_BLOOM_FILTER && h->structure != PSI_CLI_STRUCTURE_ANY) {
         snprintf(err, err_len, "%s sent an unknown setup type %d", from, h->structure);
         return -1;
@@ -138,6 +161,8 @@ static int session_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i
     }
     if (SESSION_OPT("--structure"))
         return v && session_structure(&o->structure, v, what) == 0 ? 1 : -1;
+    if (SESSION_OPT("--suite"))
+        return v && psi_cli_parse_suite(&o->suite, v, what) == 0 ? 1 : -1;
     if (SESSION_OPT("--fpr"))
         return v && psi_cli_parse_double(&o->fpr, v, 0, 1, 1, 1, what) == 0 ? 1 : -1;
 #undef SESSION_OPT
@@ -213,7 +238,7 @@ static int session_check_params(const psi_cli_handshake *hello,
         return -1;
     }
     psi_cli_session_params(&p, self, hello->n);
-    rc = psi_setup_bound(&bound, &p, (size_t)self->n);
+    rc = psi_setup_bound_suite(&bound, self->suite, &p, (size_t)self->n);
     if (rc == PSI_E_PARAM_OVERFLOW || rc == PSI_E_FPR) {
         snprintf(err, err_len, "fpr %g is too small for a %s setup of %llu values "
                  "queried with %llu: %s (raise --fpr on the server, or use "
@@ -233,6 +258,12 @@ int psi_cli_session_check_hello(const psi_cli_handshake *hello,
                                 const psi_cli_handshake *self, uint64_t max_peer,
                                 char *err, size_t err_len)
 {
+    if (hello->suite != self->suite) {
+        snprintf(err, err_len, "suite: the client uses %s, the server uses %s (run both "
+                 "with the same --suite)", psi_cli_suite_label(hello->suite),
+                 psi_cli_suite_label(self->suite));
+        return -1;
+    }
     if (hello->reveal && !self->reveal) {
         snprintf(err, err_len, "the client asks for the intersection itself, and this "
                  "server reveals only its size: start the server with --reveal, or run "
@@ -262,6 +293,12 @@ int psi_cli_session_check_accept(const psi_cli_handshake *accept,
                                  const psi_cli_handshake *hello, uint64_t max_peer,
                                  char *err, size_t err_len)
 {
+    if (accept->suite != hello->suite) {
+        snprintf(err, err_len, "suite: the client uses %s, the server answered %s (run "
+                 "both with the same --suite)", psi_cli_suite_label(hello->suite),
+                 psi_cli_suite_label(accept->suite));
+        return -1;
+    }
     if (accept->reveal != hello->reveal || accept->association != hello->association) {
         snprintf(err, err_len, "the server answered with reveal %d and association %d, "
                  "the client asked for %d and %d", accept->reveal, accept->association,
@@ -296,7 +333,7 @@ int psi_cli_session_check_accept(const psi_cli_handshake *accept,
 }
 
 int psi_cli_session_shards(psi_shards **g, const char **what, const psi_engine *key,
-                           psi_role role, int reveal, size_t threads,
+                           int suite, psi_role role, int reveal, size_t threads,
                            psi_progress_fn progress, void *progress_arg)
 {
     psi_settings st;
@@ -308,6 +345,7 @@ int psi_cli_session_shards(psi_shards **g, const char **what, const psi_engine *
     psi_settings_default(&st);
     st.role = role;
     st.reveal_intersection = reveal;
+    st.suite = (psi_suite)suite;
     rc = key != NULL ? psi_engine_clone_with(&e, key, &st) : psi_engine_create(&e, &st);
     if (rc != PSI_OK) {
         *what = "cannot create the engine";

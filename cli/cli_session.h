@@ -2,11 +2,14 @@
  * What `psi server` and `psi client` share: their common options, and the
  * handshake of the network protocol (PROTOCOL.md §15).
  *
- * The client's HELLO and the server's ACCEPT are fixed 28-byte records:
+ * The client's HELLO and the server's ACCEPT are 28-byte records:
  * "SHARDPSI", version (u16), flags (u8: 1 reveal, 2 association), setup
  * structure (u8: 0 raw, 1 GCS, 2 Bloom; 255 in a HELLO: the server's
  * choice), fpr (u64, the IEEE 754 bits of a double; 0 in a HELLO: the
- * server's choice), the sender's set size (u64); integers big-endian.
+ * server's choice), the sender's set size (u64); integers big-endian.  A
+ * 29th byte, the suite (psi_suite), follows when it is not
+ * openmined-p256; a 28-byte record means openmined-p256, so a default run
+ * speaks exactly the bytes of builds that predate the suites.
  */
 #ifndef PSI_CLI_SESSION_H
 #define PSI_CLI_SESSION_H
@@ -21,7 +24,9 @@
 
 /** The version of the network protocol this build speaks. */
 #define PSI_CLI_PROTOCOL_VERSION 1
+/** A handshake of the openmined-p256 suite; another suite adds one byte. */
 #define PSI_CLI_HANDSHAKE_BYTES 28
+#define PSI_CLI_HANDSHAKE_MAX_BYTES 29
 /** HELLO structure value: the client takes the server's. */
 #define PSI_CLI_STRUCTURE_ANY 255
 
@@ -38,18 +43,25 @@ typedef struct psi_cli_handshake {
     int structure;       // psi_structure, or PSI_CLI_STRUCTURE_ANY in a HELLO
     double fpr;          // 0 in a HELLO: any
     uint64_t n;          // the sender's number of values
+    int suite;           // psi_suite; 0 (openmined-p256) in a 28-byte record
 } psi_cli_handshake;
 
-/** Encodes h into out (PSI_CLI_HANDSHAKE_BYTES). */
-void psi_cli_handshake_encode(uint8_t out[PSI_CLI_HANDSHAKE_BYTES],
-                              const psi_cli_handshake *h);
+/** Encodes h into out: PSI_CLI_HANDSHAKE_BYTES for the openmined-p256
+ *  suite, one byte more (the suite) for another.  Returns: the length. */
+size_t psi_cli_handshake_encode(uint8_t out[PSI_CLI_HANDSHAKE_MAX_BYTES],
+                                const psi_cli_handshake *h);
 
 /** Decodes a handshake payload; `from` names the peer in messages ("the
  *  client").  A version other than ours is decoded (h->version set) and
- *  refused with a message naming both versions.  Returns: 0, or -1 with a
- *  message in err. */
+ *  refused with a message naming both versions; a suite this build does not
+ *  know is refused with its number.  Returns: 0, or -1 with a message in
+ *  err. */
 int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
                              const char *from, char *err, size_t err_len);
+
+/** Returns: the suite's name, or "suite N" (in a static buffer) for an
+ *  unknown number. */
+const char *psi_cli_suite_label(int suite);
 
 /** Returns: "raw", "gcs", "bloom" or "any". */
 const char *psi_cli_structure_name(int structure);
@@ -66,6 +78,7 @@ typedef struct psi_cli_net_opts {
     uint64_t max_peer;        // --max-peer-values
     int structure;            // --structure; client: PSI_CLI_STRUCTURE_ANY default
     double fpr;               // --fpr; client: 0 default
+    int suite;                // --suite (psi_suite), default openmined-p256
 } psi_cli_net_opts;
 
 /** A command's own options: parses argv[*i] if it is one.  Returns: 1 if it
@@ -76,7 +89,7 @@ typedef int (*psi_cli_own_opt_fn)(void *arg, int argc, char **argv, int *i);
  *  defaults (the client's: any structure and fpr; the server picks its own
  *  after): the common options (--input, --column, --key-file, --threads,
  *  --timeout, --progress, --no-progress, --max-peer-values, --structure,
- *  --fpr), -h/--help (prints `usage`), `addr_opt` ("--listen" or "--connect") and the command's own
+ *  --fpr, --suite), -h/--help (prints `usage`), `addr_opt` ("--listen" or "--connect") and the command's own
  *  options through `own`; then requires the address (checked to be
  *  HOST:PORT) and --input.  Returns: 0, 1 after --help, -1 after a usage
  *  message naming `cmd`. */
@@ -102,14 +115,15 @@ int psi_cli_session_check_accept(const psi_cli_handshake *accept,
 void psi_cli_session_params(psi_setup_params *p, const psi_cli_handshake *accept,
                             uint64_t client_n);
 
-/** Builds a round's shards: engines with the key of `key` (cloned with
- *  `role` and `reveal`), or with a fresh random key when key is NULL, on
+/** Builds a round's shards: engines of `suite` with the key of `key`
+ *  (cloned with `role` and `reveal`; its suite must be `suite`), or with a
+ *  fresh random key when key is NULL, on
  *  `threads` worker threads (0: every online CPU), reporting progress to
  *  progress(progress_arg).  Returns: PSI_OK or the library's error, with
  *  *what naming the step that failed ("cannot create the engine", "cannot
  *  start the shards").  Out: *g, freed with psi_shards_free. */
 int psi_cli_session_shards(psi_shards **g, const char **what, const psi_engine *key,
-                           psi_role role, int reveal, size_t threads,
+                           int suite, psi_role role, int reveal, size_t threads,
                            psi_progress_fn progress, void *progress_arg);
 
 /** Writes the message of a failed transfer on connection c (code rc): an

@@ -10,6 +10,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "psi.h"
+
 void psi_cli_error(const char *fmt, ...)
 {
     va_list ap;
@@ -93,6 +95,18 @@ int psi_cli_parse_count(size_t *out, const char *text, size_t max, const char *w
         psi_cli_error("%s: 0 is not allowed, give 1 to %zu", what, max);
         return -1;
     }
+    return 0;
+}
+
+int psi_cli_parse_suite(int *out, const char *text, const char *what)
+{
+    psi_suite s;
+
+    if (psi_suite_from_name(&s, text) != PSI_OK) {
+        psi_cli_error("%s: unknown suite '%s' (" PSI_CLI_SUITE_NAMES ")", what, text);
+        return -1;
+    }
+    *out = (int)s;
     return 0;
 }
 

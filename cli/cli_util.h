@@ -49,6 +49,14 @@ int psi_cli_parse_u64(uint64_t *out, const char *text, const char *what);
 int psi_cli_parse_double(double *out, const char *text, double lo, int lo_open,
                          double hi, int hi_open, const char *what);
 
+/** The --suite option's names, for help texts and messages. */
+#define PSI_CLI_SUITE_NAMES "openmined-p256, p256-sswu or ristretto255"
+
+/** Parses a suite name (psi_suite_from_name: openmined-p256, p256-sswu,
+ *  ristretto255); -1 with a usage message naming `what` on anything else.
+ *  Out: *out. */
+int psi_cli_parse_suite(int *out, const char *text, const char *what);
+
 /** Decodes `len` hex characters (either case) into a new buffer.
  *  Returns: 0, or -1 with a reason in err (odd length, bad digit at N).
  *  Out: *out (malloc'd, at least 1 byte, freed by the caller), *out_len. */

@@ -169,6 +169,7 @@ static int vx_key(const psi_cli_reject *r, char *msg, size_t msg_len)
     int rc;
 
     psi_settings_default(&s);
+    s.suite = (psi_suite)r->suite;
     rc = psi_engine_create_from_key(&e, &s, r->key.data, r->key.len);
     psi_engine_free(e);
     return vx_expect(r, "psi_engine_create_from_key", rc, msg, msg_len);
@@ -177,7 +178,8 @@ static int vx_key(const psi_cli_reject *r, char *msg, size_t msg_len)
 static int vx_request(const psi_cli_reject *r, const psi_cli_party *server,
                       char *msg, size_t msg_len)
 {
-    size_t len = psi_response_bound(psi_message_element_bound(r->data.len));
+    size_t len = psi_response_bound_suite(
+        r->suite, psi_message_element_bound_suite(r->suite, r->data.len));
     uint8_t *buf = psi_cli_alloc(len, 1);
     int rc;
 
@@ -194,7 +196,7 @@ static int vx_request(const psi_cli_reject *r, const psi_cli_party *server,
 static int vx_intersection(const psi_cli_reject *r, const psi_cli_party *client,
                            char *msg, size_t msg_len)
 {
-    size_t count = 0, n = psi_message_element_bound(r->response.len);
+    size_t count = 0, n = psi_message_element_bound_suite(r->suite, r->response.len);
     size_t *got;
     int rc = psi_cli_party_intersection_size(client, &count, r->data.data, r->data.len,
                                              r->response.data, r->response.len);
@@ -219,7 +221,7 @@ static int vx_setup(const psi_cli_reject *r, const psi_cli_party *server,
 {
     size_t bound = 0, len;
     uint8_t *buf;
-    int rc = psi_setup_bound(&bound, &r->params, r->n_server);
+    int rc = psi_setup_bound_suite(&bound, r->suite, &r->params, r->n_server);
 
     if (rc != PSI_OK && vx_expect(r, "psi_setup_bound", rc, msg, msg_len) != 0)
         return 1;
@@ -240,7 +242,7 @@ static int vx_with_party(const psi_cli_reject *r, const psi_cli_shard_opts *so,
 {
     psi_cli_party p;
     int client = r->op == VX_INTERSECTION;
-    int rc = psi_cli_vparty(&p, so, client ? PSI_ROLE_CLIENT : PSI_ROLE_SERVER,
+    int rc = psi_cli_vparty(&p, so, r->suite, client ? PSI_ROLE_CLIENT : PSI_ROLE_SERVER,
                             r->op == VX_SETUP ? 1 : r->reveal, &r->key,
                             client ? "client_key" : "server_key", msg, msg_len);
 
@@ -262,6 +264,7 @@ int psi_cli_reject_run(const psi_cli_reject *r, const psi_cli_shard_opts *so,
         return vx_key(r, msg, msg_len);
     if (r->op == VX_POINT)
         return vx_expect(r, "psi_point_check",
-                         psi_point_check(r->data.data, r->data.len), msg, msg_len);
+                         psi_point_check_suite(r->suite, r->data.data, r->data.len), msg,
+                         msg_len);
     return vx_with_party(r, so, msg, msg_len);
 }

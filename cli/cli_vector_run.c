@@ -106,7 +106,7 @@ static void vrun_setup(vrun_report *r, const psi_cli_party *server, const psi_cl
     size_t bound = 0, len;
     uint8_t *buf;
     size_t *perm = NULL;
-    int rc = psi_setup_bound(&bound, &c->params, c->n_server);
+    int rc = psi_setup_bound_suite(&bound, c->suite, &c->params, c->n_server);
 
     if (rc != PSI_OK) {
         vrun_error(r, "server_setup (size bound)", rc);
@@ -132,7 +132,7 @@ static void vrun_setup(vrun_report *r, const psi_cli_party *server, const psi_cl
 static void vrun_request(vrun_report *r, const psi_cli_party *client,
                          const psi_cli_case *c)
 {
-    size_t len = psi_request_bound(c->n_client);
+    size_t len = psi_request_bound_suite(c->suite, c->n_client);
     uint8_t *buf = psi_cli_alloc(len, 1);
     int rc;
 
@@ -149,7 +149,8 @@ static void vrun_request(vrun_report *r, const psi_cli_party *client,
 static void vrun_response(vrun_report *r, const psi_cli_party *server,
                           const psi_cli_case *c)
 {
-    size_t len = psi_response_bound(psi_message_element_bound(c->request.len));
+    size_t len = psi_response_bound_suite(
+        c->suite, psi_message_element_bound_suite(c->suite, c->request.len));
     uint8_t *buf = psi_cli_alloc(len, 1);
     int rc;
 
@@ -167,7 +168,7 @@ static void vrun_response(vrun_report *r, const psi_cli_party *server,
 static void vrun_intersection(vrun_report *r, const psi_cli_party *client,
                               const psi_cli_case *c)
 {
-    size_t n = psi_message_element_bound(c->response.len);
+    size_t n = psi_message_element_bound_suite(c->suite, c->response.len);
     size_t *got = psi_cli_alloc(n, sizeof *got);
     int rc;
 
@@ -213,7 +214,7 @@ static void vrun_pair(char *out, size_t cap, const psi_pair *v, size_t n, size_t
 static void vrun_association(vrun_report *r, const psi_cli_party *client,
                              const psi_cli_case *c)
 {
-    size_t n = psi_message_element_bound(c->response.len), i = 0;
+    size_t n = psi_message_element_bound_suite(c->suite, c->response.len), i = 0;
     psi_pair *got = psi_cli_alloc(n, sizeof *got);
     char want_s[64], got_s[64];
     int rc;
@@ -241,8 +242,8 @@ static void vrun_association(vrun_report *r, const psi_cli_party *client,
     free(got);
 }
 
-int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, psi_role role,
-                   int reveal, const psi_cli_bytes *key, const char *what,
+int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, int suite,
+                   psi_role role, int reveal, const psi_cli_bytes *key, const char *what,
                    char *msg, size_t msg_len)
 {
     psi_settings s;
@@ -253,6 +254,7 @@ int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, psi_role role
     psi_settings_default(&s);
     s.role = role;
     s.reveal_intersection = reveal;
+    s.suite = (psi_suite)suite;
     rc = psi_engine_create_from_key(&e, &s, key->data, key->len);
     if (rc != PSI_OK) {
         snprintf(msg, msg_len, "%s: %s", what, psi_strerror(rc));
@@ -275,10 +277,10 @@ int psi_cli_case_run(const psi_cli_case *c, const psi_cli_shard_opts *so,
 
     msg[0] = '\0';
     memset(&client, 0, sizeof client);
-    rc = psi_cli_vparty(&server, so, PSI_ROLE_SERVER, c->reveal, &c->server_key,
+    rc = psi_cli_vparty(&server, so, c->suite, PSI_ROLE_SERVER, c->reveal, &c->server_key,
                         "server_key", msg, msg_len);
     if (rc == 0)
-        rc = psi_cli_vparty(&client, so, PSI_ROLE_CLIENT, c->reveal, &c->client_key,
+        rc = psi_cli_vparty(&client, so, c->suite, PSI_ROLE_CLIENT, c->reveal, &c->client_key,
                             "client_key", msg, msg_len);
     if (rc == 0) {
         vrun_setup(&r, &server, c);

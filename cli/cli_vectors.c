@@ -29,6 +29,9 @@ static const char vectors_usage[] =
     "rejection case runs its operation on bad input, which must fail with\n"
     "exactly the named PSI_E_* error.\n"
     "\n"
+    "A file's top-level \"suite\" names the ciphersuite its cases are checked\n"
+    "in: openmined-p256 (also when absent), p256-sswu or ristretto255.\n"
+    "\n"
     "Prints \"FAIL <file>: <case>: <what differed>\" for each failing case and\n"
     "a last line \"N passed, M failed\" counting the cases of all files.\n"
     "\n"
@@ -60,6 +63,7 @@ typedef struct vcheck_stats {
     int file_errors;  // unreadable files and malformed cases
     int verbose;
     psi_cli_shard_opts shard;  // how each case's parties run
+    int suite;                 // the current file's suite (psi_suite)
 } vcheck_stats;
 
 /* What a case array holds. */
@@ -105,6 +109,7 @@ static void vcheck_case(vcheck_stats *st, const vcheck_where *w, vcheck_kind kin
     if (kind == VCHECK_REJECT) {
         psi_cli_reject r;
         rc = psi_cli_reject_read(&r, j, obj, msg, sizeof msg);
+        r.suite = st->suite;
         if (rc == 0)
             rc = psi_cli_reject_run(&r, &st->shard, msg, sizeof msg);
         vcheck_report(st, w, r.name, rc, msg);
@@ -113,6 +118,7 @@ static void vcheck_case(vcheck_stats *st, const vcheck_where *w, vcheck_kind kin
         psi_cli_case c;
         rc = kind == VCHECK_WIRE ? psi_cli_case_read(&c, j, obj, msg, sizeof msg)
                                  : psi_cli_assoc_read(&c, j, obj, msg, sizeof msg);
+        c.suite = st->suite;
         if (rc == 0)
             rc = psi_cli_case_run(&c, &st->shard, msg, sizeof msg);
         vcheck_report(st, w, c.name, rc, msg);
@@ -160,6 +166,32 @@ static int vcheck_format(const char *path, const psi_cli_json *j)
     return 0;
 }
 
+/* Out: *suite, the file's top-level "suite" (absent: openmined-p256).
+ * Returns: 0, or -1 with a message. */
+static int vcheck_suite(int *suite, const char *path, const psi_cli_json *j)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j->root, "suite");
+    const char *text;
+    size_t len;
+    psi_suite s;
+
+    *suite = PSI_SUITE_OPENMINED_P256;
+    if (f == NULL)
+        return 0;
+    if (!cJSON_IsString(f)) {
+        psi_cli_error("%s: \"suite\" is not a string", path);
+        return -1;
+    }
+    psi_cli_json_bytes(j, f, &text, &len);
+    if (len != strlen(f->valuestring) || psi_suite_from_name(&s, f->valuestring) != PSI_OK) {
+        psi_cli_error("%s: unknown suite \"%.60s\" (" PSI_CLI_SUITE_NAMES ")", path,
+                      f->valuestring);
+        return -1;
+    }
+    *suite = (int)s;
+    return 0;
+}
+
 static void vcheck_cases(vcheck_stats *st, const char *path, const psi_cli_json *j,
                          const cJSON *cases, const char *array, vcheck_kind kind)
 {
@@ -195,7 +227,8 @@ static void vcheck_file(vcheck_stats *st, const char *path)
     if (psi_cli_json_load(&j, path, err, sizeof err) != 0) {
         psi_cli_error("%s: %s", path, err);
         st->file_errors++;
-    } else if ((format = vcheck_format(path, &j)) == 0) {
+    } else if ((format = vcheck_format(path, &j)) == 0 ||
+               vcheck_suite(&st->suite, path, &j) != 0) {
         st->file_errors++;
     } else if (format == 2) {
         if (vcheck_extra(st, path, &j) != 0)

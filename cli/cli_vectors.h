@@ -25,6 +25,7 @@ typedef struct psi_cli_bytes {
  * point into the JSON tree, so the tree must outlive the case. */
 typedef struct psi_cli_case {
     const char *name;
+    int suite;          // psi_suite: the file's top-level "suite"
     int association;
     psi_cli_bytes server_key, client_key;
     int reveal;
@@ -71,6 +72,7 @@ int psi_cli_case_run(const psi_cli_case *c, const psi_cli_shard_opts *so,
  * Which fields are used depends on the operation (vectors/README.md). */
 typedef struct psi_cli_reject {
     const char *name;
+    int suite;               // psi_suite: the file's top-level "suite"
     int op;                  // an operation (cli_vector_extra.c)
     int error;               // the expected PSI_E_* code
     psi_cli_bytes key;       // key, server_key or client_key
@@ -97,13 +99,14 @@ void psi_cli_reject_free(psi_cli_reject *r);
 int psi_cli_reject_run(const psi_cli_reject *r, const psi_cli_shard_opts *so,
                        char *msg, size_t msg_len);
 
-/** Makes a party for a case from its key, named `what` in messages
- *  ("server_key"): psi_engine_create_from_key, then psi_cli_party_init.
+/** Makes a party of `suite` for a case from its key, named `what` in
+ *  messages ("server_key"): psi_engine_create_from_key, then
+ *  psi_cli_party_init.
  *  Returns: 0; -1 if the key is invalid (out of range, bad length); 1 if
  *  the shards could not be built; both described in msg.
  *  Out: *p, freed with psi_cli_party_free (also after a failure). */
-int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, psi_role role,
-                   int reveal, const psi_cli_bytes *key, const char *what,
+int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, int suite,
+                   psi_role role, int reveal, const psi_cli_bytes *key, const char *what,
                    char *msg, size_t msg_len);
 
 /* Field readers shared by the case readers (cli_vector_case.c).  Each

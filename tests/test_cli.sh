@@ -2,7 +2,8 @@
 # Tests of the `psi` command line tool: help and usage errors, `vectors
 # check` on the shared sample vectors, on shardpsi's extra vectors
 # (vectors/shardpsi-extra.json) and on the fixtures in tests/cli/, small
-# `psi demo` runs, and small `psi bench` runs without psi.js
+# `psi demo` runs, and small `psi bench` runs without psi.js, also in the
+# suites p256-sswu and ristretto255 with their vector files
 # (tests/test_bench_psijs.sh runs it with psi.js).
 #
 # Usage: tests/test_cli.sh PSI_BINARY REPO_ROOT
@@ -537,6 +538,76 @@ test_bench_usage_errors() {
     run 2 bench --out-dir "$sample/x" --values 5 --psijs off && has_err '^psi: bench: cannot create '
 }
 
+# ---------------------------------------------------------------- suites
+
+# The suites p256-sswu and ristretto255 (PROTOCOL.md §16): their vector
+# files, checked in the suite each file names; small demo and bench runs.
+test_suites() {
+    local f su d=$tmp/bench-suites
+    for su in p256-sswu ristretto255; do
+        f=$root/vectors/shardpsi-$su.json
+        if [ ! -f "$f" ]; then
+            fail "suite vectors not found at $f"
+            continue
+        fi
+        run 0 vectors check "$f" && has_out '^[1-9][0-9]* passed, 0 failed$'
+        no_out '^FAIL'
+        run 0 vectors check --shards 3 --threads 2 "$f" && has_out '^[1-9][0-9]* passed, 0 failed$'
+        # Without its "suite" the file is read as openmined-p256 and fails.
+        grep -v '^  "suite": ' "$f" >"$tmp/nosuite-$su.json"
+        run 1 vectors check "$tmp/nosuite-$su.json" && has_out '^FAIL .*: basic/raw/reveal: '
+        has_out '^0 passed, [1-9][0-9]* failed$'
+    done
+    f=$root/vectors/shardpsi-ristretto255.json
+    if [ -f "$f" ]; then
+        sed 's/^  "suite": "ristretto255"/  "suite": "p256-sswu"/' "$f" >"$tmp/othersuite.json"
+        run 1 vectors check "$tmp/othersuite.json" && has_out '^0 passed, [1-9][0-9]* failed$'
+        sed 's/^  "suite": "ristretto255"/  "suite": "p384"/' "$f" >"$tmp/badsuite.json"
+        run 2 vectors check "$tmp/badsuite.json" &&
+            has_err 'badsuite\.json: unknown suite "p384" \(openmined-p256, p256-sswu or ristretto255\)$'
+        sed 's/^  "suite": "ristretto255"/  "suite": 2/' "$f" >"$tmp/numsuite.json"
+        run 2 vectors check "$tmp/numsuite.json" && has_err '"suite" is not a string$'
+    fi
+    printf '{"format": "psi-wire-vectors/1", "suite": "openmined-p256", "cases": []}\n' \
+        >"$tmp/omsuite.json"
+    run 0 vectors check "$tmp/omsuite.json" && has_out '^0 passed, 0 failed$'
+
+    for su in p256-sswu ristretto255; do
+        run 0 demo --server-size 400 --client-size 100 --structure raw --suite "$su" &&
+            has_out "^psi demo: .*, suite $su$" && has_out '^intersection size: 50$'
+        has_out '^result: OK$'
+        run 0 demo --server-size 400 --client-size 100 --count-only --single-engine \
+            --suite "$su" && has_out '^intersection size: 5[0-5]$' && has_out '^result: OK$'
+    done
+    run 2 demo --suite p384 &&
+        has_err "^psi: demo: --suite: unknown suite 'p384' \(openmined-p256, p256-sswu or ristretto255\)$"
+    run 0 demo --help && has_out '^  --suite NAME '
+
+    # One suite: its name in the report and bench.json; all: a table by suite.
+    run_no_path 0 bench --values 40 --psijs off --s-seconds 0.02 --threads 1 \
+        --ops request,response --suite ristretto255 --out-dir "$d/one" &&
+        has_out '^suite: ristretto255$' && has_out '^psi.js: skipped: off'
+    holds "bench.json lacks the suite" grep -q '"suite":[[:space:]]*"ristretto255"' \
+        "$d/one/bench.json"
+    run_no_path 0 bench --values 40 --psijs auto --node "$tmp/no-node" --s-seconds 0.02 \
+        --threads 1 --ops setup_raw,request,response,intersection --suite all \
+        --out-dir "$d/all" && has_out '^values/s by suite, 40 values per side'
+    for su in openmined-p256 p256-sswu ristretto255; do
+        has_out "^suite: $su$"
+        has_out "^$su +[0-9,]+ / [0-9,]+ +[0-9,]+ / [0-9,]+ +[0-9,]+ / [0-9,]+ +[0-9,]+ / [0-9,]+$"
+        holds "bench --suite all: no $su/bench.json" \
+            bench_json "$d/all/$su/bench.json" setup_raw request response intersection
+    done
+    has_out "^psi.js: skipped: psi.js has no suite ristretto255$"
+    holds "bench --suite all: no suites.txt" grep -q '^ristretto255 ' "$d/all/suites.txt"
+    run 2 bench --suite p256-sswu --psijs on &&
+        has_err '^psi: bench: --psijs on needs the suite openmined-p256'
+    run 2 bench --suite ristretto255,nope && has_err "^psi: bench: --suite: unknown suite 'nope'"
+    run 2 bench --suite ristretto255,ristretto255 && has_err 'given twice'
+    run 0 bench --help && has_out '^  --suite LIST '
+    run 0 --help && has_out '--suite NAME'
+}
+
 test_help
 test_usage_errors
 test_shard_usage_errors
@@ -551,6 +622,7 @@ test_demo
 test_demo_sharded
 test_bench_usage_errors
 test_bench
+test_suites
 
 echo "test_cli: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

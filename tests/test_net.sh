@@ -2,7 +2,8 @@
 # Tests of `psi server` and `psi client` on 127.0.0.1: full rounds for each
 # setup structure with the intersection revealed and not, every output
 # mode, CSV and plain input, checked against a plain comparison of the
-# inputs (awk); parameter disagreements failing both sides; key files; and
+# inputs (awk), also in the suites p256-sswu and ristretto255; parameter
+# (and suite) disagreements failing both sides; key files and their suite; and
 # every fault of the network protocol with a clear message, a non-zero exit
 # and no output file left (tests/test_net_peer.c plays the broken peer).
 #
@@ -363,6 +364,80 @@ for k in server client; do
     fi
 done
 
+# --- suites (PROTOCOL.md §16): rounds, disagreement, key files ----------------
+for su in p256-sswu ristretto255; do
+    for st in raw gcs; do
+        k=member
+        [ "$st" = raw ] && k=raw
+        round "$su-$st-rows" --input "$tmp/server.txt" --structure "$st" --reveal --suite "$su" -- \
+            --input "$tmp/client.txt" --threads 2 --suite "$su"
+        if expect_rc "$su $st rows: server" 0 "$src" "$tmp/$su-$st-rows.server.err" &&
+            expect_rc "$su $st rows: client" 0 "$crc" "$tmp/$su-$st-rows.client.err"; then
+            expect_same "$su $st rows" "$tmp/$su-$st-rows.out" "$tmp/want.$k.rows"
+            expect_grep "$su $st rows: server log" "suite $su" "$tmp/$su-$st-rows.server.err"
+        fi
+        round "$su-$st-count" --input "$tmp/server.txt" --structure "$st" --suite "$su" -- \
+            --input "$tmp/client.txt" --count-only --suite "$su"
+        if expect_rc "$su $st count: server" 0 "$src" "$tmp/$su-$st-count.server.err" &&
+            expect_rc "$su $st count: client" 0 "$crc" "$tmp/$su-$st-count.client.err"; then
+            expect_same "$su $st count" "$tmp/$su-$st-count.out" "$tmp/want.$k.count"
+        fi
+    done
+done
+round ristretto255-assoc --input "$tmp/server.txt" --reveal --association --suite ristretto255 -- \
+    --input "$tmp/client.txt" --association --suite ristretto255
+expect_rc "ristretto255 association: client" 0 "$crc" "$tmp/ristretto255-assoc.client.err" &&
+    expect_same "ristretto255 association" "$tmp/ristretto255-assoc.out" "$tmp/want.raw.assoc"
+disagree suite-default "suite: the client uses openmined-p256, the server uses ristretto255" \
+    --input "$tmp/server.txt" --reveal --suite ristretto255 -- --input "$tmp/client.txt"
+disagree suite-both "suite: the client uses ristretto255, the server uses p256-sswu" \
+    --input "$tmp/server.txt" --reveal --suite p256-sswu -- \
+    --input "$tmp/client.txt" --suite ristretto255
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/s1.out" \
+    --suite p384 2>"$tmp/s1.err"
+expect_rc "unknown suite" 2 $? "$tmp/s1.err"
+expect_grep "unknown suite: message" "--suite: unknown suite 'p384'" "$tmp/s1.err"
+# A key file records its suite, and is refused in another.
+round skey1 --input "$tmp/server.txt" --reveal --suite ristretto255 \
+    --key-file "$tmp/server.r255.key" -- --input "$tmp/client.txt" --indices \
+    --suite ristretto255 --key-file "$tmp/client.r255.key"
+expect_rc "ristretto255 key file: client" 0 "$crc" "$tmp/skey1.client.err" \
+    "$tmp/skey1.server.err" && expect_same "ristretto255 key file: result" "$tmp/skey1.out" \
+    "$tmp/want.raw.idx"
+checks=$((checks + 1))
+grep -Eqx '[0-9a-f]{64} ristretto255' "$tmp/server.r255.key" ||
+    fail "ristretto255 key file: not 64 hex digits and the suite: $(wc -c <"$tmp/server.r255.key") bytes"
+round skey2 --input "$tmp/server.txt" --reveal --suite ristretto255 \
+    --key-file "$tmp/server.r255.key" -- --input "$tmp/client.txt" --indices \
+    --suite ristretto255 --key-file "$tmp/client.r255.key"
+expect_rc "ristretto255 key file reused: client" 0 "$crc" "$tmp/skey2.client.err" &&
+    expect_same "ristretto255 key file reused: result" "$tmp/skey2.out" "$tmp/want.raw.idx"
+expect_grep "ristretto255 key file reused" "using the key of key file" "$tmp/skey2.server.err"
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" \
+    --key-file "$tmp/server.r255.key" 2>"$tmp/sk3.err"
+expect_rc "key file of another suite" 2 $? "$tmp/sk3.err"
+expect_grep "key file of another suite: message" \
+    "holds a key of suite ristretto255, and this run uses suite openmined-p256: give --suite ristretto255" \
+    "$tmp/sk3.err"
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/sk4.out" \
+    --suite p256-sswu --key-file "$tmp/fixed.client.key" 2>"$tmp/sk4.err"
+expect_rc "openmined-p256 key file in p256-sswu" 2 $? "$tmp/sk4.err"
+expect_grep "openmined-p256 key file in p256-sswu: message" \
+    "holds a key of suite openmined-p256, and this run uses suite p256-sswu" "$tmp/sk4.err"
+expect_no_output "openmined-p256 key file in p256-sswu" "$tmp/sk4.out"
+# A ristretto255 key is a canonical little-endian scalar: 2^256 - 1 is not.
+printf '%s ristretto255\n' "$(printf 'ff%.0s' $(seq 1 32))" >"$tmp/big.r255.key"
+chmod 600 "$tmp/big.r255.key"
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --suite ristretto255 \
+    --key-file "$tmp/big.r255.key" 2>"$tmp/sk5.err"
+expect_rc "ristretto255 key out of range" 2 $? "$tmp/sk5.err"
+for k in server client; do
+    checks=$((checks + 1))
+    if grep -rqiF "$(cut -c 1-64 "$tmp/$k.r255.key")" "$tmp"/*.err; then
+        fail "the ristretto255 $k key appears in a log"
+    fi
+done
+
 # --- faults: a message, a non-zero exit, nothing written ---------------------
 # Bad input files: exit 2 before any connection.
 "$psi" client --connect 127.0.0.1:1 --input "$tmp/missing.txt" --output "$tmp/f1.out" \
@@ -408,10 +483,13 @@ expect_grep "no output: message" "--output FILE is required" "$tmp/u5.err"
 "$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --fpr 2 2>"$tmp/u6.err"
 expect_rc "fpr out of range" 2 $? "$tmp/u6.err"
 "$psi" --help >"$tmp/help.out"
+expect_grep "psi --help lists --suite" "--suite NAME" "$tmp/help.out"
 for c in server client; do
     expect_grep "psi --help lists $c" "^  $c " "$tmp/help.out"
     "$psi" help "$c" >"$tmp/help.$c" 2>&1
     expect_rc "psi help $c" 0 $? "$tmp/help.$c"
+    expect_grep "psi help $c lists --suite" "^  --suite NAME" \
+        "$tmp/help.$c"
 done
 
 # Connection refused: a port nobody listens on (the peer's, after it exits).

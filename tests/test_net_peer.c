@@ -36,8 +36,8 @@ static void peer_bad_points(uint8_t *out, size_t n)
  * values.  Returns: 0 or -1. */
 static int peer_accept_client(psi_cli_conn *c, psi_cli_handshake *hello)
 {
-    uint8_t *buf = NULL, out[PSI_CLI_HANDSHAKE_BYTES];
-    size_t len = 0;
+    uint8_t *buf = NULL, out[PSI_CLI_HANDSHAKE_MAX_BYTES];
+    size_t len = 0, out_len;
     char err[256];
     psi_cli_handshake a;
 
@@ -55,8 +55,9 @@ static int peer_accept_client(psi_cli_conn *c, psi_cli_handshake *hello)
     a.structure = PSI_STRUCTURE_RAW;
     a.fpr = PSI_CLI_DEFAULT_FPR;
     a.n = PEER_N;
-    psi_cli_handshake_encode(out, &a);
-    return psi_cli_net_send(c, PSI_CLI_FRAME_ACCEPT, out, sizeof out, NULL, NULL);
+    a.suite = hello->suite;
+    out_len = psi_cli_handshake_encode(out, &a);
+    return psi_cli_net_send(c, PSI_CLI_FRAME_ACCEPT, out, out_len, NULL, NULL);
 }
 
 /* Sends a frame header claiming `len` payload bytes, and no payload. */
@@ -135,8 +136,8 @@ static int peer_server(const char *mode)
  * ACCEPT and the setup. */
 static int peer_hello(psi_cli_conn *c, uint64_t n)
 {
-    uint8_t out[PSI_CLI_HANDSHAKE_BYTES], *buf = NULL;
-    size_t len = 0;
+    uint8_t out[PSI_CLI_HANDSHAKE_MAX_BYTES], *buf = NULL;
+    size_t len = 0, out_len;
     psi_cli_handshake h;
 
     memset(&h, 0, sizeof h);
@@ -144,8 +145,8 @@ static int peer_hello(psi_cli_conn *c, uint64_t n)
     h.reveal = 1;
     h.structure = PSI_CLI_STRUCTURE_ANY;
     h.n = n;
-    psi_cli_handshake_encode(out, &h);
-    if (psi_cli_net_send(c, PSI_CLI_FRAME_HELLO, out, sizeof out, NULL, NULL) != 0 ||
+    out_len = psi_cli_handshake_encode(out, &h);
+    if (psi_cli_net_send(c, PSI_CLI_FRAME_HELLO, out, out_len, NULL, NULL) != 0 ||
         psi_cli_net_recv(c, PSI_CLI_FRAME_ACCEPT, PSI_CLI_NET_MSG_MAX, &buf, &len, NULL,
                          NULL) != 0)
         return -1;
