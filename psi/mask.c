@@ -205,6 +205,26 @@ static int r255_scale(const psi_engine *e, const uint8_t *scalar, uint8_t *out,
     return rc;
 }
 
+/* The p256-sswu suite's masking (§16.2): hash and multiply, both by
+ * shardpsi's constant-time code in every build, since the point depends on
+ * the value and OpenSSL's EC_POINT import (BN_bin2bn, BN_nnmod) is
+ * variable time in the coordinates.  Re-masking and unmasking take the
+ * partner's public points and keep OpenSSL's faster multiplication. */
+static int sswu_mask(const psi_engine *e, psi_ec *ec, uint8_t *out, const psi_value *values,
+                     size_t n)
+{
+    int rc = PSI_OK;
+    for (size_t i = 0; rc == PSI_OK && i < n; i++) {
+        rc = psi_h2c_sswu(ec, values[i].data, values[i].len);
+        if (rc == PSI_E_HASH_TO_CURVE)
+            psi_fail_at(rc, "values", (int64_t)i, -1);
+        if (rc == PSI_OK)
+            psi_p256_mul_compressed(out + i * PSI_ELEMENT_BYTES, e->secret->k, ec->px, ec->py);
+        psi_report_progress(e, i + 1, n);
+    }
+    return rc;
+}
+
 int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
                     const psi_value *values, size_t n)
 {
@@ -220,11 +240,14 @@ int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
         rc = r255_mask(e, out, values, n);
         return batch_end(&ec, rc, out, out_len, n);
     }
-    int (*h2c)(psi_ec *, const uint8_t *, size_t) =
-        e->settings.suite == PSI_SUITE_P256_SSWU ? psi_h2c_sswu : psi_h2c;
+    if (e->settings.suite == PSI_SUITE_P256_SSWU) {
+        psi_ec_init(&ec, NULL);
+        rc = sswu_mask(e, &ec, out, values, n);
+        return batch_end(&ec, rc, out, out_len, n);
+    }
     rc = psi_ec_init(&ec, e->secret->k);
     for (size_t i = 0; rc == PSI_OK && i < n; i++) {
-        rc = h2c(&ec, values[i].data, values[i].len);
+        rc = psi_h2c(&ec, values[i].data, values[i].len);
         if (rc == PSI_E_HASH_TO_CURVE)
             psi_fail_at(rc, "values", (int64_t)i, -1);
         if (rc == PSI_OK)

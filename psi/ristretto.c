@@ -32,10 +32,11 @@ int psi_r255_key_set(uint8_t k[PSI_R255_BYTES], uint8_t kinv[PSI_R255_BYTES],
     if (!ok)
         return PSI_E_KEY_OUT_OF_RANGE;
     memcpy(k, key, PSI_R255_BYTES);
-    /* k^(l-2), libsodium's constant-time inversion; k != 0 here. */
-    if (crypto_core_ristretto255_scalar_invert(kinv, k) != 0)
-        return PSI_E_CRYPTO;
-    return PSI_OK;
+    /* k^(l-2), libsodium's constant-time inversion.  It reports whether k
+     * was 0, which is already known (and public) to be false. */
+    int rc = crypto_core_ristretto255_scalar_invert(kinv, k);
+    PSI_DECLASSIFY(&rc, sizeof rc);
+    return rc == 0 ? PSI_OK : PSI_E_CRYPTO;
 }
 
 int psi_r255_check(const uint8_t *in, size_t len)
@@ -66,8 +67,11 @@ int psi_r255_mask_value(uint8_t out[PSI_R255_BYTES], const uint8_t k[PSI_R255_BY
     crypto_hash_sha512_final(&sha, digest);
     crypto_core_ristretto255_from_hash(point, digest);
     /* Fails only for the identity, which k * H(m) is not (prime order,
-     * k != 0, and H(m) is the identity with probability about 2^-252). */
-    int rc = crypto_scalarmult_ristretto255(out, k, point) == 0 ? PSI_OK : PSI_E_CRYPTO;
+     * k != 0, and H(m) is the identity with probability about 2^-252);
+     * whether it failed is what the call reports, so it is public. */
+    int failed = crypto_scalarmult_ristretto255(out, k, point);
+    PSI_DECLASSIFY(&failed, sizeof failed);
+    int rc = failed == 0 ? PSI_OK : PSI_E_CRYPTO;
     sodium_memzero(&sha, sizeof sha);
     sodium_memzero(digest, sizeof digest);
     sodium_memzero(point, sizeof point);
@@ -77,5 +81,8 @@ int psi_r255_mask_value(uint8_t out[PSI_R255_BYTES], const uint8_t k[PSI_R255_BY
 int psi_r255_mul(uint8_t out[PSI_R255_BYTES], const uint8_t k[PSI_R255_BYTES],
                  const uint8_t p[PSI_R255_BYTES])
 {
-    return crypto_scalarmult_ristretto255(out, k, p) == 0 ? PSI_OK : PSI_E_CRYPTO;
+    int failed = crypto_scalarmult_ristretto255(out, k, p);
+    // Public: P is a checked element and k != 0, so this never fails.
+    PSI_DECLASSIFY(&failed, sizeof failed);
+    return failed == 0 ? PSI_OK : PSI_E_CRYPTO;
 }

@@ -20,8 +20,13 @@
  * tests/ctime-openssl.supp; with -Dp256=portable only key import, range
  * check and inversion in engine.c still call it.
  *
- * Values hashed to the curve are public here: hash-to-curve is variable
- * time in the value by design (PROTOCOL.md §3, §12).
+ * Every check runs once per suite (PROTOCOL.md §16).  In the OpenMined
+ * suite the values hashed to the curve are public here: its hash-to-curve
+ * is variable time in the value by design (§3, §12).  In the p256-sswu and
+ * ristretto255 suites hashing is constant time in the value (§16), so
+ * there the values' bytes are secret too (not their lengths): masking,
+ * setup and request run on secret values, and only what the library
+ * declassifies (masked elements, which carry the key) becomes public.
  *
  * Run with --self-check, the program only branches on a secret byte of its
  * own, which valgrind must report (meson's ctime_psi_selfcheck expects the
@@ -68,17 +73,28 @@ static const uint8_t group_order[PSI_KEY_BYTES] = {
     0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
     0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51};
 
+/* l, ristretto255's group order, little-endian: out of range (§16.3). */
+static const uint8_t r255_order[PSI_KEY_BYTES] = {
+    0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10};
+
+/* The suite every check below runs in (main runs them once per suite). */
+static psi_suite cur_suite;
+
 /* ------------------------------------------------------------- reporting */
 
-static char report[24][96];
+static char report[96][96];
 static int n_report;
 
 static void ok(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (n_report < (int)(sizeof report / sizeof report[0]))
-        vsnprintf(report[n_report++], sizeof report[0], fmt, ap);
+    if (n_report < (int)(sizeof report / sizeof report[0])) {
+        int at = snprintf(report[n_report], sizeof report[0], "[%s] ",
+                          psi_suite_name(cur_suite));
+        vsnprintf(report[n_report++] + at, sizeof report[0] - (size_t)at, fmt, ap);
+    }
     va_end(ap);
 }
 
@@ -150,6 +166,7 @@ static psi_settings settings(psi_role role, int reveal)
     psi_settings_default(&s);
     s.role = role;
     s.reveal_intersection = reveal;
+    s.suite = cur_suite;
     return s;
 }
 
@@ -191,14 +208,17 @@ typedef struct engines {
     psi_engine *server_clone;      /* psi_engine_clone of server */
 } engines;
 
-/* The server's key below n after a zero byte: key + 1 is its 32-byte form,
- * key its 33-byte one. */
+/* The server's key below n (below l for ristretto255, little-endian) after
+ * a zero byte: key + 1 is its 32-byte form, key its 33-byte one. */
 static void server_key(uint8_t key[PSI_KEY_BYTES + 1])
 {
     key[0] = 0;
     for (int i = 0; i < PSI_KEY_BYTES; i++)
         key[1 + i] = (uint8_t)(i * 29 + 7);
-    key[1] &= 0x7f;
+    if (cur_suite == PSI_SUITE_RISTRETTO255)
+        key[PSI_KEY_BYTES] &= 0x0f;
+    else
+        key[1] &= 0x7f;
 }
 
 /* Engines from key bytes (§2.1), and the export of their keys (§2.3). */
@@ -206,19 +226,25 @@ static void make_keyed_engines(engines *en)
 {
     uint8_t key[PSI_KEY_BYTES + 1], zero[PSI_KEY_BYTES] = {0};
     psi_engine *e33 = NULL, *bad = NULL;
+    int r255 = cur_suite == PSI_SUITE_RISTRETTO255;
     server_key(key);
     check_ok(engine_from_key(&en->server, PSI_ROLE_SERVER, key + 1, PSI_KEY_BYTES),
              "psi_engine_create_from_key");
-    /* Any length, never reduced: 00 || k is k. */
-    check_ok(engine_from_key(&e33, PSI_ROLE_SERVER, key, sizeof key),
-             "psi_engine_create_from_key (33 bytes)");
-    int rc = engine_from_key(&bad, PSI_ROLE_SERVER, group_order, sizeof group_order);
-    check(rc == PSI_E_KEY_OUT_OF_RANGE && bad == NULL, "refusing key n", rc);
+    /* P-256 suites: any length, never reduced: 00 || k is k.  ristretto255:
+     * exactly 32 bytes (§16.3), so the 33-byte form is refused. */
+    int rc = engine_from_key(&e33, PSI_ROLE_SERVER, key, sizeof key);
+    check(r255 ? rc == PSI_E_KEY_OUT_OF_RANGE && e33 == NULL : rc == PSI_OK,
+          "psi_engine_create_from_key (33 bytes)", rc);
+    rc = engine_from_key(&bad, PSI_ROLE_SERVER, r255 ? r255_order : group_order,
+                         PSI_KEY_BYTES);
+    check(rc == PSI_E_KEY_OUT_OF_RANGE && bad == NULL, "refusing the group order", rc);
     rc = engine_from_key(&bad, PSI_ROLE_SERVER, zero, sizeof zero);
     check(rc == PSI_E_KEY_OUT_OF_RANGE && bad == NULL, "refusing key 0", rc);
-    ok("ok create_from_key (32- and 33-byte keys; keys 0 and n refused)");
-    check(exports(en->server, key + 1) && exports(e33, key + 1), "exported key", 0);
-    ok("ok export_key (2 engines)");
+    ok("ok create_from_key (33-byte key %s; keys 0 and %s refused)",
+       r255 ? "refused" : "accepted", r255 ? "l" : "n");
+    check(exports(en->server, key + 1) && (e33 == NULL || exports(e33, key + 1)),
+          "exported key", 0);
+    ok("ok export_key (%d engine(s))", e33 == NULL ? 1 : 2);
     psi_engine_free(e33);
     sodium_memzero(key, sizeof key);
 }
@@ -268,10 +294,37 @@ static void make_values(values *v)
         snprintf(v->text[1][i], VALUE_CHARS, "Element %d", i + FIRST_COMMON);
         v->client[i] = (psi_value){(const uint8_t *)v->text[0][i], strlen(v->text[0][i])};
         v->server[i] = (psi_value){(const uint8_t *)v->text[1][i], strlen(v->text[1][i])};
-        /* Public: hash-to-curve is variable time in the value (§12). */
-        PSI_CHECKMEM_DECLASSIFY(v->text[0][i], VALUE_CHARS);
-        PSI_CHECKMEM_DECLASSIFY(v->text[1][i], VALUE_CHARS);
+        if (cur_suite == PSI_SUITE_OPENMINED_P256) {
+            /* Public: hash-to-curve is variable time in the value (§12). */
+            PSI_CHECKMEM_DECLASSIFY(v->text[0][i], VALUE_CHARS);
+            PSI_CHECKMEM_DECLASSIFY(v->text[1][i], VALUE_CHARS);
+        } else {
+            /* Secret: this suite hashes in constant time (§16); the
+             * lengths, in v->client and v->server, stay public. */
+            PSI_CHECKMEM_SECRET(v->text[0][i], VALUE_CHARS);
+            PSI_CHECKMEM_SECRET(v->text[1][i], VALUE_CHARS);
+        }
     }
+}
+
+/* H(values): the OpenMined suite's known points (§3.3); in the other suites
+ * the masks of an engine with key 1, a known answer checked by
+ * tests/test_suites_kat.c. */
+static void hashes(uint8_t *out, const psi_value *values, size_t n)
+{
+    if (cur_suite == PSI_SUITE_OPENMINED_P256) {
+        check(n <= 2, "hashes", 0);
+        memcpy(out, h_element, n * PSI_ELEMENT_BYTES);
+        return;
+    }
+    uint8_t one[PSI_KEY_BYTES] = {0};
+    one[cur_suite == PSI_SUITE_RISTRETTO255 ? 0 : PSI_KEY_BYTES - 1] = 1;
+    psi_engine *e = NULL;
+    check_ok(engine_from_key(&e, PSI_ROLE_CLIENT, one, sizeof one), "key 1");
+    size_t len = n * PSI_ELEMENT_BYTES;
+    check_ok(psi_engine_mask(e, out, &len, values, n), "psi_engine_mask (key 1)");
+    PSI_CHECKMEM_DECLASSIFY(out, len); /* the test's reference: public */
+    psi_engine_free(e);
 }
 
 /* ------------------------------------------------------- batch primitives */
@@ -304,7 +357,10 @@ static void check_batch(const engines *en, const values *v)
     len = sizeof back;
     check_ok(psi_engine_unmask(en->client, back, &len, masked, N_VALUES), "psi_engine_unmask");
     PSI_CHECKMEM_DECLASSIFY(back, len);
-    check(memcmp(back, h_element, sizeof h_element) == 0, "unmask(mask) = H", 0);
+    uint8_t h[N_VALUES * PSI_ELEMENT_BYTES];
+    hashes(h, v->client, cur_suite == PSI_SUITE_OPENMINED_P256 ? 2 : N_VALUES);
+    check(memcmp(back, h, cur_suite == PSI_SUITE_OPENMINED_P256 ? sizeof h_element : sizeof h)
+              == 0, "unmask(mask) = H", 0);
     ok("ok unmask (%d points, twice)", N_VALUES);
 }
 
@@ -323,7 +379,7 @@ static void make_setups(const engines *en, const values *v, setup_msg setups[3])
     for (int st = 0; st < 3; st++) {
         psi_setup_params p = {(psi_structure)st, 1e-6, N_VALUES};
         size_t bound = 0;
-        check_ok(psi_setup_bound(&bound, &p, N_VALUES), "psi_setup_bound");
+        check_ok(psi_setup_bound_suite(&bound, cur_suite, &p, N_VALUES), "psi_setup_bound");
         setups[st].bytes = malloc(bound);
         check(setups[st].bytes != NULL, "malloc", PSI_E_NOMEM);
         setups[st].len = bound;
@@ -342,13 +398,14 @@ static void make_setups(const engines *en, const values *v, setup_msg setups[3])
 static void round_trip(const psi_engine *client, const psi_engine *server, const values *v,
                        uint8_t **response, size_t *response_len)
 {
-    size_t req_len = psi_request_bound(N_VALUES);
+    size_t req_len = psi_request_bound_suite(cur_suite, N_VALUES);
     uint8_t *req = malloc(req_len);
     check(req != NULL, "malloc", PSI_E_NOMEM);
     check_ok(psi_client_create_request(client, req, &req_len, v->client, N_VALUES),
              "psi_client_create_request");
     PSI_CHECKMEM_DECLASSIFY(req, req_len); /* sent */
-    *response_len = psi_response_bound(psi_message_element_bound(req_len));
+    *response_len = psi_response_bound_suite(
+        cur_suite, psi_message_element_bound_suite(cur_suite, req_len));
     *response = malloc(*response_len);
     check(*response != NULL, "malloc", PSI_E_NOMEM);
     check_ok(psi_server_process_request(server, *response, response_len, req, req_len),
@@ -472,14 +529,17 @@ int main(int argc, char **argv)
         self_check();
         return 0;
     }
-    engines en = {0};
-    values v;
-    make_keyed_engines(&en);
-    make_other_engines(&en);
-    make_values(&v);
-    check_batch(&en, &v);
-    check_messages(&en, &v);
-    free_engines(&en);
+    for (int suite = 0; suite < 3; suite++) {
+        engines en = {0};
+        values v;
+        cur_suite = (psi_suite)suite;
+        make_keyed_engines(&en);
+        make_other_engines(&en);
+        make_values(&v);
+        check_batch(&en, &v);
+        check_messages(&en, &v);
+        free_engines(&en);
+    }
     for (int i = 0; i < n_report; i++)
         printf("%s\n", report[i]);
     return 0;
