@@ -14,3 +14,8 @@ _Static_assert(sizeof(psi_error_detail) == 24 && offsetof(psi_error_detail, code
                    offsetof(psi_error_detail, index) == 8 &&
                    offsetof(psi_error_detail, offset) == 16,
                "psi_error_detail is {code i32, field ptr, index i64 @8, offset i64 @16}");
+_Static_assert(sizeof(psi_settings) == 48 && offsetof(psi_settings, role) == 0 &&
+                   offsetof(psi_settings, reveal_intersection) == 4 &&
+                   offsetof(psi_settings, suite) == 16 && sizeof(psi_suite) == 4,
+               "psi_settings is {role u32, reveal u32, progress ptr, progress_arg ptr, suite u32 @16, "
+               "reserved[28]}, as js/lowlevel.mjs writes it");

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `psi vectors check` for the JavaScript package: replays psi-wire-vectors/1
-// and shardpsi-extra-vectors/1 files through the JS API (js/index.mjs) and
+// and shardpsi-extra-vectors/1 files (of any suite: a top-level "suite" names it,
+// PROTOCOL.md §16; absent = openmined-p256) through the JS API (js/index.mjs) and
 // prints the same lines as the C tool: "FAIL <file>: <case>: <what>" for each
 // failing case ("ok ..." too with --verbose) and a last line "N passed, M failed".
 //   node wasm/bin/check-vectors.mjs [--quiet | --verbose] [--workers N] FILE...
@@ -20,6 +21,8 @@ const USAGE = `Usage: node wasm/bin/check-vectors.mjs [--quiet | --verbose] [--w
 
 Checks vector files against the shardpsi WebAssembly module through its
 JavaScript API, as \`psi vectors check\` does against the C library.
+A file's top-level "suite" (openmined-p256, p256-sswu or ristretto255)
+names the ciphersuite of its cases; without it they are openmined-p256.
 
 "${WIRE}": for every case it rebuilds the server setup, the request and
 the response (from the stored request) from the case's keys and inputs, and
@@ -127,6 +130,18 @@ function formatOf(path, root) {
   return null;
 }
 
+// The file's suite (top-level "suite", PROTOCOL.md §16): undefined when absent (the
+// OpenMined suite), a name of psi.suites, or null after a message.
+function suiteOf(psi, path, root) {
+  const s = root.suite;
+  if (s === undefined) return undefined;
+  if (typeof s === 'string' && psi.suites.includes(s)) return s;
+  // as the C tool (cli/cli_vectors.c vcheck_suite) says it
+  if (typeof s !== 'string') error(`${path}: "suite" is not a string`);
+  else error(`${path}: unknown suite "${s.split('\0')[0].slice(0, 60)}" (${psi.suites.slice(0, -1).join(', ')} or ${psi.suites.at(-1)})`);
+  return null;
+}
+
 function arrayOf(path, root, name) {
   const a = root[name];
   if (Array.isArray(a)) return a;
@@ -157,7 +172,8 @@ async function loadParties(opts) {
   if (opts.workers === 0) return psi;
   const module = await compileModule();
   const maker = (role) => Object.freeze({
-    createFromKey: (key, reveal = false) => createPool({ role, reveal, key, workers: opts.workers, module }),
+    createFromKey: (key, reveal = false, options = undefined) =>
+      createPool({ role, reveal, key, suite: options && options.suite, workers: opts.workers, module }),
   });
   return { ...psi, server: maker('server'), client: maker('client') };
 }
@@ -177,11 +193,12 @@ async function checkFiles(psi, opts) {
       st.passed++;
     }
   };
-  const runAll = async (path, cases, array, read, run) => {
+  const runAll = async (path, cases, array, read, run, suite) => {
     for (let index = 0; index < cases.length; index++) {
       let c;
       try {
         c = read(cases[index], psi);
+        c.suite = suite;
       } catch (e) {
         if (!(e instanceof Malformed)) throw e;
         report(path, array, index, e.caseName, { rc: -1, msg: e.message });
@@ -193,17 +210,19 @@ async function checkFiles(psi, opts) {
 
   for (const path of opts.files) {
     const root = loadJson(path);
-    const format = root === null ? null : formatOf(path, root);
+    let format = root === null ? null : formatOf(path, root);
+    const suite = format === null ? undefined : suiteOf(psi, path, root);
+    if (suite === null) format = null;
     if (format === WIRE) {
       const cases = arrayOf(path, root, 'cases');
-      if (cases) await runAll(path, cases, 'cases', readWireCase, runCase);
+      if (cases) await runAll(path, cases, 'cases', readWireCase, runCase, suite);
       else st.fileErrors++;
     } else if (format === EXTRA) {
       const assoc = arrayOf(path, root, 'association_cases');
       const reject = assoc && arrayOf(path, root, 'rejection_cases');
       if (reject) {
-        await runAll(path, assoc, 'association_cases', readAssocCase, runCase);
-        await runAll(path, reject, 'rejection_cases', readRejectCase, runReject);
+        await runAll(path, assoc, 'association_cases', readAssocCase, runCase, suite);
+        await runAll(path, reject, 'rejection_cases', readRejectCase, runReject, suite);
       } else st.fileErrors++;
     } else {
       st.fileErrors++;

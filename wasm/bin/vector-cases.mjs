@@ -4,6 +4,8 @@
 // same checks in the same order, same messages.  The replay functions are async:
 // the parties may be single instances (js/index.mjs) or worker pools (js/pool.mjs,
 // through an object with the same server/client.createFromKey returning Promises).
+// A case's `suite` (the file's top-level "suite", PROTOCOL.md §16; undefined = openmined-p256)
+// is passed to createFromKey as { suite } and to checkPoint.
 
 export class Malformed extends Error {}
 const MAX_EXACT = 2 ** 53;
@@ -210,9 +212,9 @@ function showList(v, from) {
 }
 
 // A party from a case's key: { party } or { rc, msg } (-1: the key is invalid).
-async function party(psi, role, reveal, key, what) {
+async function party(psi, role, reveal, key, what, suite) {
   try {
-    return { party: await psi[role].createFromKey(key, reveal) };
+    return { party: await psi[role].createFromKey(key, reveal, suite === undefined ? undefined : { suite }) };
   } catch (e) {
     const bad = e.codeName === 'PSI_E_KEY_OUT_OF_RANGE' || e.codeName === 'PSI_E_INVALID_ARG';
     return { rc: bad ? -1 : 1, msg: `${what}: ${typeof e.code === 'number' ? psi.errorMessage(e.code) : e.message}` };
@@ -228,7 +230,7 @@ async function runParties(psi, c, r, server, client) {
   const s = await attempt(async () => (c.association
     ? await server.createSetupMessageWithPermutation(c.fpr, c.numClientInputs, c.serverInputs, psi.dataStructure.Raw)
     : { setup: await server.createSetupMessage(c.fpr, c.numClientInputs, c.serverInputs, c.structure) }));
-  if (s.e) r.error(psi, s.e.func === 'psi_setup_bound' ? 'server_setup (size bound)' : 'server_setup', s.e);
+  if (s.e) r.error(psi, /^psi_setup_bound/.test(s.e.func) ? 'server_setup (size bound)' : 'server_setup', s.e);
   else {
     r.bytes('server_setup', s.value.setup, c.setup);
     if (c.association) r.list('permutation', Array.from(s.value.permutation), c.perm);
@@ -262,9 +264,9 @@ async function runParties(psi, c, r, server, client) {
 
 // Replays a wire or association case: { rc: 0 | 1 | -1, msg }.
 export async function runCase(psi, c) {
-  const sv = await party(psi, 'server', c.reveal, c.serverKey, 'server_key');
+  const sv = await party(psi, 'server', c.reveal, c.serverKey, 'server_key', c.suite);
   if (!sv.party) return sv;
-  const cl = await party(psi, 'client', c.reveal, c.clientKey, 'client_key');
+  const cl = await party(psi, 'client', c.reveal, c.clientKey, 'client_key', c.suite);
   try {
     if (!cl.party) return cl;
     const r = new Report();
@@ -289,12 +291,13 @@ async function expect(psi, r, call, fn) {
 // Replays a rejection case: { rc, msg } as runCase.
 export async function runReject(psi, r) {
   if (r.op === 'key') {
-    return expect(psi, r, 'psi_engine_create_from_key', async () => (await psi.client.createFromKey(r.key, true)).delete());
+    return expect(psi, r, 'psi_engine_create_from_key',
+      async () => (await psi.client.createFromKey(r.key, true, r.suite === undefined ? undefined : { suite: r.suite })).delete());
   }
-  if (r.op === 'point') return expect(psi, r, 'psi_point_check', () => psi.checkPoint(r.data));
+  if (r.op === 'point') return expect(psi, r, 'psi_point_check', () => psi.checkPoint(r.data, r.suite));
   const isClient = r.op === 'intersection';
   const p = await party(psi, isClient ? 'client' : 'server', r.op === 'setup_params' ? true : r.reveal, r.key,
-    isClient ? 'client_key' : 'server_key');
+    isClient ? 'client_key' : 'server_key', r.suite);
   if (!p.party) return p;
   try {
     if (r.op === 'process_request') {
@@ -313,7 +316,7 @@ export async function runReject(psi, r) {
       try {
         await p.party.createSetupMessage(r.fpr, r.numClientInputs, r.serverInputs, r.structure);
       } catch (e) {
-        if (e.func === 'psi_setup_bound') call = 'psi_setup_bound';
+        if (/^psi_setup_bound/.test(e.func)) call = 'psi_setup_bound';
         throw e;
       }
     });

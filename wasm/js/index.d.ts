@@ -32,6 +32,19 @@ export declare class PsiError extends Error implements PsiErrorDetail {
   readonly offset: number | null;
 }
 
+/** A ciphersuite (PROTOCOL.md §16), by its C name (psi_suite_name).  openmined-p256 is the
+ *  default and psi.js's; the messages of the others start with a suite header, so psi.js and
+ *  the other suites refuse them (PSI_E_SUITE_MISMATCH). */
+export type SuiteName = 'openmined-p256' | 'p256-sswu' | 'ristretto255';
+/** The suite names, by psi_suite id (0, 1, 2); the first is the default. */
+export declare const suites: readonly ['openmined-p256', 'p256-sswu', 'ristretto255'];
+export declare const DEFAULT_SUITE: 'openmined-p256';
+/** Options of a party: its suite (default: the library's, see LoadOptions.suite).  A suite
+ *  may also be given by its psi_suite id; an unknown name or id throws PsiError PSI_E_SUITE. */
+export interface PartyOptions {
+  suite?: SuiteName;
+}
+
 /** Thrown (as a plain Error) by every method of a deleted object. */
 export declare const ERROR_INSTANCE_DELETED: 'Instance was deleted';
 
@@ -62,6 +75,8 @@ export interface SetupWithPermutation {
 }
 
 export interface Server {
+  /** The party's suite (extension). */
+  readonly suite: SuiteName;
   /** Frees the engine (and wipes its key). Calling it again does nothing. */
   readonly delete: () => void;
   /** The ServerSetup message. fpr and numClientInputs are ignored for Raw. */
@@ -72,7 +87,7 @@ export interface Server {
     inputs: readonly Input[], dataStructure?: DataStructureArg) => SetupWithPermutation;
   /** The Response to a client's Request. */
   readonly processRequest: (clientRequest: MessageArg) => Uint8Array;
-  /** A copy of the 32-byte big-endian key. */
+  /** A copy of the 32-byte key: big-endian; little-endian for ristretto255. */
   readonly getPrivateKeyBytes: () => Uint8Array;
 }
 
@@ -80,6 +95,8 @@ export interface Server {
 export type AssociationTable = [number[], number[]];
 
 export interface Client {
+  /** The party's suite (extension). */
+  readonly suite: SuiteName;
   readonly delete: () => void;
   /** The Request message for the client's inputs, in input order. */
   readonly createRequest: (clientInputs: readonly Input[]) => Uint8Array;
@@ -94,14 +111,18 @@ export interface Client {
   readonly getPrivateKeyBytes: () => Uint8Array;
 }
 
+/** The options argument of the party factories: PartyOptions or just a suite name. */
+export type PartyOptionsArg = PartyOptions | SuiteName;
+
 export interface ServerWrapper {
-  readonly createWithNewKey: (revealIntersection?: boolean) => Server;
-  /** key: a big-endian integer of any length, 1 <= k < n (never reduced). */
-  readonly createFromKey: (key: Uint8Array, revealIntersection?: boolean) => Server;
+  readonly createWithNewKey: (revealIntersection?: boolean, options?: PartyOptionsArg) => Server;
+  /** key: P-256 suites, a big-endian integer of any length, 1 <= k < n (never reduced);
+   *  ristretto255, 32 little-endian bytes, 1 <= k < l. */
+  readonly createFromKey: (key: Uint8Array, revealIntersection?: boolean, options?: PartyOptionsArg) => Server;
 }
 export interface ClientWrapper {
-  readonly createWithNewKey: (revealIntersection?: boolean) => Client;
-  readonly createFromKey: (key: Uint8Array, revealIntersection?: boolean) => Client;
+  readonly createWithNewKey: (revealIntersection?: boolean, options?: PartyOptionsArg) => Client;
+  readonly createFromKey: (key: Uint8Array, revealIntersection?: boolean, options?: PartyOptionsArg) => Client;
 }
 
 export interface PSILibrary {
@@ -109,8 +130,13 @@ export interface PSILibrary {
   readonly dataStructure: DataStructureWrapper;
   readonly server: ServerWrapper;
   readonly client: ClientWrapper;
-  /** Throws the PsiError of psi_point_check for a bad 33-byte partner point (extension). */
-  readonly checkPoint: (point: Uint8Array) => void;
+  /** The suite names (extension); the same array as `suites`. */
+  readonly suites: readonly SuiteName[];
+  /** The default suite of this library's parties (LoadOptions.suite; extension). */
+  readonly suite: SuiteName;
+  /** Throws the PsiError of psi_point_check (psi_point_check_suite) for a bad partner element
+   *  of the suite (default: the library's) (extension). */
+  readonly checkPoint: (point: Uint8Array, suite?: SuiteName) => void;
   /** psi_error_name: the identifier of a code, or null if unknown (extension). */
   readonly errorName: (code: number) => string | null;
   /** psi_strerror: the message of a code (extension). */
@@ -134,6 +160,8 @@ export interface LoadOptions {
   factory?: (options: object) => Promise<unknown>;
   print?: (text: string) => void;
   printErr?: (text: string) => void;
+  /** The default suite of the library's parties (createPSI only); default openmined-p256. */
+  suite?: SuiteName;
 }
 
 /** Loads one module instance and returns the library (psi.js: `await PSI()`). */
@@ -142,7 +170,7 @@ export { createPSI as PSI };
 export default createPSI;
 
 /** The library of an already loaded emscripten Module object. */
-export declare function createLibrary(module: unknown): PSILibrary;
+export declare function createLibrary(module: unknown, options?: { suite?: SuiteName }): PSILibrary;
 /** Loads the emscripten Module object itself (low level). */
 export declare function loadModule(options?: LoadOptions): Promise<unknown>;
 /** Compiles shardpsi.wasm once, to hand to workers as { module }. */

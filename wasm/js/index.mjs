@@ -7,11 +7,22 @@
 //   const server = psi.server.createWithNewKey(true)
 //   const setup = server.createSetupMessage(0.001, 10, serverInputs)   // Uint8Array
 //   ...
+//
+// Ciphersuites (PROTOCOL.md §16): every party has a suite, by name (`suites`):
+// 'openmined-p256' (the default; psi.js's bytes), 'p256-sswu' or 'ristretto255'.  It is the
+// library's (`PSI({ suite })`) unless the party's options name one:
+//   psi.server.createWithNewKey(true, { suite: 'ristretto255' })
+//   psi.client.createFromKey(key, true, { suite: 'p256-sswu' })
+// Both parties of a run must use the same suite: a message of another suite is refused
+// with PSI_E_SUITE_MISMATCH.
 
 import { loadModule } from './module.mjs';
-import { LowLevel, PsiError, ROLE, STRUCTURE, asBytes } from './lowlevel.mjs';
+import { LowLevel, PsiError, ROLE, STRUCTURE, SUITES, DEFAULT_SUITE, asBytes } from './lowlevel.mjs';
 
 export { PsiError };
+// The suite names, by psi_suite id; the first is the default.
+export const suites = SUITES;
+export { DEFAULT_SUITE };
 export { loadModule, compileModule } from './module.mjs';
 
 // The message of every call on a deleted object (psi.js's constant).
@@ -46,7 +57,7 @@ function inputsOf(inputs) {
 
 // Party objects own one engine; a FinalizationRegistry frees engines whose object was
 // dropped without delete() (a safety net only: call delete()).
-function makeParties(ll) {
+function makeParties(ll, defaultSuite) {
   const registry = typeof FinalizationRegistry === 'function'
     ? new FinalizationRegistry((e) => ll.engineFree(e)) : null;
 
@@ -73,13 +84,23 @@ function makeParties(ll) {
     return cell;
   }
 
+  // The suite of a party's options: { suite } or a suite name; the library's by default.
+  function suiteOf(options) {
+    if (options === undefined || options === null) return defaultSuite;
+    if (typeof options === 'string' || typeof options === 'number') return ll.suiteId(options);
+    if (typeof options !== 'object') throw new TypeError('options must be an object ({ suite })');
+    return options.suite === undefined || options.suite === null ? defaultSuite : ll.suiteId(options.suite);
+  }
+
   function server(e) {
     const cell = own(e);
+    const suite = ll.suiteName(ll.engineSuite(e));
     function setup(fpr, numClientInputs, inputs, ds, wantPerm) {
       const params = { structure: structureOf(ds), fpr, numClientInputs };
       return ll.createSetup(cell.get(), params, inputsOf(inputs), wantPerm);
     }
     return cell.track(Object.freeze({
+      suite,
       delete: () => cell.del(),
       createSetupMessage(fpr, numClientInputs, inputs, ds = dataStructure.GCS) {
         return setup(fpr, numClientInputs, inputs, ds, false).setup;
@@ -100,8 +121,10 @@ function makeParties(ll) {
 
   function client(e) {
     const cell = own(e);
+    const suite = ll.suiteName(ll.engineSuite(e));
     const args = (setup, response) => [cell.get(), messageBytes(setup, 'setup'), messageBytes(response, 'response')];
     return cell.track(Object.freeze({
+      suite,
       delete: () => cell.del(),
       createRequest: (inputs) => ll.createRequest(cell.get(), inputsOf(inputs)),
       getIntersection: (setup, response) => Array.from(ll.intersection(...args(setup, response))),
@@ -118,17 +141,20 @@ function makeParties(ll) {
   }
 
   const wrapper = (role, make) => Object.freeze({
-    createWithNewKey: (revealIntersection = false) => make(ll.engineCreate(role, !!revealIntersection)),
-    createFromKey: (key, revealIntersection = false) =>
-      make(ll.engineFromKey(role, !!revealIntersection, asBytes(key, 'key'))),
+    createWithNewKey: (revealIntersection = false, options = undefined) =>
+      make(ll.engineCreate(role, !!revealIntersection, suiteOf(options))),
+    createFromKey: (key, revealIntersection = false, options = undefined) =>
+      make(ll.engineFromKey(role, !!revealIntersection, asBytes(key, 'key'), suiteOf(options))),
   });
   return { server: wrapper(ROLE.SERVER, server), client: wrapper(ROLE.CLIENT, client) };
 }
 
-// The library object of one module instance.
-export function createLibrary(M) {
+// The library object of one module instance; options.suite: the parties' default suite
+// (a name of `suites`; default openmined-p256).
+export function createLibrary(M, options = {}) {
   const ll = new LowLevel(M);
-  const { server, client } = makeParties(ll);
+  const defaultSuite = ll.suiteId(options && options.suite);
+  const { server, client } = makeParties(ll, defaultSuite);
   const version = ll.version();
   return Object.freeze({
     package: Object.freeze({ name: 'shardpsi', version }),
@@ -136,8 +162,12 @@ export function createLibrary(M) {
     server,
     client,
     // Extensions (not in psi.js):
-    // checkPoint(point) throws the PsiError of psi_point_check for a bad partner point.
-    checkPoint: (point) => ll.pointCheck(point),
+    // the suite names (by id) and the default suite of this library's parties
+    suites: SUITES,
+    suite: ll.suiteName(defaultSuite),
+    // checkPoint(point, suite?) throws the PsiError of psi_point_check (psi_point_check_suite
+    // for a suite other than openmined-p256) for a bad partner element; suite: the library's.
+    checkPoint: (point, suite) => ll.pointCheck(point, suite === undefined ? defaultSuite : ll.suiteId(suite)),
     errorName: (code) => ll.errorName(code),
     errorMessage: (code) => ll.strerror(code),
   });
@@ -145,7 +175,7 @@ export function createLibrary(M) {
 
 // Loads a module instance (options: see module.mjs loadModule) and returns the library.
 export async function createPSI(options = {}) {
-  return createLibrary(await loadModule(options));
+  return createLibrary(await loadModule(options), options);
 }
 
 export { createPSI as PSI };

@@ -14,22 +14,33 @@
 //    so they are read afresh from the Module after every allocation or call);
 //  - sizes come from psi_*_bytes() and the *_bound() functions, not literals.
 //
+// Suites (PROTOCOL.md §16): engines carry their suite (psi_settings.suite); the calls on
+// an engine use it.  The pure codec steps take a suite id (SUITE; default openmined-p256)
+// and call the plain C functions for the default suite and their _suite forms
+// (psi_*_suite) for the others.  Elements in memory are ELEMENT_BYTES (33) slots in every
+// suite: a ristretto255 element fills 32 bytes and a zero byte.
+//
 // wasm32 layouts (checked by static asserts in wasm/shardpsi_wasm.c and the tests):
 //   size_t 4 bytes; psi_value {data ptr, len} 8; psi_pair {client, server} 8;
-//   psi_settings {role u32, reveal u32, progress ptr, progress_arg ptr, reserved[32]} 48;
+//   psi_settings {role u32, reveal u32, progress ptr, progress_arg ptr, suite u32 @16, reserved[28]} 48;
 //   psi_setup_params {structure u32, pad, double fpr @8, int64 num_client_inputs @16} 24;
 //   psi_shard_slice {step u32, offset, count, values ptr, points ptr} 20;
 //   psi_error_detail {code i32, field ptr @4, index i64 @8, offset i64 @16} 24.
 
-import { PsiError, PSI_E_INVALID_ARG, PSI_E_NOMEM, packValues, packedCount, asBytes, toU32 } from './values.mjs';
+import { PsiError, PSI_E_INVALID_ARG, PSI_E_NOMEM, packValues, packedCount, asBytes, toU32,
+  SUITES, DEFAULT_SUITE } from './values.mjs';
 
-export { PsiError, PSI_E_INVALID_ARG, PSI_E_NOMEM, packValues, packedCount, asBytes, toU32 };
+export { PsiError, PSI_E_INVALID_ARG, PSI_E_NOMEM, packValues, packedCount, asBytes, toU32, SUITES, DEFAULT_SUITE };
 
 export const ROLE = Object.freeze({ CLIENT: 1, SERVER: 2 });
 export const STRUCTURE = Object.freeze({ RAW: 0, GCS: 1, BLOOM_FILTER: 2 });
 export const STEP = Object.freeze({ MASK: 1, MASK_SORT: 2, REMASK: 3, UNMASK: 4 });
+// psi_suite: the ids of SUITES' names.
+export const SUITE = Object.freeze({ OPENMINED_P256: 0, P256_SSWU: 1, RISTRETTO255: 2 });
 
 const SETTINGS_BYTES = 48;
+const SETTINGS_SUITE = 16; // offset of psi_settings.suite
+const PSI_E_SUITE = -32;
 const PARAMS_BYTES = 24;
 const SLICE_BYTES = 20;
 const DETAIL_BYTES = 24;
@@ -169,6 +180,47 @@ export class LowLevel {
   // PSI_E_INVALID_ARG found on the JS side, with what was wrong.
   invalid(note, func) { return this.jsError(PSI_E_INVALID_ARG, func, note); }
 
+  // ---------------------------------------------------------------- suites
+
+  // The suite id (psi_suite) of a suite given by name ("openmined-p256", "p256-sswu",
+  // "ristretto255", as psi_suite_name gives them) or by id; undefined/null is the default
+  // suite.  An unknown name or id throws the PsiError PSI_E_SUITE of psi_suite_from_name;
+  // anything else a TypeError.
+  suiteId(suite) {
+    if (suite === undefined || suite === null) return SUITE.OPENMINED_P256;
+    if (typeof suite === 'number' && Number.isInteger(suite)) {
+      if (suite >= 0 && suite <= 0x7fffffff && this.M._psi_suite_name(suite) !== 0) return suite;
+      throw this.jsError(PSI_E_SUITE, 'psi_suite_name', `no suite has the id ${suite}`);
+    }
+    if (typeof suite !== 'string') throw new TypeError(`suite must be one of ${SUITES.join(', ')}`);
+    // a name holding U+0000 would be cut short in C
+    if (suite.includes('\0')) throw this.jsError(PSI_E_SUITE, 'psi_suite_from_name', 'the name holds U+0000');
+    return this.frame((f) => {
+      const out = f.alloc(4);
+      this.check(this.M._psi_suite_from_name(out, f.put(new TextEncoder().encode(`${suite}\0`))), 'psi_suite_from_name');
+      return this.u32(out);
+    });
+  }
+  // psi_suite_name of an id, or null.
+  suiteName(id) { return Number.isInteger(id) && id >= 0 ? this.cstr(this.M._psi_suite_name(id)) : null; }
+  // Bytes of one element of the suite on the wire (33, or 32 for ristretto255).
+  suiteElementBytes(id) { return this.M._psi_suite_element_bytes(id) >>> 0; }
+  // Bounds of the suite (the plain functions for the default suite).
+  requestBound(suite, n) {
+    return (suite ? this.M._psi_request_bound_suite(suite, n) : this.M._psi_request_bound(n)) >>> 0;
+  }
+  responseBound(suite, n) {
+    return (suite ? this.M._psi_response_bound_suite(suite, n) : this.M._psi_response_bound(n)) >>> 0;
+  }
+  messageElementBound(suite, len) {
+    return (suite ? this.M._psi_message_element_bound_suite(suite, len) : this.M._psi_message_element_bound(len)) >>> 0;
+  }
+  // psi_setup_bound(_suite) into the size_t at out; checks the code.
+  setupBoundAt(f, out, suite, p, n) {
+    if (suite) this.check(this.M._psi_setup_bound_suite(out, suite, p, n), 'psi_setup_bound_suite');
+    else this.check(this.M._psi_setup_bound(out, p, n), 'psi_setup_bound');
+  }
+
   // Calls fn(out, lenPtr) with cap bytes of output; returns a copy of the bytes written.
   outBytes(f, cap, func, fn) {
     const out = f.alloc(cap), len = f.alloc(4);
@@ -223,26 +275,31 @@ export class LowLevel {
 
   // --------------------------------------------------------------- engines
 
-  putSettings(f, role, reveal) {
+  // psi_settings with role, reveal and suite (a name or id, see suiteId; default
+  // openmined-p256).
+  putSettings(f, role, reveal, suite) {
+    const id = this.suiteId(suite);
     const s = f.alloc(SETTINGS_BYTES);
     this.M._psi_settings_default(s);
     this.M.HEAPU32[s >>> 2] = role;
     this.M.HEAPU32[(s >>> 2) + 1] = reveal ? 1 : 0;
+    this.M.HEAPU32[(s + SETTINGS_SUITE) >>> 2] = id;
     return s;
   }
   // A fresh random key.  Returns the engine pointer; free it with engineFree.
-  engineCreate(role, reveal) {
+  engineCreate(role, reveal, suite) {
     return this.frame((f) => {
-      const out = f.alloc(4), s = this.putSettings(f, role, reveal);
+      const out = f.alloc(4), s = this.putSettings(f, role, reveal, suite);
       this.check(this.M._psi_engine_create(out, s), 'psi_engine_create');
       return this.u32(out);
     });
   }
-  // From a key: any number of big-endian bytes, 1 <= k < n (PROTOCOL.md §2.1).
-  engineFromKey(role, reveal, key) {
+  // From a key: P-256 suites, any number of big-endian bytes, 1 <= k < n (PROTOCOL.md
+  // §2.1); ristretto255, 32 little-endian bytes, 1 <= k < l (§16.3).
+  engineFromKey(role, reveal, key, suite) {
     const k = asBytes(key, 'key');
     return this.frame((f) => {
-      const out = f.alloc(4), s = this.putSettings(f, role, reveal), kp = f.putSecret(k);
+      const out = f.alloc(4), s = this.putSettings(f, role, reveal, suite), kp = f.putSecret(k);
       this.check(this.M._psi_engine_create_from_key(out, s, kp, k.length), 'psi_engine_create_from_key');
       return this.u32(out);
     });
@@ -250,7 +307,10 @@ export class LowLevel {
   engineFree(e) { if (e) this.M._psi_engine_free(e); }
   engineRole(e) { return this.M._psi_engine_role(e); }
   engineReveal(e) { return this.M._psi_engine_reveal(e) !== 0; }
-  // The key as KEY_BYTES big-endian bytes (a copy; the heap copy is zeroed).
+  // The engine's suite id (SUITE).
+  engineSuite(e) { return this.M._psi_engine_suite(e); }
+  // The key as KEY_BYTES bytes, big-endian (P-256 suites) or little-endian (ristretto255)
+  // (a copy; the heap copy is zeroed).
   engineExportKey(e) {
     return this.frame((f) => {
       const out = f.allocSecret(this.KEY_BYTES), len = f.alloc(4);
@@ -284,30 +344,36 @@ export class LowLevel {
   }
   remask(e, points) { return this.pointsCall('psi_engine_remask', e, points); }
   unmask(e, points) { return this.pointsCall('psi_engine_unmask', e, points); }
-  pointCheck(point) {
+  // Checks a partner's element (psi_point_check; psi_point_check_suite for another suite).
+  pointCheck(point, suite = 0) {
     const b = asBytes(point, 'point');
-    this.frame((f) => this.check(this.M._psi_point_check(f.put(b), b.length), 'psi_point_check'));
+    this.frame((f) => {
+      if (suite) this.check(this.M._psi_point_check_suite(suite, f.put(b), b.length), 'psi_point_check_suite');
+      else this.check(this.M._psi_point_check(f.put(b), b.length), 'psi_point_check');
+    });
   }
-  // Parses a ServerSetup (psi_setup_parse) and runs fn(frame, setupPtr); the parsed setup
-  // is freed (psi_setup_free) whatever happens.
-  withSetup(setup, fn) {
+  // Parses a ServerSetup of suite (psi_setup_parse, or psi_setup_parse_suite for another
+  // suite) and runs fn(frame, setupPtr); the parsed setup is freed (psi_setup_free)
+  // whatever happens.
+  withSetup(setup, fn, suite = 0) {
     const b = asBytes(setup, 'setup');
     return this.frame((f) => {
       const out = f.alloc(4), sp = f.put(b);
-      this.check(this.M._psi_setup_parse(out, sp, b.length), 'psi_setup_parse');
+      if (suite) this.check(this.M._psi_setup_parse_suite(out, suite, sp, b.length), 'psi_setup_parse_suite');
+      else this.check(this.M._psi_setup_parse(out, sp, b.length), 'psi_setup_parse');
       const s = this.u32(out);
       try { return fn(f, s); } finally { this.M._psi_setup_free(s); }
     });
   }
   // Checks a ServerSetup: its data structure (STRUCTURE) if it parses, else PsiError.
-  setupParse(setup) { return this.withSetup(setup, (f, s) => this.M._psi_setup_structure(s)); }
+  setupParse(setup, suite = 0) { return this.withSetup(setup, (f, s) => this.M._psi_setup_structure(s), suite); }
 
   // ------------------------------------------------------------- messages
 
-  setupBound(params, n) {
+  setupBound(params, n, suite = 0) {
     return this.frame((f) => {
       const out = f.alloc(4), p = this.putParams(f, params);
-      this.check(this.M._psi_setup_bound(out, p, n), 'psi_setup_bound');
+      this.setupBoundAt(f, out, suite, p, n);
       return this.u32(out);
     });
   }
@@ -317,7 +383,7 @@ export class LowLevel {
     return this.frame((f) => {
       const { arr, n } = this.putValues(f, values), p = this.putParams(f, params);
       const bp = f.alloc(4);
-      this.check(this.M._psi_setup_bound(bp, p, n), 'psi_setup_bound');
+      this.setupBoundAt(f, bp, this.engineSuite(e), p, n);
       const perm = wantPerm ? f.alloc(4 * n) : 0;
       const setup = this.outBytes(f, this.u32(bp), 'psi_server_create_setup',
         (o, l) => this.M._psi_server_create_setup(e, o, l, perm, p, arr, n));
@@ -325,8 +391,8 @@ export class LowLevel {
     });
   }
   processRequest(e, request) {
-    const req = asBytes(request, 'request');
-    const cap = this.M._psi_response_bound(this.M._psi_message_element_bound(req.length)) >>> 0;
+    const req = asBytes(request, 'request'), suite = this.engineSuite(e);
+    const cap = this.responseBound(suite, this.messageElementBound(suite, req.length));
     return this.frame((f) => {
       const rp = f.put(req);
       return this.outBytes(f, cap, 'psi_server_process_request',
@@ -336,27 +402,27 @@ export class LowLevel {
   createRequest(e, values) {
     return this.frame((f) => {
       const { arr, n } = this.putValues(f, values);
-      const cap = this.M._psi_request_bound(n) >>> 0;
+      const cap = this.requestBound(this.engineSuite(e), n);
       if (cap === 0) throw this.invalid('too many inputs for one request', 'psi_request_bound');
       return this.outBytes(f, cap, 'psi_client_create_request',
         (o, l) => this.M._psi_client_create_request(e, o, l, arr, n));
     });
   }
 
-  // The client's match calls: fn(frame, setupPtr, setupLen, respPtr, respLen, cap).
-  matchCall(setup, response, fn) {
+  // The client's match calls of engine e: fn(frame, setupPtr, setupLen, respPtr, respLen, cap).
+  matchCall(e, setup, response, fn) {
     const s = asBytes(setup, 'setup'), r = asBytes(response, 'response');
-    const cap = this.M._psi_message_element_bound(r.length) >>> 0;
+    const cap = this.messageElementBound(this.engineSuite(e), r.length);
     return this.frame((f) => fn(f, f.put(s), s.length, f.put(r), r.length, cap));
   }
   // Indices into the request (reveal on), in OpenMined's order: Uint32Array.
   intersection(e, setup, response) {
-    return this.matchCall(setup, response, (f, sp, sl, rp, rl, cap) =>
+    return this.matchCall(e, setup, response, (f, sp, sl, rp, rl, cap) =>
       this.outU32(f, cap, 'psi_client_get_intersection',
         (o, c) => this.M._psi_client_get_intersection(e, o, c, sp, sl, rp, rl)));
   }
   intersectionSize(e, setup, response) {
-    return this.matchCall(setup, response, (f, sp, sl, rp, rl) => {
+    return this.matchCall(e, setup, response, (f, sp, sl, rp, rl) => {
       const out = f.alloc(4);
       this.check(this.M._psi_client_get_intersection_size(e, out, sp, sl, rp, rl),
         'psi_client_get_intersection_size');
@@ -366,7 +432,7 @@ export class LowLevel {
   // Association pairs (raw setup, reveal on) as a Uint32Array [c0, s0, c1, s1, ...],
   // s = setup positions, ordered by setup position.
   association(e, setup, response) {
-    return this.matchCall(setup, response, (f, sp, sl, rp, rl, cap) => {
+    return this.matchCall(e, setup, response, (f, sp, sl, rp, rl, cap) => {
       const out = f.alloc(8 * cap), cnt = f.alloc(4);
       this.M.HEAPU32[cnt >>> 2] = cap; // capacity in pairs
       this.check(this.M._psi_client_get_association(e, out, cnt, sp, sl, rp, rl), 'psi_client_get_association');
@@ -433,34 +499,39 @@ export class LowLevel {
       return { elements: this.bytesAt(ep, el.length), perm: wantPerm ? this.u32At(pp, n) : null };
     });
   }
-  setupEncode(params, elements) {
-    const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_setup_encode');
+  // The encoders and decoders take the suite id last (default openmined-p256: the plain C
+  // functions; another suite: their _suite forms).
+  setupEncode(params, elements, suite = 0) {
+    const func = suite ? 'psi_setup_encode_suite' : 'psi_setup_encode';
+    const el = asBytes(elements, 'elements'), n = this.elementCount(el, func);
     return this.frame((f) => {
       const p = this.putParams(f, params), ep = f.put(el), bp = f.alloc(4);
-      this.check(this.M._psi_setup_bound(bp, p, n), 'psi_setup_bound');
-      return this.outBytes(f, this.u32(bp), 'psi_setup_encode',
-        (o, l) => this.M._psi_setup_encode(o, l, p, ep, n));
+      this.setupBoundAt(f, bp, suite, p, n);
+      return this.outBytes(f, this.u32(bp), func, (o, l) => (suite
+        ? this.M._psi_setup_encode_suite(o, l, suite, p, ep, n) : this.M._psi_setup_encode(o, l, p, ep, n)));
     });
   }
-  requestEncode(reveal, elements) {
-    const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_request_encode');
+  requestEncode(reveal, elements, suite = 0) {
+    const func = suite ? 'psi_request_encode_suite' : 'psi_request_encode';
+    const el = asBytes(elements, 'elements'), n = this.elementCount(el, func);
+    return this.frame((f) => {
+      const ep = f.put(el), r = reveal ? 1 : 0;
+      return this.outBytes(f, this.requestBound(suite, n), func, (o, l) => (suite
+        ? this.M._psi_request_encode_suite(o, l, suite, r, ep, n) : this.M._psi_request_encode(o, l, r, ep, n)));
+    });
+  }
+  responseEncode(elements, suite = 0) {
+    const func = suite ? 'psi_response_encode_suite' : 'psi_response_encode';
+    const el = asBytes(elements, 'elements'), n = this.elementCount(el, func);
     return this.frame((f) => {
       const ep = f.put(el);
-      return this.outBytes(f, this.M._psi_request_bound(n) >>> 0, 'psi_request_encode',
-        (o, l) => this.M._psi_request_encode(o, l, reveal ? 1 : 0, ep, n));
+      return this.outBytes(f, this.responseBound(suite, n), func, (o, l) => (suite
+        ? this.M._psi_response_encode_suite(o, l, suite, ep, n) : this.M._psi_response_encode(o, l, ep, n)));
     });
   }
-  responseEncode(elements) {
-    const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_response_encode');
-    return this.frame((f) => {
-      const ep = f.put(el);
-      return this.outBytes(f, this.M._psi_response_bound(n) >>> 0, 'psi_response_encode',
-        (o, l) => this.M._psi_response_encode(o, l, ep, n));
-    });
-  }
-  // Decodes a message into contiguous elements: fn(out, countPtr, msgPtr, len) -> rc.
-  decodeCall(msg, func, extra, fn) {
-    const m = asBytes(msg, 'message'), cap = this.M._psi_message_element_bound(m.length) >>> 0;
+  // Decodes a message of suite into contiguous elements: fn(out, countPtr, msgPtr, len) -> rc.
+  decodeCall(msg, func, extra, fn, suite = 0) {
+    const m = asBytes(msg, 'message'), cap = this.messageElementBound(suite, m.length);
     return this.frame((f) => {
       const mp = f.put(m), out = f.alloc(cap * this.ELEMENT_BYTES), cnt = f.alloc(4), x = f.alloc(4);
       this.M.HEAPU32[cnt >>> 2] = cap;
@@ -469,14 +540,20 @@ export class LowLevel {
     });
   }
   // { elements, reveal } of a Request.
-  requestDecode(msg) {
-    const r = this.decodeCall(msg, 'psi_request_decode', true,
-      (o, c, x, m, l) => this.M._psi_request_decode(o, c, x, m, l));
+  requestDecode(msg, suite = 0) {
+    const r = suite
+      ? this.decodeCall(msg, 'psi_request_decode_suite', true,
+        (o, c, x, m, l) => this.M._psi_request_decode_suite(o, c, x, suite, m, l), suite)
+      : this.decodeCall(msg, 'psi_request_decode', true,
+        (o, c, x, m, l) => this.M._psi_request_decode(o, c, x, m, l));
     return { elements: r.elements, reveal: r.extra !== 0 };
   }
   // The elements of a Response.
-  responseDecode(msg) {
-    return this.decodeCall(msg, 'psi_response_decode', false,
-      (o, c, x, m, l) => this.M._psi_response_decode(o, c, m, l)).elements;
+  responseDecode(msg, suite = 0) {
+    return (suite
+      ? this.decodeCall(msg, 'psi_response_decode_suite', false,
+        (o, c, x, m, l) => this.M._psi_response_decode_suite(o, c, suite, m, l), suite)
+      : this.decodeCall(msg, 'psi_response_decode', false,
+        (o, c, x, m, l) => this.M._psi_response_decode(o, c, m, l))).elements;
   }
 }

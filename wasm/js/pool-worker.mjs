@@ -13,8 +13,8 @@
 // exchange whole slices (batches), never single values.
 //
 // Messages:
-//   page -> worker   { type: 'init', index, module, load, role, reveal, shards, slicesPerWorker, key?, ports?|port?, test? }
-//   lead -> page     { type: 'ready' } | { type: 'progress', id, done } |
+//   page -> worker   { type: 'init', index, module, load, role, reveal, suite, shards, slicesPerWorker, key?, ports?|port?, test? }
+//   lead -> page     { type: 'ready', value: { suite } } | { type: 'progress', id, done } |
 //                    { type: 'result', id, value } | { type: 'fail', id, error, fatal }
 //   page -> lead     { type: 'call', id, op, args }
 //   page -> worker   { type: 'close' }   (frees the engine, wiping the key; answers { type: 'closed' })
@@ -72,7 +72,7 @@ function slicePacked(packed, a, b) {
 
 // ------------------------------------------------------------ setup parse / match
 // psi_setup_match/count/associate (exported by the module, not wrapped in lowlevel.mjs).
-const withSetup = (ll, setup, fn) => ll.withSetup(setup, fn);
+const withSetup = (ll, setup, fn, suite) => ll.withSetup(setup, fn, suite);
 function setupRun(ll, s, f, kind, elements) {
   const n = elements.length / ll.ELEMENT_BYTES, ep = f.put(elements);
   if (kind === 'count') {
@@ -151,7 +151,7 @@ async function helper(parent, msg) {
       if (engine) return;
       const key = new Uint8Array(m.key);
       try {
-        engine = ll.engineFromKey(msg.role, msg.reveal, key);
+        engine = ll.engineFromKey(msg.role, msg.reveal, key, msg.suite);
         freeEngine = () => { ll.engineFree(engine); engine = 0; };
         port.post({ type: 'ready' });
       } catch (e) {
@@ -190,11 +190,13 @@ async function lead(parent, msg) {
   let engine;
   if (msg.key) {
     const key = new Uint8Array(msg.key);
-    try { engine = ll.engineFromKey(msg.role, msg.reveal, key); } finally { key.fill(0); }
+    try { engine = ll.engineFromKey(msg.role, msg.reveal, key, msg.suite); } finally { key.fill(0); }
   } else {
-    engine = ll.engineCreate(msg.role, msg.reveal);
+    engine = ll.engineCreate(msg.role, msg.reveal, msg.suite);
   }
   freeEngine = () => { ll.engineFree(engine); engine = 0; };
+  // The engine's suite (PROTOCOL.md §16): the codec steps below encode and decode its messages.
+  const suite = ll.engineSuite(engine);
 
   // Replies of helper k: the pending run's resolver.
   const waiting = new Map(); // `${id}:${slice}` -> { resolve }
@@ -223,7 +225,7 @@ async function lead(parent, msg) {
   }
   await allReady;
   if (startFail) { parent.post({ type: 'fail', id: -1, error: startFail, fatal: true }); return; }
-  parent.post({ type: 'ready' });
+  parent.post({ type: 'ready', value: { suite: ll.suiteName(suite) } });
 
   // One step over all slices.  With W workers the step is cut into W * slicesPerWorker
   // slices (fewer for small steps, at least W and 64 values a slice when possible; one
@@ -310,7 +312,7 @@ async function lead(parent, msg) {
       const packed = packInputs(inputs);
       const params = { structure, fpr, numClientInputs };
       const n = packedCount(packed);
-      ll.setupBound(params, n); // bad parameters before masking (func psi_setup_bound)
+      ll.setupBound(params, n, suite); // bad parameters before masking (func psi_setup_bound[_suite])
       let elements, perm = null;
       if (structure === STRUCTURE.RAW) {
         const r = await runStep(id, STEP.MASK_SORT, n, packed);
@@ -319,11 +321,11 @@ async function lead(parent, msg) {
       } else {
         elements = (await runStep(id, STEP.MASK, n, packed)).out;
       }
-      const setup = as('psi_server_create_setup', () => ll.setupEncode(params, elements));
+      const setup = as('psi_server_create_setup', () => ll.setupEncode(params, elements, suite));
       return { setup, perm: wantPerm ? perm : null };
     },
     async processRequest(id, [request]) {
-      const { elements, reveal } = as('psi_server_process_request', () => ll.requestDecode(request));
+      const { elements, reveal } = as('psi_server_process_request', () => ll.requestDecode(request, suite));
       if (reveal !== !!msg.reveal) {
         throw ll.errorAt(PSI_E_REVEAL_MISMATCH, 'psi_server_process_request', { field: 'Request.reveal_intersection' });
       }
@@ -331,26 +333,26 @@ async function lead(parent, msg) {
       let masked = (await stepAt(ll, 'psi_server_process_request', 'Request.encrypted_elements',
         () => runStep(id, STEP.REMASK, n, elements))).out;
       if (!msg.reveal) masked = ll.elementsSort(masked).elements;
-      return as('psi_server_process_request', () => ll.responseEncode(masked));
+      return as('psi_server_process_request', () => ll.responseEncode(masked, suite));
     },
     async createRequest(id, [inputs]) {
       const packed = packInputs(inputs);
       const n = packedCount(packed);
-      if ((ll.M._psi_request_bound(n) >>> 0) === 0) throw ll.invalid('too many inputs for one request', 'psi_request_bound');
+      if (ll.requestBound(suite, n) === 0) throw ll.invalid('too many inputs for one request', 'psi_request_bound');
       const elements = (await runStep(id, STEP.MASK, n, packed)).out;
-      return as('psi_client_create_request', () => ll.requestEncode(msg.reveal, elements));
+      return as('psi_client_create_request', () => ll.requestEncode(msg.reveal, elements, suite));
     },
     // (kind: 'match' | 'count' | 'associate', setup, response, permutation?)
     async match(id, [kind, setup, response, permutation]) {
       const func = { match: 'psi_client_get_intersection', count: 'psi_client_get_intersection_size', associate: 'psi_client_get_association' }[kind];
       if (kind !== 'count' && !msg.reveal) throw ll.jsError(PSI_E_REVEAL_DISABLED, func);
-      as(func, () => withSetup(ll, setup, () => 0)); // setup errors first, as the single engine
-      const masked = as(func, () => ll.responseDecode(response));
+      as(func, () => withSetup(ll, setup, () => 0, suite)); // setup errors first, as the single engine
+      const masked = as(func, () => ll.responseDecode(response, suite));
       const n = masked.length / ll.ELEMENT_BYTES;
       const unmasked = (await stepAt(ll, func, 'Response.encrypted_elements',
         () => runStep(id, STEP.UNMASK, n, masked))).out;
       // The match step once over all unmasked elements (§14.4).
-      let r = as(func, () => withSetup(ll, setup, (f, s) => setupRun(ll, s, f, kind, unmasked)));
+      let r = as(func, () => withSetup(ll, setup, (f, s) => setupRun(ll, s, f, kind, unmasked), suite));
       if (kind === 'associate' && permutation !== undefined && permutation !== null) {
         r = ll.associationMap(r, toU32(permutation, 'permutation'));
       }

@@ -4,7 +4,7 @@
 // key, and merged in the first worker: the messages are byte-identical to one instance's.
 
 import type { AssociationTable, DataStructureArg, Input, LoadOptions, MessageArg,
-  SetupWithPermutation } from './index.js';
+  SetupWithPermutation, SuiteName } from './index.js';
 
 /** An error of the pool itself: a worker threw, exited, was terminated or went silent past
  *  timeoutMs, or the pool is closed.  The pool is then failed: every later call rejects with a
@@ -19,7 +19,10 @@ export interface PoolOptions {
   role: 'server' | 'client';
   /** Reveal the intersection (psi.js's revealIntersection); default false. */
   reveal?: boolean;
-  /** The key (big-endian, 1 <= k < n), handed once to the first worker and not kept in the
+  /** The ciphersuite (PROTOCOL.md §16); default openmined-p256.  An unknown name rejects
+   *  createPool with the PsiError PSI_E_SUITE. */
+  suite?: SuiteName;
+  /** The key (big-endian, 1 <= k < n; ristretto255: 32 little-endian bytes), handed once to the first worker and not kept in the
    *  page; without it the first worker makes a random key.  The pool never gives it back. */
   key?: Uint8Array | ArrayBuffer;
   /** Number of workers; default navigator.hardwareConcurrency or os.availableParallelism(),
@@ -44,6 +47,8 @@ export interface PoolOptions {
 interface PoolBase {
   readonly role: 'server' | 'client';
   readonly reveal: boolean;
+  /** The pool's suite. */
+  readonly suite: SuiteName;
   readonly workers: number;
   /** Stops the pool: each worker frees its engine, which wipes its copy of the key (a worker
    *  that does not answer within a second is terminated as it is), then every worker is

@@ -12,7 +12,8 @@
 // navigator.hardwareConcurrency or os.availableParallelism(), at most maxWorkers = 4), timeoutMs
 // (no progress from the workers for this long fails the run; default 120000), slicesPerWorker
 // (default 16: each step is cut into that many slices per worker, handed out as workers free
-// up; 1 = one slice each, a static split), module (a
+// up; 1 = one slice each, a static split), suite (the ciphersuite, by name: 'openmined-p256'
+// (default), 'p256-sswu' or 'ristretto255'; PROTOCOL.md §16), module (a
 // compiled WebAssembly.Module; compiled here once when absent), workerUrl, load ({ dir } or
 // { jsUrl } for the workers' module glue).
 //
@@ -76,6 +77,12 @@ export async function createPool(options = {}) {
   const role = ROLES[options.role];
   if (!role) throw new TypeError("role must be 'server' or 'client'");
   const reveal = !!options.reveal;
+  // The suite is checked by the workers' library (an unknown name rejects with its PsiError
+  // PSI_E_SUITE); here only its type.
+  const suite = options.suite ?? undefined;
+  if (suite !== undefined && typeof suite !== 'string' && !Number.isInteger(suite)) {
+    throw new TypeError("suite must be a suite name ('openmined-p256', 'p256-sswu', 'ristretto255')");
+  }
   const maxWorkers = options.maxWorkers ?? DEFAULT_MAX_WORKERS;
   const n = options.workers ?? await defaultWorkers(maxWorkers);
   if (!Number.isInteger(n) || n < 1 || n > 4096) throw new RangeError('workers must be an integer in [1, 4096]');
@@ -99,7 +106,7 @@ export async function createPool(options = {}) {
   let closed = false;
   let nextId = 1;
   const pending = new Map(); // id -> { resolve, reject, timer, arm }
-  let ready;
+  let suiteName = null; // the suite's name, as the lead's engine reports it
 
   // Stops every worker, once: asks each to free its engine (which wipes its key) and waits
   // for its answer, at most CLOSE_GRACE_MS (a silent or busy worker is not waited for), then
@@ -171,7 +178,7 @@ export async function createPool(options = {}) {
       w.onExit((code) => { if (!closed) fail(new PoolError(`worker ${k} exited (${typeof code === 'number' ? `code ${code}` : code}); the run failed`)); });
       if (k === 0) w.onMessage((m) => onLead(m && m.type === 'ready' ? { ...m, id: 0 } : m));
     }
-    const common = { type: 'init', module, load: options.load, role, reveal, shards: n, slicesPerWorker, test: test ? { hang: test.hang, crash: test.crash, noKey: test.noKey } : undefined };
+    const common = { type: 'init', module, load: options.load, role, reveal, suite, shards: n, slicesPerWorker, test: test ? { hang: test.hang, crash: test.crash, noKey: test.noKey } : undefined };
     for (let k = 1; k < n; k++) {
       const port = channels[k - 1].port2;
       workers[k].post({ ...common, index: k, port }, [port]);
@@ -183,7 +190,8 @@ export async function createPool(options = {}) {
     if (key) { init.key = key.buffer; transfer.push(key.buffer); } // handed once, not kept here
     key = null;
     workers[0].post(init, transfer);
-    await started;
+    const info = await started;
+    suiteName = info && typeof info.suite === 'string' ? info.suite : 'openmined-p256';
   } catch (e) {
     fail(e);
     closed = true;
@@ -214,7 +222,7 @@ export async function createPool(options = {}) {
     await shutdown();
   }
 
-  const base = { role: options.role, reveal, workers: n, close, delete: close };
+  const base = { role: options.role, reveal, suite: suiteName, workers: n, close, delete: close };
   if (role === ROLES.server) {
     return Object.freeze({
       ...base,

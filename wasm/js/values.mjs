@@ -5,6 +5,13 @@
 export const PSI_E_INVALID_ARG = -1;
 export const PSI_E_NOMEM = -2;
 
+// The ciphersuites (PROTOCOL.md §16), by psi_suite id: names as psi_suite_name gives them.
+// openmined-p256 (OpenMined PSI 2.0.6 / psi.js bytes) is the default; a message of the
+// other two starts with a suite header and is refused by psi.js and by the other suites
+// (PSI_E_SUITE_MISMATCH).
+export const SUITES = Object.freeze(['openmined-p256', 'p256-sswu', 'ristretto255']);
+export const DEFAULT_SUITE = SUITES[0];
+
 // An error code of the library, with its name and message, and where the bad input was
 // (psi_error_detail): detail = { field, index, offset }, each null when unknown (the field
 // is a name such as "Request.encrypted_elements", index a 0-based element index within it,

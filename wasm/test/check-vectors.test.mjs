@@ -138,6 +138,46 @@ test('every committed vector file passes at 1 and 4 workers', () => {
   checkEverywhere(COMMITTED);
 });
 
+// The suites' files (top-level "suite", PROTOCOL.md §16): they pass, single instance and pool;
+// the same cases read as openmined-p256 (no "suite") fail; an unknown suite is a file error.
+const SUITE_FILES = ['vectors/shardpsi-p256-sswu.json', 'vectors/shardpsi-ristretto255.json'].map((f) => root + f);
+test('the p256-sswu and ristretto255 vector files pass; without their "suite" they fail',
+  { skip: !SUITE_FILES.every(existsSync) && 'suite vector files not there' }, () => {
+    const one = run('--verbose', ...SUITE_FILES);
+    assert.equal(one.status, 0, one.out + one.err);
+    assert.match(lastLine(one.out), /^[1-9][0-9]* passed, 0 failed$/);
+    if (existsSync(cPsi)) { // once the C tool reads "suite" too, both must print the same
+      const c = spawnSync(cPsi, ['vectors', 'check', '--verbose', ...SUITE_FILES], { encoding: 'utf8' });
+      if (c.status === 0) assert.equal(one.out, c.stdout, 'check-vectors and psi vectors check print the same');
+    }
+    const pool = run('--verbose', '--workers', '2', ...SUITE_FILES);
+    assert.equal(pool.status, 0, pool.out + pool.err);
+    assert.equal(pool.out, one.out);
+    const dir = mkdtempSync(tmpdir() + '/shardpsi-cv-');
+    try {
+      for (const f of SUITE_FILES) {
+        const doc = JSON.parse(readFileSync(f, 'utf8'));
+        const n = doc.cases.length;
+        delete doc.suite;
+        writeFileSync(dir + '/nosuite.json', JSON.stringify(doc));
+        const a = run(dir + '/nosuite.json');
+        assert.equal(a.status, 1, a.out + a.err);
+        assert.equal(lastLine(a.out), `0 passed, ${n} failed`);
+        doc.suite = 'p256-ristretto';
+        writeFileSync(dir + '/badsuite.json', JSON.stringify(doc));
+        const b = run(dir + '/badsuite.json');
+        assert.equal(b.status, 2);
+        assert.equal(lastLine(b.out), '0 passed, 0 failed');
+        assert.match(b.err, /badsuite\.json: unknown suite "p256-ristretto" \(openmined-p256, p256-sswu or ristretto255\)$/m);
+        doc.suite = 2;
+        writeFileSync(dir + '/numsuite.json', JSON.stringify(doc));
+        const d = run(dir + '/numsuite.json');
+        assert.equal(d.status, 2);
+        assert.match(d.err, /numsuite\.json: "suite" is not a string$/m);
+      }
+    } finally { rmSync(dir, { recursive: true }); }
+  });
+
 // A file psi.js writes now, from a seed no one has run before, must pass too.  Needs
 // @openmined/psi.js in vectors/node_modules (scripts/setup-js.sh installs it).
 const psijs = root + 'vectors/node_modules/@openmined/psi.js/package.json';

@@ -5,7 +5,9 @@
 // package and the worker pool are issue 4's; this only proves the module.)
 //   node wasm/test/kat-smoke.cjs MODULE_DIR FILE...
 // With no argument (as `node --test wasm/test/` runs it) it checks
-// $SHARDPSI_WASM_DIR or build-wasm/wasm on the two committed wire files.
+// $SHARDPSI_WASM_DIR or build-wasm/wasm on the two committed wire files and the
+// p256-sswu and ristretto255 suites' files.  A file's top-level "suite" names its suite
+// (psi_settings.suite, the _suite bound functions; PROTOCOL.md §16).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -22,10 +24,17 @@ function main(M) {
   const check = (rc, what) => {
     if (rc !== 0) throw new Error(`${what}: ${M.UTF8ToString(M._psi_strerror(rc))} (${rc})`);
   };
-  function engine(keyHex, role, reveal) {
+  function suiteId(name) {
+    if (name === undefined) return 0;
+    const out = M._malloc(4), n = put(cstr(`${name}\0`));
+    check(M._psi_suite_from_name(out, n), `suite ${name}`);
+    const id = u32(out); M._free(out); M._free(n); return id;
+  }
+  function engine(keyHex, role, reveal, suite = 0) {
     const s = M._malloc(64), out = M._malloc(4), key = put(Buffer.from(keyHex, 'hex'));
     M._psi_settings_default(s);
     M.HEAPU32[s >> 2] = role; M.HEAPU32[(s >> 2) + 1] = reveal ? 1 : 0;
+    M.HEAPU32[(s >> 2) + 4] = suite;   // psi_settings.suite at offset 16
     check(M._psi_engine_create_from_key(out, s, key, keyHex.length / 2), 'create');
     const e = u32(out); M._free(s); M._free(out); M._free(key); return e;
   }
@@ -41,7 +50,7 @@ function main(M) {
     const rc = fn(out, len), n = u32(len), bytes = Buffer.from(M.HEAPU8.subarray(out, out + n));
     M._free(out); M._free(len); return { rc, bytes };
   }
-  return { engine, values, call, check, put };
+  return { engine, values, call, check, put, suiteId };
 }
 
 (async () => {
@@ -50,18 +59,21 @@ function main(M) {
     const root = path.resolve(__dirname, '../..');
     dir = process.env.SHARDPSI_WASM_DIR || path.join(root, 'build-wasm/wasm');
     files = [path.join(root, 'vectors/openmined-psi-2.0.6.json'),
-      path.join(root, '../shared/reference/sample-vectors.json')];
+      path.join(root, '../shared/reference/sample-vectors.json'),
+      ...['vectors/shardpsi-p256-sswu.json', 'vectors/shardpsi-ristretto255.json']
+        .map((f) => path.join(root, f)).filter((f) => fs.existsSync(f))];
   }
   const M = await load(dir);
   const api = main(M);
   let passed = 0, failed = 0;
   for (const file of files) {
-    for (const c of JSON.parse(fs.readFileSync(file, 'utf8')).cases) {
+    const doc = JSON.parse(fs.readFileSync(file, 'utf8')), suite = api.suiteId(doc.suite);
+    for (const c of doc.cases) {
       const fail = (what) => { failed++; console.log(`FAIL ${path.basename(file)}: ${c.name}: ${what}`); };
-      const cl = api.engine(c.client_key, 1, c.reveal_intersection);
-      const sv = api.engine(c.server_key, 2, c.reveal_intersection);
+      const cl = api.engine(c.client_key, 1, c.reveal_intersection, suite);
+      const sv = api.engine(c.server_key, 2, c.reveal_intersection, suite);
       const cv = api.values(c.client_inputs), svv = api.values(c.server_inputs);
-      const req = api.call(Number(M._psi_request_bound(c.client_inputs.length)),
+      const req = api.call(Number(M._psi_request_bound_suite(suite, c.client_inputs.length)),
         (o, l) => M._psi_client_create_request(cl, o, l, cv.arr, c.client_inputs.length));
       const structure = { raw: 0, gcs: 1, bloom_filter: 2 }[c.data_structure];
       const p = M._malloc(24);   // psi_setup_params {int, pad, double, int64}
@@ -69,7 +81,7 @@ function main(M) {
       new Float64Array(M.HEAPU8.buffer, p + 8, 1)[0] = c.fpr;
       new BigInt64Array(M.HEAPU8.buffer, p + 16, 1)[0] = BigInt(c.num_client_inputs);
       const bound = M._malloc(4);
-      api.check(M._psi_setup_bound(bound, p, c.server_inputs.length), 'setup bound');
+      api.check(M._psi_setup_bound_suite(bound, suite, p, c.server_inputs.length), 'setup bound');
       const setup = api.call(M.HEAPU32[bound >> 2], (o, l) =>
         M._psi_server_create_setup(sv, o, l, 0, p, svv.arr, c.server_inputs.length));
       let ok = true;

@@ -5,7 +5,9 @@
 // cases through the worker pool at 2 workers.  Each must throw a PsiError with the case's code,
 // the field, index and offset of the case (null when none), and the message
 //   field + "[" + index + "]" (if any) + " (byte " + offset + ")" (if any) + ": " + psi_strerror(code)
-// (psi_strerror(code) alone when the case has no field).
+// (psi_strerror(code) alone when the case has no field).  A case's "suite" (PROTOCOL.md §16;
+// default openmined-p256) is its engine's suite, or the suite its codec call is for (the _suite
+// C functions: the error names them); ristretto255 engines use the document's ristretto255 keys.
 import test, { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -25,6 +27,12 @@ const hex = (h) => Uint8Array.from(Buffer.from(h, 'hex'));
 const SERVER_KEY = hex(doc.server_key);
 const CLIENT_KEY = hex(doc.client_key);
 const reveal = (c) => (c.reveal === undefined ? true : c.reveal !== 0); // as the C test: default 1
+// The case's suite name (undefined: openmined-p256) and id; the keys of its engines.
+const suiteOf = (c) => c.suite;
+const suiteIdOf = (c) => ll.suiteId(c.suite);
+const keyOf = (role, c) => (c.suite === 'ristretto255'
+  ? hex(role === 'server' || role === ROLE.SERVER ? doc.ristretto255_server_key : doc.ristretto255_client_key)
+  : role === 'server' || role === ROLE.SERVER ? SERVER_KEY : CLIENT_KEY);
 
 // psi_error_name -> code, over every code of the library (as the C test walks them).
 const CODES = new Map();
@@ -44,10 +52,15 @@ const FUNC = {
   client_get_association: 'psi_client_get_association',
   engine_remask: 'psi_engine_remask',
   engine_unmask: 'psi_engine_unmask',
+  suite_from_name: 'psi_suite_from_name',
 };
+// The pure codec calls of a suite other than openmined-p256 are the _suite C functions.
+const SUITE_FUNC = new Set(['request_decode', 'response_decode', 'setup_parse', 'point_check', 'setup_bound']);
+const funcOf = (c) => (c.suite !== undefined && c.suite !== 'openmined-p256' && SUITE_FUNC.has(c.op)
+  ? `${FUNC[c.op]}_suite` : FUNC[c.op]);
 
 // What a case must give: the summary of its PsiError.
-function expected(c, func = FUNC[c.op]) {
+function expected(c, func = funcOf(c)) {
   const code = CODES.get(c.error);
   assert.equal(typeof code, 'number', `${c.name}: unknown error name ${c.error}`);
   let place = '';
@@ -81,17 +94,18 @@ async function check(c, where, fn, want = expected(c)) {
 // ------------------------------------------------------------- one instance, LowLevel
 
 function withEngine(role, c, fn) {
-  const e = ll.engineFromKey(role, reveal(c), role === ROLE.SERVER ? SERVER_KEY : CLIENT_KEY);
+  const e = ll.engineFromKey(role, reveal(c), keyOf(role, c), suiteOf(c));
   try { return fn(e); } finally { ll.engineFree(e); }
 }
 
 const LOW = {
-  request_decode: (c) => ll.requestDecode(hex(c.msg)),
-  response_decode: (c) => ll.responseDecode(hex(c.msg)),
-  setup_parse: (c) => ll.setupParse(hex(c.msg)),
-  point_check: (c) => ll.pointCheck(hex(c.point)),
-  engine_from_key: (c) => ll.engineFree(ll.engineFromKey(ROLE.CLIENT, true, hex(c.key))),
-  setup_bound: (c) => ll.setupBound({ structure: c.structure, fpr: c.fpr, numClientInputs: c.num_client_inputs }, c.n),
+  request_decode: (c) => ll.requestDecode(hex(c.msg), suiteIdOf(c)),
+  response_decode: (c) => ll.responseDecode(hex(c.msg), suiteIdOf(c)),
+  setup_parse: (c) => ll.setupParse(hex(c.msg), suiteIdOf(c)),
+  point_check: (c) => ll.pointCheck(hex(c.point), suiteIdOf(c)),
+  engine_from_key: (c) => ll.engineFree(ll.engineFromKey(ROLE.CLIENT, true, hex(c.key), suiteOf(c))),
+  setup_bound: (c) => ll.setupBound({ structure: c.structure, fpr: c.fpr, numClientInputs: c.num_client_inputs }, c.n, suiteIdOf(c)),
+  suite_from_name: (c) => ll.suiteId(c.suite_name),
   server_process_request: (c) => withEngine(ROLE.SERVER, c, (e) => ll.processRequest(e, hex(c.msg))),
   client_get_intersection: (c) => withEngine(ROLE.CLIENT, c, (e) => ll.intersection(e, hex(c.setup), hex(c.msg))),
   client_get_intersection_size: (c) => withEngine(ROLE.CLIENT, c, (e) => ll.intersectionSize(e, hex(c.setup), hex(c.msg))),
@@ -131,15 +145,16 @@ test('a JS-side error does not borrow the detail of the last failed call', () =>
 // ---------------------------------------------- one instance, the psi.js-like surface
 
 const SURFACE = {
-  point_check: (c) => psi.checkPoint(hex(c.point)),
-  engine_from_key: (c) => psi.client.createFromKey(hex(c.key), true).delete(),
+  point_check: (c) => psi.checkPoint(hex(c.point), suiteOf(c)),
+  engine_from_key: (c) => psi.client.createFromKey(hex(c.key), true, { suite: suiteOf(c) }).delete(),
+  suite_from_name: (c) => psi.client.createWithNewKey(true, { suite: c.suite_name }).delete(),
   server_process_request: (c) => party('server', c, (s) => s.processRequest(hex(c.msg))),
   client_get_intersection: (c) => party('client', c, (p) => p.getIntersection(hex(c.setup), hex(c.msg))),
   client_get_intersection_size: (c) => party('client', c, (p) => p.getIntersectionSize(hex(c.setup), hex(c.msg))),
   client_get_association: (c) => party('client', c, (p) => p.getAssociationTable(hex(c.setup), hex(c.msg))),
 };
 function party(role, c, fn) {
-  const p = psi[role].createFromKey(role === 'server' ? SERVER_KEY : CLIENT_KEY, reveal(c));
+  const p = psi[role].createFromKey(keyOf(role, c), reveal(c), { suite: suiteOf(c) });
   try { return fn(p); } finally { p.delete(); }
 }
 
@@ -149,23 +164,24 @@ for (const c of CASES.filter((x) => Object.hasOwn(SURFACE, x.op))) {
 
 // ------------------------------------------------------------ the worker pool, 2 workers
 
-const pools = new Map(); // `${role}:${reveal}` -> pool, shared by the cases (errors leave it usable)
+const pools = new Map(); // `${role}:${reveal}:${suite}` -> pool, shared by the cases (errors leave it usable)
 after(async () => { for (const p of pools.values()) await p.close(); });
-async function pool(role, rev) {
-  const k = `${role}:${rev}`;
+async function pool(role, rev, c = {}) {
+  const k = `${role}:${rev}:${c.suite}`;
   if (!pools.has(k)) {
-    pools.set(k, await createPool({ role, reveal: rev, workers: 2, module, key: role === 'server' ? SERVER_KEY : CLIENT_KEY }));
+    pools.set(k, await createPool({ role, reveal: rev, workers: 2, module, key: keyOf(role, c), suite: suiteOf(c) }));
   }
   return pools.get(k);
 }
 
 const POOL = {
-  server_process_request: async (c) => (await pool('server', reveal(c))).processRequest(hex(c.msg)),
-  client_get_intersection: async (c) => (await pool('client', reveal(c))).getIntersection(hex(c.setup), hex(c.msg)),
-  client_get_intersection_size: async (c) => (await pool('client', reveal(c))).getIntersectionSize(hex(c.setup), hex(c.msg)),
-  client_get_association: async (c) => (await pool('client', reveal(c))).getAssociationTable(hex(c.setup), hex(c.msg)),
-  // The key goes to the lead, which fails to start; the page gets the PsiError.
-  engine_from_key: async (c) => (await createPool({ role: 'client', reveal: true, workers: 2, module, key: hex(c.key) })).close(),
+  server_process_request: async (c) => (await pool('server', reveal(c), c)).processRequest(hex(c.msg)),
+  client_get_intersection: async (c) => (await pool('client', reveal(c), c)).getIntersection(hex(c.setup), hex(c.msg)),
+  client_get_intersection_size: async (c) => (await pool('client', reveal(c), c)).getIntersectionSize(hex(c.setup), hex(c.msg)),
+  client_get_association: async (c) => (await pool('client', reveal(c), c)).getAssociationTable(hex(c.setup), hex(c.msg)),
+  // The key (or the suite name) goes to the lead, which fails to start; the page gets the PsiError.
+  engine_from_key: async (c) => (await createPool({ role: 'client', reveal: true, workers: 2, module, key: hex(c.key), suite: suiteOf(c) })).close(),
+  suite_from_name: async (c) => (await createPool({ role: 'client', reveal: true, workers: 2, module, suite: c.suite_name })).close(),
 };
 
 for (const c of CASES.filter((x) => Object.hasOwn(POOL, x.op))) {

@@ -1,15 +1,17 @@
 // Every committed vector file through the JS API (js/index.mjs), byte for byte:
-// psi-wire-vectors/1 (OpenMined psi.js 2.0.6 and the shared sample) and
+// psi-wire-vectors/1 (OpenMined psi.js 2.0.6 and the shared sample; the p256-sswu and
+// ristretto255 suites' files, whose top-level "suite" names their suite) and
 // shardpsi-extra-vectors/1 (association tables and rejections).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createPSI } from '../js/index.mjs';
 import { readRejectCase, runReject } from '../bin/vector-cases.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const WIRE_FILES = ['vectors/openmined-psi-2.0.6.json', '../shared/reference/sample-vectors.json'];
+const SUITE_FILES = { 'p256-sswu': 'vectors/shardpsi-p256-sswu.json', ristretto255: 'vectors/shardpsi-ristretto255.json' };
 const EXTRA_FILE = 'vectors/shardpsi-extra.json';
 const load = (f) => JSON.parse(readFileSync(root + f, 'utf8'));
 const bytes = (h) => Uint8Array.from(Buffer.from(h, 'hex'));
@@ -18,19 +20,22 @@ const STRUCT = { raw: 0, gcs: 1, bloom_filter: 2 };
 
 const psi = await createPSI();
 
-function withParties(c, reveal, fn) {
-  const server = psi.server.createFromKey(bytes(c.server_key), reveal);
-  const client = psi.client.createFromKey(bytes(c.client_key), reveal);
+function withParties(c, reveal, fn, suite) {
+  const server = psi.server.createFromKey(bytes(c.server_key), reveal, { suite });
+  const client = psi.client.createFromKey(bytes(c.client_key), reveal, { suite });
   try { return fn(server, client); } finally { server.delete(); client.delete(); }
 }
 
-for (const file of WIRE_FILES) {
-  test(`wire vectors: ${file}`, () => {
+const wireFiles = [...WIRE_FILES.map((f) => [f, undefined]), ...Object.entries(SUITE_FILES).map(([s, f]) => [f, s])];
+for (const [file, suite] of wireFiles) {
+  test(`wire vectors: ${file}`, { skip: !existsSync(root + file) && `${file} not there` }, () => {
     const doc = load(file);
     assert.equal(doc.format, 'psi-wire-vectors/1');
+    assert.equal(doc.suite, suite);
     assert.ok(doc.cases.length > 0);
     for (const c of doc.cases) {
       withParties(c, c.reveal_intersection, (server, client) => {
+        assert.equal(server.suite, suite ?? 'openmined-p256');
         const ds = STRUCT[c.data_structure];
         const setup = server.createSetupMessage(c.fpr, c.num_client_inputs, c.server_inputs, ds);
         assert.equal(hex(setup), c.server_setup, `${c.name}: setup`);
@@ -40,9 +45,9 @@ for (const file of WIRE_FILES) {
         if (c.reveal_intersection) assert.deepEqual(client.getIntersection(s, r), c.intersection, `${c.name}: intersection`);
         else assert.throws(() => client.getIntersection(s, r), { codeName: 'PSI_E_REVEAL_DISABLED' });
         assert.equal(client.getIntersectionSize(s, r), c.intersection_size, `${c.name}: size`);
-        // the key round-trips as 32 big-endian bytes
+        // the key round-trips as 32 bytes (big-endian; ristretto255: the 32 little-endian bytes)
         assert.equal(hex(server.getPrivateKeyBytes()), c.server_key.padStart(64, '0'));
-      });
+      }, suite);
     }
   });
 }

@@ -3,7 +3,7 @@
 // loading the module glue with fetch + new Function (module workers have no
 // importScripts) and instantiating the WebAssembly.Module compiled once here.
 // Results: window.__results = [{ ok, name, detail }], window.__info, window.__done.
-import { createPSI, compileModule, dataStructure } from '/js/index.mjs';
+import { createPSI, compileModule, dataStructure, suites } from '/js/index.mjs';
 import { createPool, PoolError } from '/js/pool.mjs';
 
 const results = [];
@@ -97,6 +97,52 @@ async function main() {
       if (server) await server.close();
       if (client) await client.close();
     }
+  }
+
+  // Every ciphersuite (PROTOCOL.md §16): a 2-worker pool against the page's single instance,
+  // byte for byte, for raw, GCS and Bloom setups (reveal on), and the plain set intersection;
+  // a Request of another suite is refused with PSI_E_SUITE_MISMATCH.
+  {
+    const n = 500, sIn = SERVER_IN.slice(0, n), cIn = CLIENT_IN.slice(0, n);
+    const want = EXPECTED.filter((i) => i < n);
+    const requests = {};
+    for (const suite of suites) {
+      const tag = `suite ${suite}, pool of 2 workers`;
+      const opt = { suite };
+      const s1 = psi.server.createWithNewKey(true, opt), c1 = psi.client.createWithNewKey(true, opt);
+      let server, client;
+      try {
+        [server, client] = await Promise.all([
+          createPool({ role: 'server', reveal: true, key: s1.getPrivateKeyBytes(), suite, workers: 2, module, load }),
+          createPool({ role: 'client', reveal: true, key: c1.getPrivateKeyBytes(), suite, workers: 2, module, load }),
+        ]);
+        const request = await client.createRequest(cIn);
+        requests[suite] = request;
+        const response = await server.processRequest(request);
+        let same = eq(request, c1.createRequest(cIn)) && eq(response, s1.processRequest(request));
+        let hitsOk = true;
+        for (const ds of Object.values(dataStructure)) {
+          const setup = await server.createSetupMessage(FPR, n, sIn, ds);
+          same = same && eq(setup, s1.createSetupMessage(FPR, n, sIn, ds));
+          const hits = await client.getIntersection(setup, response);
+          same = same && eq(hits, c1.getIntersection(setup, response));
+          hitsOk = hitsOk && eq([...hits].sort((a, b) => a - b), want);
+        }
+        check(server.suite === suite && same, `${tag}: request, raw/GCS/Bloom setups, response and intersections byte for byte as the single instance`);
+        check(hitsOk, `${tag}: intersection equals the plain set comparison for every data structure`, `${want.length} hits`);
+      } catch (e) {
+        check(false, `${tag}: round`, `${e && e.name}: ${e && e.message}`);
+      } finally {
+        s1.delete(); c1.delete();
+        if (server) await server.close();
+        if (client) await client.close();
+      }
+    }
+    const server = await createPool({ role: 'server', reveal: true, suite: 'ristretto255', workers: 2, module, load });
+    try {
+      await checkRejects('a p256-sswu Request to a ristretto255 pool: PSI_E_SUITE_MISMATCH', server.processRequest(requests['p256-sswu']),
+        (e) => e && e.codeName === 'PSI_E_SUITE_MISMATCH' && e.code === -33);
+    } finally { await server.close(); }
   }
 
   // Failures, with the pool's test hooks.

@@ -1,7 +1,7 @@
 // Compiled (never run) by types.test.mjs with tsc --strict: the package's declarations
 // (js/index.d.ts, js/pool.d.ts) describe the API as used here, through the package's own
 // exports map ("shardpsi", "shardpsi/pool").  Each @ts-expect-error line must be an error.
-import createPSI, { PsiError, type PSILibrary, type AssociationTable } from 'shardpsi';
+import createPSI, { PsiError, suites, type PSILibrary, type AssociationTable, type SuiteName } from 'shardpsi';
 import { createPool, PoolError, type ServerPool, type ClientPool } from 'shardpsi/pool';
 
 export async function single(): Promise<number> {
@@ -30,13 +30,26 @@ export async function single(): Promise<number> {
   client.createRequest([1, 2]);
   // @ts-expect-error: a structure is 0, 1 or 2
   server.createSetupMessage(0.001, 2, ['a'], 3);
+  // ciphersuites: per party, or the library's default
+  const r = psi.server.createWithNewKey(true, { suite: 'ristretto255' });
+  const sswu = psi.client.createFromKey(new Uint8Array(32).fill(1), true, 'p256-sswu');
+  const name: SuiteName = r.suite; void name; void sswu.suite;
+  const all: readonly SuiteName[] = suites; void all;
+  psi.checkPoint(new Uint8Array(32), 'ristretto255');
+  const lib: PSILibrary = await createPSI({ suite: 'p256-sswu' }); void lib.suite;
+  // @ts-expect-error: not a suite name
+  psi.server.createWithNewKey(true, { suite: 'p256' });
+  r.delete(); sswu.delete();
   server.delete(); client.delete();
   return hits.length + table[0].length + key.length + (first ?? 0) + client.getIntersectionSize(setup, response);
 }
 
 export async function pooled(): Promise<number> {
   const server: ServerPool = await createPool({ role: 'server', reveal: true, workers: 2 });
-  const client: ClientPool = await createPool({ role: 'client', reveal: true, key: new Uint8Array(32).fill(1), timeoutMs: 60000 });
+  const client: ClientPool = await createPool({ role: 'client', reveal: true, key: new Uint8Array(32).fill(1), timeoutMs: 60000, suite: 'ristretto255' });
+  const suite: 'ristretto255' | 'p256-sswu' | 'openmined-p256' = client.suite; void suite;
+  // @ts-expect-error: not a suite name
+  void createPool({ role: 'server', suite: 'ed25519' });
   try {
     const setup: Uint8Array = await server.createSetupMessage(0.001, 2, ['a', 'b']);
     const response: Uint8Array = await server.processRequest(await client.createRequest(['a']));
