@@ -112,13 +112,13 @@ static void check_indices(uint8_t *seen, const psi_setup *s, const size_t *out, 
         else if (s->structure == PSI_STRUCTURE_BLOOM_FILTER)
             fuzz_require(out[k - 1] < out[k], fn, PSI_OK, "Bloom: not ascending");
         else
-            fuzz_require(psi_gcs_hash(element(elements, out[k - 1]), PSI_ELEMENT_BYTES, s->gcs_hash_range) <=
-                             psi_gcs_hash(element(elements, out[k]), PSI_ELEMENT_BYTES, s->gcs_hash_range),
+            fuzz_require(psi_gcs_hash(element(elements, out[k - 1]), s->elen, s->gcs_hash_range) <=
+                             psi_gcs_hash(element(elements, out[k]), s->elen, s->gcs_hash_range),
                          fn, PSI_OK, "GCS: not in hash order");
     }
     if (s->structure == PSI_STRUCTURE_GCS)
         for (size_t i = 0; i < n; i++)
-            fuzz_require(seen[i] == gcs_has(s, psi_gcs_hash(element(elements, i), PSI_ELEMENT_BYTES, s->gcs_hash_range)),
+            fuzz_require(seen[i] == gcs_has(s, psi_gcs_hash(element(elements, i), s->elen, s->gcs_hash_range)),
                          fn, PSI_OK, "GCS: membership differs from the decoded values");
 }
 

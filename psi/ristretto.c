@@ -47,6 +47,12 @@ int psi_r255_check(const uint8_t *in, size_t len)
      * §4.3.1); every input here is public. */
     if (sodium_is_zero(in, PSI_R255_BYTES))
         return PSI_E_POINT_IDENTITY;
+    /* Bit 255 must be clear: s < p < 2^255 (RFC 9496 §4.3.1).  libsodium
+     * 1.0.18 ignores that bit (its canonical check masks it off, as the
+     * field decoding does), so it accepts a second encoding of most
+     * elements; found by fuzz_point, whose re-encoding check failed. */
+    if (in[PSI_R255_BYTES - 1] & 0x80)
+        return PSI_E_POINT_ENCODING;
     /* Decodes: refuses a non-canonical field element, a negative s, and
      * any string that is not the encoding of a group element. */
     if (!crypto_core_ristretto255_is_valid_point(in))
