@@ -33,4 +33,11 @@ int psi_cli_cmd_client(int argc, char **argv);
 /** Prints the help of `psi client` to `out`. */
 void psi_cli_client_usage(FILE *out);
 
+/** `psi keygen|setup|request|response|match ...`, the offline commands
+ *  (cli_offline.c); argv[0] names the command. */
+int psi_cli_cmd_offline(int argc, char **argv);
+/** Prints the help of offline command `cmd` to `out`.  Returns: 0, or -1
+ *  when `cmd` is not one (out NULL: only the test). */
+int psi_cli_offline_usage(FILE *out, const char *cmd);
+
 #endif /* PSI_CLI_COMMANDS_H */

@@ -22,6 +22,14 @@ static const char psi_main_usage[] =
     "  client [options]       run an intersection with a psi server and write\n"
     "                         the result (--connect HOST:PORT --input FILE\n"
     "                         --output FILE)\n"
+    "  keygen --output KEY    write a new key file (mode 0600) for the offline\n"
+    "                         commands below, which run one step each with\n"
+    "                         their messages in files (the wire bytes):\n"
+    "  setup [options]        server: mask a file's values into a setup message\n"
+    "  request [options]      client: mask a file's values into a request\n"
+    "  response [options]     server: answer a request file with a response\n"
+    "  match [options]        client: the intersection from the setup and the\n"
+    "                         response, written as 'psi client' writes it\n"
     "  help [COMMAND]         show help for psi or for a command\n"
     "\n"
     "Both 'vectors check' and 'demo' take --shards N and --threads T to run\n"
@@ -62,6 +70,8 @@ static int psi_main_help(int argc, char **argv)
         psi_cli_server_usage(stdout);
     } else if (strcmp(argv[1], "client") == 0) {
         psi_cli_client_usage(stdout);
+    } else if (psi_cli_offline_usage(stdout, argv[1]) == 0) {
+        // keygen, setup, request, response, match
     } else if (strcmp(argv[1], "help") == 0) {
         fputs(psi_main_usage, stdout);
     } else {
@@ -95,6 +105,8 @@ static int psi_main_dispatch(int argc, char **argv)
         return psi_cli_cmd_server(argc - 1, argv + 1);
     if (strcmp(argv[1], "client") == 0)
         return psi_cli_cmd_client(argc - 1, argv + 1);
+    if (psi_cli_offline_usage(NULL, argv[1]) == 0)
+        return psi_cli_cmd_offline(argc - 1, argv + 1);
     if (argv[1][0] == '-')
         psi_cli_error("unknown option '%s' (see 'psi --help')", argv[1]);
     else
