@@ -576,6 +576,26 @@ int psi_cli_input_read(psi_cli_input *in, const char *path, const char *column,
     return rc;
 }
 
+int psi_cli_input_lines(psi_cli_input *in, uint8_t *data, size_t len, int at_start,
+                        const char *label, char *err, size_t err_len)
+{
+    input_ctx c = {label, err, err_len};
+    size_t start = 0;
+    int rc;
+
+    memset(in, 0, sizeof *in);
+    if (err != NULL && err_len > 0)
+        err[0] = '\0';
+    in->data = data;
+    in->data_len = len;
+    if (at_start && len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0)
+        start = 3;
+    rc = input_lines(&c, in, start);
+    if (rc != 0)
+        psi_cli_input_free(in);
+    return rc;
+}
+
 void psi_cli_input_free(psi_cli_input *in)
 {
     if (in == NULL)

@@ -82,6 +82,15 @@ typedef struct psi_cli_input {
 int psi_cli_input_read(psi_cli_input *in, const char *path, const char *column,
                        char *err, size_t err_len);
 
+/** Line mode over bytes already read: data[0, len) is a run of whole lines
+ *  of a file (the last one with or without its "\n"), such as a slice cut
+ *  at line boundaries (psi-mpi); at_start says it begins at the file's
+ *  first byte, where a byte order mark is dropped.  Takes over `data`
+ *  (malloc'd, freed with *in, also on failure).  `label` starts messages.
+ *  Returns: PSI_CLI_INPUT_OK or PSI_CLI_INPUT_ENOMEM.  Out: *in. */
+int psi_cli_input_lines(psi_cli_input *in, uint8_t *data, size_t len, int at_start,
+                        const char *label, char *err, size_t err_len);
+
 /** Frees everything; a zeroed *in is fine. */
 void psi_cli_input_free(psi_cli_input *in);
 

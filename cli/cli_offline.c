@@ -314,7 +314,10 @@ int psi_cli_offline_fail(psi_cli_offline *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    psi_cli_progress_note(&s->prog, "error: %s", msg);
+    if (s->capture)
+        snprintf(s->err, sizeof s->err, "%s", msg);
+    else
+        psi_cli_progress_note(&s->prog, "error: %s", msg);
     return -1;
 }
 

@@ -55,8 +55,9 @@ typedef struct psi_cli_offline {
     psi_shards *g;              // the party's shards
     psi_cli_input in;           // --input
     psi_cli_output out;         // --output
-    char who[32];               // "psi setup"
-    char err[1024];
+    char who[64];               // "psi setup", "psi-mpi setup"
+    char err[1024];             // the last failure's message
+    int capture;                // failures only fill err (psi-mpi gathers them)
 } psi_cli_offline;
 
 /** Parses `psi <cmd> ...` into s->o (argv[0] is the command).  Returns: 0,
@@ -89,7 +90,8 @@ int psi_cli_offline_open(psi_cli_offline *s, psi_cli_output *out, const char *pa
 int psi_cli_offline_fail_psi(psi_cli_offline *s, const char *what, const char *file,
                              int rc);
 
-/** Prints "psi <cmd>: error: <message>".  Returns: -1. */
+/** Prints "psi <cmd>: error: <message>" (with s->capture set: only keeps
+ *  the message in s->err).  Returns: -1. */
 int psi_cli_offline_fail(psi_cli_offline *s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -1,0 +1,349 @@
+/* Each rank's slice of the input file and of a message file (PROTOCOL.md
+ * §18.1); see mpi_run.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "mpi_run.h"
+#include "psi_shard.h"
+
+/* Reads len bytes at off.  Returns: 0, or -1 with errno (0: end of file). */
+static int slice_pread(int fd, uint8_t *buf, size_t len, uint64_t off)
+{
+    while (len > 0) {
+        ssize_t got = pread(fd, buf, len, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            if (got == 0)
+                errno = 0;
+            return -1;
+        }
+        buf += got;
+        len -= (size_t)got;
+        off += (uint64_t)got;
+    }
+    return 0;
+}
+
+/* The start of the line holding byte cut - 1's successor: the least s >= cut
+ * with s == 0 or byte s - 1 a '\n' (size if there is none).
+ * Returns: 0 or -1 (errno). */
+static int slice_line_start(int fd, uint64_t size, uint64_t cut, uint64_t *start)
+{
+    uint8_t buf[1 << 16];
+    uint64_t pos;
+
+    if (cut == 0 || cut >= size) {
+        *start = cut == 0 ? 0 : size;
+        return 0;
+    }
+    for (pos = cut - 1; pos < size;) {
+        size_t want = size - pos < sizeof buf ? (size_t)(size - pos) : sizeof buf;
+        const uint8_t *nl;
+
+        if (slice_pread(fd, buf, want, pos) != 0)
+            return -1;
+        if ((nl = memchr(buf, '\n', want)) != NULL) {
+            *start = pos + (uint64_t)(nl - buf) + 1;
+            return 0;
+        }
+        pos += want;
+    }
+    *start = size;
+    return 0;
+}
+
+/* Byte k * size / ranks, without overflow. */
+static uint64_t slice_cut(uint64_t size, int ranks, int k)
+{
+    return size / (uint64_t)ranks * (uint64_t)k + size % (uint64_t)ranks * (uint64_t)k /
+                                                      (uint64_t)ranks;
+}
+
+/* Opens path as a regular file.  Returns: the fd, or -1 (reported). */
+static int slice_open(mpi_run *r, const char *what, const char *path, uint64_t *size)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        psi_cli_offline_fail(&r->s, "%s %s: cannot open: %s", what, path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        psi_cli_offline_fail(&r->s, "%s %s: not a regular file (psi-mpi reads each "
+                             "rank's part by its byte offsets)", what, path);
+        return -1;
+    }
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+int mpi_read_input(mpi_run *r)
+{
+    const char *path = r->s.o.input;
+    uint64_t size = 0, a = 0, b = 0;
+    uint8_t *buf = NULL;
+    int status = CLI_EXIT_USAGE, fd = slice_open(r, "input", path, &size);
+
+    if (fd < 0)
+        goto done;
+    if (slice_line_start(fd, size, slice_cut(size, r->size, r->rank), &a) != 0 ||
+        slice_line_start(fd, size, slice_cut(size, r->size, r->rank + 1), &b) != 0) {
+        psi_cli_offline_fail(&r->s, "%s: cannot read: %s", path,
+                             errno ? strerror(errno) : "the file shrank");
+        goto done;
+    }
+    if (b - a > SIZE_MAX - 1 || (buf = psi_cli_alloc((size_t)(b - a), 1)) == NULL) {
+        psi_cli_offline_fail(&r->s, "%s: out of memory for this rank's %llu bytes", path,
+                             (unsigned long long)(b - a));
+        status = CLI_EXIT_FAIL;
+        goto done;
+    }
+    if (slice_pread(fd, buf, (size_t)(b - a), a) != 0) {
+        psi_cli_offline_fail(&r->s, "%s: cannot read bytes %llu to %llu: %s", path,
+                             (unsigned long long)a, (unsigned long long)b,
+                             errno ? strerror(errno) : "the file shrank");
+        free(buf);
+        goto done;
+    }
+    if (psi_cli_input_lines(&r->s.in, buf, (size_t)(b - a), a == 0, path, r->s.err,
+                            sizeof r->s.err) != PSI_CLI_INPUT_OK) {
+        status = CLI_EXIT_FAIL;
+        goto done;
+    }
+    status = 0;
+done:
+    if (fd >= 0)
+        close(fd);
+    status = mpi_agree(r, status);
+    if (status == 0)
+        mpi_share_counts(r, r->s.in.n);
+    return status;
+}
+
+/* The slice of m elements this rank decodes: by counts when they add up to
+ * m, else by the plan of §14.1. */
+static void slice_part(const mpi_run *r, const uint64_t *counts, uint64_t m, uint64_t *off,
+                       uint64_t *cnt)
+{
+    uint64_t sum = 0, o = 0;
+
+    for (int k = 0; counts != NULL && k < r->size; k++) {
+        if (k == r->rank)
+            o = sum;
+        sum += counts[k];
+    }
+    if (counts != NULL && sum == m) {
+        *off = o;
+        *cnt = counts[r->rank];
+        return;
+    }
+    size_t po, pc;
+    psi_shard_plan(&po, &pc, (size_t)m, (size_t)r->size, (size_t)r->rank);
+    *off = po;
+    *cnt = pc;
+}
+
+typedef struct msg_kind {
+    int suite, is_request;
+    uint8_t p0[8], p1[8];   // the prefix without and with the reveal field
+    size_t p0_len, p1_len;  // p1: requests only
+    size_t rec;             // bytes per element record
+} msg_kind;
+
+static void slice_kind(msg_kind *k, int suite, int is_request)
+{
+    memset(k, 0, sizeof *k);
+    k->suite = suite;
+    k->is_request = is_request;
+    k->p0_len = k->p1_len = sizeof k->p0;
+    if (is_request) {
+        psi_request_encode_suite(k->p0, &k->p0_len, suite, 0, NULL, 0);
+        psi_request_encode_suite(k->p1, &k->p1_len, suite, 1, NULL, 0);
+    } else {
+        psi_response_encode_suite(k->p0, &k->p0_len, suite, NULL, 0);
+        k->p1_len = 0;
+    }
+    k->rec = 2 + psi_suite_element_bytes(suite);
+}
+
+/* Decodes a whole message with the library.  Returns: the psi code. */
+static int slice_decode(const msg_kind *k, uint8_t *elems, size_t *n, int *reveal,
+                        const uint8_t *msg, size_t len)
+{
+    if (k->is_request)
+        return psi_request_decode_suite(elems, n, reveal, k->suite, msg, len);
+    *reveal = 0;
+    return psi_response_decode_suite(elems, n, k->suite, msg, len);
+}
+
+/* The canonical path: reads and decodes this rank's records.  Returns: 0,
+ * 1 when they are not canonical records (the fallback decides), -1 on an
+ * I/O error or no memory (reported). */
+static int slice_records(mpi_run *r, const msg_kind *k, const char *path, uint64_t base,
+                         uint64_t off, uint64_t cnt, uint8_t **elems)
+{
+    uint64_t size;
+    size_t bytes = k->p0_len + (size_t)cnt * k->rec, n = (size_t)cnt;
+    uint8_t *msg = psi_cli_alloc(bytes, 1);
+    int fd, rv = 0, rc = -1;
+
+    *elems = psi_cli_alloc(n, PSI_ELEMENT_BYTES);
+    if (msg == NULL || *elems == NULL) {
+        psi_cli_offline_fail(&r->s, "out of memory for this rank's %llu elements of %s",
+                             (unsigned long long)cnt, path);
+        goto done;
+    }
+    if ((fd = slice_open(r, "message", path, &size)) < 0)
+        goto done;
+    memcpy(msg, k->p0, k->p0_len);
+    if (slice_pread(fd, msg + k->p0_len, bytes - k->p0_len, base + off * k->rec) != 0) {
+        psi_cli_offline_fail(&r->s, "%s: cannot read: %s", path,
+                             errno ? strerror(errno) : "the file shrank");
+        close(fd);
+        goto done;
+    }
+    close(fd);
+    rc = slice_decode(k, *elems, &n, &rv, msg, bytes) == PSI_OK && n == cnt && rv == 0
+             ? 0 : 1;
+done:
+    free(msg);
+    if (rc != 0) {
+        free(*elems);
+        *elems = NULL;
+    }
+    return rc;
+}
+
+/* The fallback: rank 0 decodes the whole file with the library and sends each
+ * rank its part.  Returns: as mpi_agree. */
+static int slice_scatter(mpi_run *r, const msg_kind *k, const char *path, const char *what,
+                         const uint64_t *counts, uint8_t **elems, size_t *n,
+                         uint64_t *total, int *reveal)
+{
+    uint8_t *msg = NULL, *all = NULL;
+    size_t len = 0, m = 0;
+    uint64_t info[2] = {0, 0}, off, cnt;
+    int status = 0, rv = 0, prc;
+
+    if (r->rank == 0) {
+        if (psi_cli_offline_read_msg(&r->s, path, k->is_request ? "request" : "response",
+                                     &msg, &len) != 0) {
+            status = CLI_EXIT_USAGE;
+        } else if ((all = psi_cli_alloc(m = psi_message_element_bound_suite(k->suite, len),
+                                        PSI_ELEMENT_BYTES)) == NULL) {
+            psi_cli_offline_fail(&r->s, "out of memory for %s", path);
+            status = CLI_EXIT_FAIL;
+        } else if ((prc = slice_decode(k, all, &m, &rv, msg, len)) != PSI_OK) {
+            psi_cli_offline_fail_psi(&r->s, what, path, prc);
+            status = CLI_EXIT_FAIL;
+        }
+        free(msg);
+        info[0] = m;
+        info[1] = (uint64_t)rv;
+    }
+    if ((status = mpi_agree(r, status)) != 0)
+        goto done;
+    MPI_Bcast(info, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    *total = info[0];
+    *reveal = (int)info[1];
+    slice_part(r, counts, *total, &off, &cnt);
+    *n = (size_t)cnt;
+    *elems = psi_cli_alloc(*n, PSI_ELEMENT_BYTES);
+    if ((status = mpi_agree(r, *elems == NULL ? CLI_EXIT_FAIL : 0)) != 0)
+        goto done;
+    if (r->rank != 0) {
+        for (size_t got = 0; got < *n;) {
+            size_t c = *n - got < r->chunk ? *n - got : r->chunk;
+            MPI_Recv(*elems + got * PSI_ELEMENT_BYTES, (int)(c * PSI_ELEMENT_BYTES), MPI_BYTE,
+                     0, MPI_TAG_LIST, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            got += c;
+        }
+        goto done;
+    }
+    memcpy(*elems, all + off * PSI_ELEMENT_BYTES, *n * PSI_ELEMENT_BYTES);
+    for (int q = 1; q < r->size; q++) {
+        uint64_t qo, qc;
+        mpi_run tmp = *r;
+        tmp.rank = q;
+        slice_part(&tmp, counts, *total, &qo, &qc);
+        for (uint64_t sent = 0; sent < qc;) {
+            uint64_t c = qc - sent < r->chunk ? qc - sent : r->chunk;
+            MPI_Send(all + (qo + sent) * PSI_ELEMENT_BYTES, (int)(c * PSI_ELEMENT_BYTES),
+                     MPI_BYTE, q, MPI_TAG_LIST, MPI_COMM_WORLD);
+            sent += c;
+        }
+    }
+done:
+    free(all);
+    if (status != 0) {
+        free(*elems);
+        *elems = NULL;
+    }
+    return status;
+}
+
+int mpi_read_elements(mpi_run *r, const char *path, const char *what, int is_request,
+                      const uint64_t *counts, uint8_t **elems, size_t *n,
+                      uint64_t *total, int *reveal)
+{
+    msg_kind k;
+    uint64_t info[4] = {0, 0, 0, 0}, size = 0, off, cnt; // canonical, base, count, reveal
+    uint8_t head[8];
+    int status = 0, flag, any, rv = 0, fd;
+
+    *elems = NULL;
+    *n = 0;
+    slice_kind(&k, r->s.o.suite, is_request);
+    if (r->rank == 0) {
+        if ((fd = slice_open(r, is_request ? "request" : "response", path, &size)) < 0) {
+            status = CLI_EXIT_USAGE;
+        } else {
+            size_t h = size < sizeof head ? (size_t)size : sizeof head;
+            if (slice_pread(fd, head, h, 0) == 0) {
+                if (k.p1_len > 0 && h >= k.p1_len && memcmp(head, k.p1, k.p1_len) == 0)
+                    info[1] = k.p1_len, info[3] = 1;
+                else if (h >= k.p0_len && memcmp(head, k.p0, k.p0_len) == 0)
+                    info[1] = k.p0_len, info[0] = 1;
+                if (info[3] == 1)
+                    info[0] = 1;
+            }
+            close(fd);
+            if (info[0] && (size - info[1]) % k.rec != 0)
+                info[0] = 0;
+            info[2] = info[0] ? (size - info[1]) / k.rec : 0;
+        }
+    }
+    if ((status = mpi_agree(r, status)) != 0)
+        return status;
+    MPI_Bcast(info, 4, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (info[0]) {
+        slice_part(r, counts, info[2], &off, &cnt);
+        flag = slice_records(r, &k, path, info[1], off, cnt, elems);
+        if ((status = mpi_agree(r, flag < 0 ? CLI_EXIT_FAIL : 0)) != 0)
+            return status;
+        MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any == 0) {
+            *n = (size_t)cnt;
+            *total = info[2];
+            if (reveal != NULL)
+                *reveal = (int)info[3];
+            return 0;
+        }
+        free(*elems);
+        *elems = NULL;
+    }
+    status = slice_scatter(r, &k, path, what, counts, elems, n, total, &rv);
+    if (reveal != NULL)
+        *reveal = rv;
+    return status;
+}

@@ -1,0 +1,172 @@
+/*
+ * psi-mpi: `mpirun -np R psi-mpi setup|request|response|match [options]`,
+ * the offline commands of `psi` (PROTOCOL.md §17) on the ranks of an MPI job,
+ * writing the same bytes (§18).  See mpi_run.h.
+ */
+#include <fcntl.h>
+#include <mpi.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_commands.h"
+#include "cli_session.h"
+#include "cli_util.h"
+#include "mpi_run.h"
+
+/* Elements a chunk of a stream holds at most, and the memory all of rank 0's
+ * merge buffers may take together. */
+#define MPI_CHUNK_MAX ((size_t)1 << 16)
+#define MPI_CHUNK_MIN ((size_t)1 << 8)
+#define MPI_MERGE_BYTES ((size_t)64 << 20)
+
+static void mpi_usage(FILE *out)
+{
+    fputs("Usage: mpirun -np R psi-mpi setup|request|response|match [options]\n"
+          "\n"
+          "Runs one step of the offline protocol (psi setup, psi request, psi response,\n"
+          "psi match: see 'psi-mpi CMD --help') on R MPI ranks and writes the same bytes\n"
+          "as the single-process command.  Each rank reads its own part of the input\n"
+          "(byte ranges cut at line boundaries) and masks it on its own threads; rank 0\n"
+          "reads the key file, sends the key to the other ranks once, and writes the\n"
+          "outputs (PROTOCOL.md §18).\n"
+          "\n"
+          "Unlike psi: --input must be a regular file every rank can read (not '-'),\n"
+          "CSV (--column) is not supported, and --threads and --shards count per\n"
+          "rank (default threads: the node's online CPUs shared among its ranks).\n"
+          "Make keys with 'psi keygen'.\n", out);
+}
+
+/* The command's options, parsed by psi's offline parser; messages from rank
+ * 0 only.  Returns: 0, 1 after --help, -1 after a usage message. */
+static int mpi_parse(mpi_run *r, int argc, char **argv)
+{
+    int saved = -1, rc;
+
+    fflush(stderr);
+    if (r->rank != 0) {
+        int null = open("/dev/null", O_WRONLY);
+        saved = dup(2);
+        if (null >= 0) {
+            dup2(null, 2);
+            close(null);
+        }
+        // --help prints to stdout: silence it too.
+        if (freopen("/dev/null", "w", stdout) == NULL)
+            return -1;
+    } else if (argc > 1 && psi_cli_is_help(argv[1])) {
+        mpi_usage(stdout);
+        fputs("\n", stdout);
+    }
+    rc = psi_cli_offline_parse(&r->s, argc, argv);
+    fflush(stderr);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    if (rc != 0)
+        return rc;
+    if (r->s.o.input != NULL && strcmp(r->s.o.input, "-") == 0)
+        rc = -1;
+    if (r->s.o.column != NULL)
+        rc = -2;
+    if (rc != 0 && r->rank == 0)
+        psi_cli_error(rc == -1 ? "%s: --input must be a file (every rank reads its own part "
+                                 "of it), not stdin"
+                               : "%s: --column: psi-mpi reads one value per line only (a CSV "
+                                 "record may span lines, so the file cannot be cut at line "
+                                 "boundaries)", r->label);
+    return rc != 0 ? -1 : 0;
+}
+
+/* Default threads: the node's online CPUs over the ranks on the node. */
+static size_t mpi_default_threads(void)
+{
+    MPI_Comm node;
+    int local = 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    if (cpus < 1)
+        cpus = 1;
+    return (size_t)cpus / (size_t)local > 0 ? (size_t)cpus / (size_t)local : 1;
+}
+
+static int mpi_main(mpi_run *r, int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*run)(mpi_run *r);
+    } cmds[] = {{"setup", mpi_setup}, {"request", mpi_request}, {"response", mpi_response},
+                {"match", mpi_match}};
+    int (*run)(mpi_run *r) = NULL;
+    size_t threads = mpi_default_threads(), chunk;
+    int rc;
+
+    if (argc < 2 || psi_cli_is_help(argv[1])) {
+        if (r->rank == 0)
+            mpi_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (strcmp(argv[1], cmds[i].name) == 0)
+            run = cmds[i].run;
+    if (run == NULL) {
+        if (r->rank == 0)
+            psi_cli_error("psi-mpi: unknown command '%s' (setup, request, response or "
+                          "match; keys come from 'psi keygen')", argv[1]);
+        return CLI_EXIT_USAGE;
+    }
+    snprintf(r->label, sizeof r->label, "psi-mpi %s", argv[1]);
+    rc = mpi_parse(r, argc - 1, argv + 1);
+    if (rc != 0)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (r->s.o.shard.threads == 0)
+        r->s.o.shard.threads = threads;
+    snprintf(r->s.who, sizeof r->s.who, "%s", r->label);
+    r->s.capture = 1;
+    psi_cli_progress_init(&r->s.prog, r->s.who, r->rank == 0 ? r->s.o.progress : 0, NULL,
+                          PSI_CLI_DEFAULT_TIMEOUT_S * 1000);
+    if (r->rank == 0)
+        psi_cli_output_cleanup_on_signal();
+    chunk = MPI_MERGE_BYTES / (PSI_ELEMENT_BYTES + sizeof(uint64_t)) / (size_t)r->size;
+    r->chunk = chunk > MPI_CHUNK_MAX ? MPI_CHUNK_MAX : chunk < MPI_CHUNK_MIN ? MPI_CHUNK_MIN
+                                                                           : chunk;
+    return run(r);
+}
+
+int main(int argc, char **argv)
+{
+    mpi_run r;
+    int provided = 0, rc;
+
+    // Before OpenSSL's first allocation, as psi does (psi.h).
+    if (psi_openssl_wipe_on_free() != PSI_OK || sodium_init() < 0) {
+        fprintf(stderr, "psi-mpi: cannot set up the crypto libraries\n");
+        return CLI_EXIT_FAIL;
+    }
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    memset(&r, 0, sizeof r);
+    MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &r.size);
+    r.counts = calloc((size_t)r.size, sizeof *r.counts);
+    r.offsets = calloc((size_t)r.size, sizeof *r.offsets);
+    r.status = calloc((size_t)r.size, sizeof *r.status);
+    if (r.counts == NULL || r.offsets == NULL || r.status == NULL) {
+        fprintf(stderr, "psi-mpi: rank %d: out of memory\n", r.rank);
+        MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
+    }
+    rc = mpi_main(&r, argc, argv);
+    psi_cli_offline_free(&r.s); // wipes and frees the key's engines
+    free(r.counts);
+    free(r.offsets);
+    free(r.status);
+    MPI_Finalize();
+    return rc;
+}
