@@ -194,7 +194,7 @@ int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cm
         if (rc <= 0)
             return -1;
     }
-    if (o->addr == NULL || o->input == NULL) {
+    if (o->addr == NULL || (o->input == NULL && !o->input_replaced)) {
         psi_cli_error("%s: %s%s is required (see 'psi %s --help')", cmd,
                       o->addr == NULL ? addr_opt : "--input",
                       o->addr == NULL ? " HOST:PORT" : " FILE", cmd);
@@ -287,6 +287,86 @@ int psi_cli_session_check_hello(const psi_cli_handshake *hello,
         return -1;
     }
     return session_check_params(hello, self, err, err_len);
+}
+
+/* Whether a setup of n values with self's parameters, for a client of
+ * client_n, may be len bytes long. */
+static int session_covers(const psi_cli_handshake *self, uint64_t client_n, uint64_t n,
+                          size_t len)
+{
+    psi_setup_params p;
+    size_t bound = 0;
+
+    psi_cli_session_params(&p, self, client_n);
+    return psi_setup_bound_suite(&bound, self->suite, &p, (size_t)n) == PSI_OK &&
+           bound >= len;
+}
+
+int psi_cli_session_prebuilt_size(uint64_t *n, const psi_cli_handshake *self,
+                                  uint64_t client_n, size_t len)
+{
+    // Sizes a handshake can carry and the peer's frame bounds can take.
+    const uint64_t limit = SIZE_MAX / PSI_ELEMENT_WIRE_BYTES;
+    uint64_t lo = 0, hi = 1;
+
+    *n = 0;
+    if (session_covers(self, client_n, 0, len))
+        return 0;
+    // lo does not cover, hi does: doubling, then halving the gap.  The
+    // result covers even if the bound were not monotonic in n.
+    while (!session_covers(self, client_n, hi, len)) {
+        if (hi > limit / 2)
+            return -1;
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (session_covers(self, client_n, mid, len))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    *n = hi;
+    return 0;
+}
+
+int psi_cli_session_check_prebuilt(const psi_cli_handshake *hello, psi_cli_handshake *self,
+                                   const psi_cli_prebuilt *pb, uint64_t max_peer,
+                                   char *err, size_t err_len)
+{
+    const char *st = psi_cli_structure_name(pb->structure);
+
+    if (pb->structure != PSI_STRUCTURE_RAW) {
+        if (hello->suite == self->suite && hello->n > pb->num_client) {
+            snprintf(err, err_len, "the client announces %llu values, more than the %llu "
+                     "this server's %s setup was built for (psi setup "
+                     "--num-client-inputs %llu): its false-positive rate holds for at "
+                     "most that many; query with fewer values, or build the setup for "
+                     "more", (unsigned long long)hello->n,
+                     (unsigned long long)pb->num_client, st,
+                     (unsigned long long)pb->num_client);
+            return -1;
+        }
+        // A client of another suite or beyond the cap: check_hello says so.
+        self->n = 0;
+        if (hello->suite == self->suite && hello->n <= max_peer &&
+            psi_cli_session_prebuilt_size(&self->n, self, hello->n, pb->len) != 0) {
+            snprintf(err, err_len, "the %s setup file (%zu bytes) is larger than any %s "
+                     "setup of fpr %g can be: were --fpr and --num-client-inputs those "
+                     "of psi setup?", st, pb->len, st, self->fpr);
+            return -1;
+        }
+    }
+    if (psi_cli_session_check_hello(hello, self, max_peer, err, err_len) != 0)
+        return -1;
+    if (!session_covers(self, hello->n, self->n, pb->len)) {
+        snprintf(err, err_len, "the %s setup file (%zu bytes) is larger than the setup "
+                 "of %llu values the handshake announces", st, pb->len,
+                 (unsigned long long)self->n);
+        return -1;
+    }
+    return 0;
 }
 
 int psi_cli_session_check_accept(const psi_cli_handshake *accept,

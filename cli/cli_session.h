@@ -79,6 +79,8 @@ typedef struct psi_cli_net_opts {
     int structure;            // --structure; client: PSI_CLI_STRUCTURE_ANY default
     double fpr;               // --fpr; client: 0 default
     int suite;                // --suite (psi_suite), default openmined-p256
+    int input_replaced;       // set by a command's own option that stands in
+                              // for --input (`psi server --setup`)
 } psi_cli_net_opts;
 
 /** A command's own options: parses argv[*i] if it is one.  Returns: 1 if it
@@ -91,8 +93,8 @@ typedef int (*psi_cli_own_opt_fn)(void *arg, int argc, char **argv, int *i);
  *  --timeout, --progress, --no-progress, --max-peer-values, --structure,
  *  --fpr, --suite), -h/--help (prints `usage`), `addr_opt` ("--listen" or "--connect") and the command's own
  *  options through `own`; then requires the address (checked to be
- *  HOST:PORT) and --input.  Returns: 0, 1 after --help, -1 after a usage
- *  message naming `cmd`. */
+ *  HOST:PORT) and --input, unless `own` set o->input_replaced.  Returns: 0,
+ *  1 after --help, -1 after a usage message naming `cmd`. */
 int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cmd,
                       const char *addr_opt, void (*usage)(FILE *out),
                       psi_cli_own_opt_fn own, void *own_arg);
@@ -103,6 +105,34 @@ int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cm
 int psi_cli_session_check_hello(const psi_cli_handshake *hello,
                                 const psi_cli_handshake *self, uint64_t max_peer,
                                 char *err, size_t err_len);
+
+/** A setup built before the round (`psi server --setup`, PROTOCOL.md
+ *  §15.5): the server sends these bytes instead of masking its input. */
+typedef struct psi_cli_prebuilt {
+    int structure;          // the file's (psi_setup_structure)
+    size_t len;             // the file's length
+    uint64_t num_client;    // gcs, bloom: --num-client-inputs, the most client
+                            // values the setup was made for (psi setup's)
+} psi_cli_prebuilt;
+
+/** For a prebuilt gcs or Bloom setup of `len` bytes whose fpr is self->fpr:
+ *  the smallest set size n for which the setup bound (§15.1) of a client of
+ *  client_n values, with self's structure, fpr and suite, is at least len
+ *  (the bound the client puts on the SETUP frame).  Returns: 0, or -1 when
+ *  no size up to the largest a handshake can carry covers it.  Out: *n. */
+int psi_cli_session_prebuilt_size(uint64_t *n, const psi_cli_handshake *self,
+                                  uint64_t client_n, size_t len);
+
+/** The server's check of a HELLO when it serves a prebuilt setup: a gcs or
+ *  Bloom setup refuses clients of more than pb->num_client values (before
+ *  the other checks, when the suites agree) and announces in self->n the
+ *  size of psi_cli_session_prebuilt_size for this client (a raw setup: the
+ *  caller's self->n, its element count); then psi_cli_session_check_hello,
+ *  and a last check that the client's bound admits the file.  Returns: 0,
+ *  or -1 with a message in err.  In-Out: self->n. */
+int psi_cli_session_check_prebuilt(const psi_cli_handshake *hello, psi_cli_handshake *self,
+                                   const psi_cli_prebuilt *pb, uint64_t max_peer,
+                                   char *err, size_t err_len);
 
 /** The client's check of the server's ACCEPT against its HELLO.  Returns: 0
  *  or -1 with a message. */

@@ -438,6 +438,106 @@ for k in server client; do
     fi
 done
 
+# --- prebuilt setups: psi setup, then psi server --setup (PROTOCOL.md §15.5) --
+# The setup of each structure made offline, served to a plain client.  gcs
+# is made for more client values (200) than the client has (118), bloom for
+# exactly as many; bloom uses the fixed server key (see above).
+"$psi" keygen --output "$tmp/pre.key" 2>"$tmp/pre.keygen.err"
+expect_rc "prebuilt: keygen" 0 $? "$tmp/pre.keygen.err"
+for st in raw gcs bloom; do
+    k=member key=$tmp/pre.key popts=() sopts=() copts=()
+    case $st in
+    raw) k=raw popts=(--permutation "$tmp/pre.raw.perm") ;;
+    gcs) popts=(--fpr 1e-6 --num-client-inputs 200)
+         sopts=(--fpr 1e-6 --num-client-inputs 200)
+         copts=(--structure gcs --fpr 1e-6) ;;
+    bloom) key=$tmp/fixed.server.key
+           popts=(--num-client-inputs 118) sopts=(--num-client-inputs 118)
+           copts=(--key-file "$tmp/fixed.client.key") ;;
+    esac
+    "$psi" setup --key-file "$key" --input "$tmp/server.txt" --structure "$st" \
+        "${popts[@]}" --output "$tmp/pre.$st" 2>"$tmp/pre-$st.setup.err"
+    expect_rc "prebuilt $st: psi setup" 0 $? "$tmp/pre-$st.setup.err" || continue
+    round "pre-$st-rows" --key-file "$key" --setup "$tmp/pre.$st" --reveal "${sopts[@]}" -- \
+        --input "$tmp/client.txt" "${copts[@]}"
+    if expect_rc "prebuilt $st rows: server" 0 "$src" "$tmp/pre-$st-rows.server.err" &&
+        expect_rc "prebuilt $st rows: client" 0 "$crc" "$tmp/pre-$st-rows.client.err"; then
+        expect_same "prebuilt $st rows" "$tmp/pre-$st-rows.out" "$tmp/want.$k.rows"
+        expect_grep "prebuilt $st rows: server log" "with the setup file .*pre\.$st" \
+            "$tmp/pre-$st-rows.server.err"
+    fi
+    round "pre-$st-count" --key-file "$key" --setup "$tmp/pre.$st" "${sopts[@]}" -- \
+        --input "$tmp/client.txt" --count-only "${copts[@]}"
+    if expect_rc "prebuilt $st count: server" 0 "$src" "$tmp/pre-$st-count.server.err" &&
+        expect_rc "prebuilt $st count: client" 0 "$crc" "$tmp/pre-$st-count.client.err"; then
+        expect_same "prebuilt $st count" "$tmp/pre-$st-count.out" "$tmp/want.$k.count"
+        expect_grep "prebuilt $st count: server log" "size only" "$tmp/pre-$st-count.server.err"
+    fi
+done
+# The association table from the permutation psi setup wrote.
+round pre-assoc --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --association \
+    --permutation "$tmp/pre.raw.perm" -- --input "$tmp/client.txt" --association
+expect_rc "prebuilt association: client" 0 "$crc" "$tmp/pre-assoc.client.err" \
+    "$tmp/pre-assoc.server.err" &&
+    expect_same "prebuilt association" "$tmp/pre-assoc.out" "$tmp/want.raw.assoc"
+# Another suite, several clients one after another.
+"$psi" keygen --suite ristretto255 --output "$tmp/pre.r255.key" 2>/dev/null
+"$psi" setup --suite ristretto255 --key-file "$tmp/pre.r255.key" --input "$tmp/server.txt" \
+    --structure gcs --num-client-inputs 118 --output "$tmp/pre.r255.gcs" 2>"$tmp/pre-r255.err"
+expect_rc "prebuilt ristretto255: psi setup" 0 $? "$tmp/pre-r255.err"
+start_server "$tmp/pre-keep.server.err" --suite ristretto255 --key-file "$tmp/pre.r255.key" \
+    --setup "$tmp/pre.r255.gcs" --num-client-inputs 118 --reveal --keep-serving
+for i in 1 2; do
+    "$psi" client --connect "127.0.0.1:$port" --suite ristretto255 --input "$tmp/client.txt" \
+        --indices --output "$tmp/pre-keep$i.out" 2>"$tmp/pre-keep$i.client.err"
+    expect_rc "prebuilt keep-serving: client $i" 0 $? "$tmp/pre-keep$i.client.err" \
+        "$tmp/pre-keep.server.err" &&
+        expect_same "prebuilt keep-serving: client $i" "$tmp/pre-keep$i.out" \
+            "$tmp/want.member.idx"
+done
+kill "$spid" 2>/dev/null
+wait_pid "$spid"
+# A client with more values than the setup was made for: both sides say so.
+"$psi" setup --key-file "$tmp/pre.key" --input "$tmp/server.txt" --structure gcs \
+    --num-client-inputs 100 --output "$tmp/pre.gcs100" 2>/dev/null
+disagree pre-limit "the client announces 118 values, more than the 100 this server's gcs setup was built for" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.gcs100" --num-client-inputs 100 --reveal -- \
+    --input "$tmp/client.txt"
+# Faults: exit 2 before listening, with a message.
+# pre_fault NAME PATTERN SERVER_ARGS...
+pre_fault() {
+    local name=$1 pattern=$2
+    shift 2
+    "$psi" server --listen 127.0.0.1:0 "$@" 2>"$tmp/$name.err" </dev/null
+    expect_rc "$name" 2 $? "$tmp/$name.err"
+    expect_grep "$name: message" "$pattern" "$tmp/$name.err"
+    checks=$((checks + 1))
+    grep -q "listening on" "$tmp/$name.err" && fail "$name: the server listened"
+}
+pre_fault pre-no-key "--setup needs --key-file KEY, the key file the setup was made with" \
+    --setup "$tmp/pre.raw"
+pre_fault pre-input "give --input FILE or --setup SETUP, not both" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --input "$tmp/server.txt"
+pre_fault pre-suite "setup file .*pre\.r255\.gcs is a setup of suite ristretto255, and the key file and this run are of suite openmined-p256" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.r255.gcs" --num-client-inputs 118
+head -c 1000 "$tmp/pre.raw" >"$tmp/pre.cut"
+pre_fault pre-truncated "setup file .*pre\.cut is not a valid ServerSetup of suite openmined-p256: .*PSI_E_MSG_TRUNCATED" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.cut"
+pre_fault pre-key-missing "key file .*nokey does not exist: --setup needs the key file" \
+    --key-file "$tmp/nokey" --setup "$tmp/pre.raw"
+checks=$((checks + 1))
+[ -e "$tmp/nokey" ] && fail "prebuilt: a missing key file was created"
+pre_fault pre-no-nci "holds a gcs setup: give --num-client-inputs N" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.gcs"
+pre_fault pre-assoc-no-perm "--association with --setup needs --permutation PERM" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --association
+head -n 5 "$tmp/pre.raw.perm" >"$tmp/pre.perm5"
+pre_fault pre-perm-short "permutation file .*pre\.perm5 holds 5 rows, and the setup has 305 elements" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --association \
+    --permutation "$tmp/pre.perm5"
+pre_fault pre-structure "holds a raw setup, not the gcs of --structure" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --structure gcs
+
 # --- faults: a message, a non-zero exit, nothing written ---------------------
 # Bad input files: exit 2 before any connection.
 "$psi" client --connect 127.0.0.1:1 --input "$tmp/missing.txt" --output "$tmp/f1.out" \
