@@ -11,36 +11,47 @@
 
 #define OUTPUT_TMP_SUFFIX ".tmp.XXXXXX"
 
-/* The temporary file a fatal signal removes: the most recently opened
- * output's.  The handler reads output_sig_tmp only while output_sig_armed is
- * set, and the main code clears the flag before changing the name (the
- * signal fences keep the compiler from moving the copy across the flag). */
-static char output_sig_tmp[4096];
-static volatile sig_atomic_t output_sig_armed;
+/* The temporary files a fatal signal removes: those of the outputs open at
+ * the time (a step may write two, such as a setup and its permutation), in
+ * OUTPUT_SIG_SLOTS slots.  The handler reads a slot's name only while its
+ * flag is set, and the main code clears the flag before changing the name
+ * (the signal fences keep the compiler from moving the copy across it). */
+#define OUTPUT_SIG_SLOTS 4
+static char output_sig_tmp[OUTPUT_SIG_SLOTS][4096];
+static volatile sig_atomic_t output_sig_armed[OUTPUT_SIG_SLOTS];
 
-/* Makes tmp the name a signal removes (not if it is too long to keep). */
+/* Makes tmp a name a signal removes (not if it is too long to keep or every
+ * slot is taken). */
 static void output_sig_register(const char *tmp)
 {
     size_t n = strlen(tmp);
 
-    output_sig_armed = 0;
-    atomic_signal_fence(memory_order_seq_cst);
-    if (n >= sizeof output_sig_tmp)
+    if (n >= sizeof output_sig_tmp[0])
         return;
-    memcpy(output_sig_tmp, tmp, n + 1);
-    atomic_signal_fence(memory_order_seq_cst);
-    output_sig_armed = 1;
+    for (int i = 0; i < OUTPUT_SIG_SLOTS; i++) {
+        if (output_sig_armed[i])
+            continue;
+        memcpy(output_sig_tmp[i], tmp, n + 1);
+        atomic_signal_fence(memory_order_seq_cst);
+        output_sig_armed[i] = 1;
+        return;
+    }
 }
 
-/* Forgets tmp if it is the registered name.  Called once the file is gone
- * or renamed, so a signal in between at worst unlinks a missing name. */
+/* Forgets tmp.  Called once the file is gone or renamed, so a signal in
+ * between at worst unlinks a missing name. */
 static void output_sig_unregister(const char *tmp)
 {
-    if (output_sig_armed && strcmp(output_sig_tmp, tmp) == 0)
-        output_sig_armed = 0;
+    for (int i = 0; i < OUTPUT_SIG_SLOTS; i++) {
+        if (output_sig_armed[i] && strcmp(output_sig_tmp[i], tmp) == 0) {
+            output_sig_armed[i] = 0;
+            atomic_signal_fence(memory_order_seq_cst);
+            return;
+        }
+    }
 }
 
-/* Removes the registered temporary file, then dies of the same signal with
+/* Removes the registered temporary files, then dies of the same signal with
  * the default action (so the exit status shows it).  Async-signal-safe:
  * only unlink, signal and raise; the raised signal stays blocked until the
  * handler returns. */
@@ -48,8 +59,9 @@ static void output_on_signal(int sig)
 {
     int saved = errno;
 
-    if (output_sig_armed)
-        unlink(output_sig_tmp);
+    for (int i = 0; i < OUTPUT_SIG_SLOTS; i++)
+        if (output_sig_armed[i])
+            unlink(output_sig_tmp[i]);
     signal(sig, SIG_DFL);
     raise(sig);
     errno = saved;

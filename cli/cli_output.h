@@ -41,12 +41,13 @@ int psi_cli_output_commit(psi_cli_output *o, char *err, size_t err_len);
 void psi_cli_output_abort(psi_cli_output *o);
 
 /** Installs handlers for SIGINT, SIGTERM and SIGHUP (except one ignored at
- *  start, as under nohup) that remove the temporary file of the output
- *  opened last and not yet committed or aborted, then restore the default
+ *  start, as under nohup) that remove the temporary files of the outputs
+ *  open at the time (opened and not yet committed or aborted; up to four
+ *  at once, such as a setup and its permutation), then restore the default
  *  action and raise the signal again, so the process still dies of it.
  *  Call it once, early in a command that writes outputs.  A temporary name
- *  of 4096 bytes or more is not removed; nor is one created in the moment
- *  between mkstemp and its registration. */
+ *  of 4096 bytes or more is not removed, nor a fifth one, nor one created
+ *  in the moment between mkstemp and its registration. */
 void psi_cli_output_cleanup_on_signal(void);
 
 #endif /* PSI_CLI_OUTPUT_H */

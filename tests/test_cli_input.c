@@ -754,8 +754,9 @@ static void test_cli_input_output_stdout(void **state)
     assert_int_equal(fputs("", stdout) >= 0, 1);    // stdout still open
 }
 
-/* A child opens an output, then is killed by sig: it must die of that
- * signal and leave neither the temporary file nor the target. */
+/* A child opens two outputs (as psi setup --permutation does), then is
+ * killed by sig: it must die of that signal and leave neither temporary
+ * file nor either target. */
 static void expect_signal_cleanup(int sig)
 {
     int status;
@@ -763,15 +764,18 @@ static void expect_signal_cleanup(int sig)
 
     assert_true(pid >= 0);
     if (pid == 0) {
-        psi_cli_output o;
+        psi_cli_output o, o2;
         char err[256];
 
         signal(sig, SIG_DFL);   // as if not started under nohup
         psi_cli_output_cleanup_on_signal();
-        if (psi_cli_output_open(&o, tpath("sig.txt"), err, sizeof err) != 0)
+        if (psi_cli_output_open(&o, tpath("sig.txt"), err, sizeof err) != 0 ||
+            psi_cli_output_open(&o2, tpath("sig2.txt"), err, sizeof err) != 0)
             _exit(3);
         fputs("partial", o.f);
         fflush(o.f);
+        fputs("partial", o2.f);
+        fflush(o2.f);
         raise(sig);
         _exit(4);
     }
@@ -779,6 +783,7 @@ static void expect_signal_cleanup(int sig)
     assert_true(WIFSIGNALED(status));
     assert_int_equal(WTERMSIG(status), sig);
     assert_int_equal(count_entries("sig.txt"), 0);
+    assert_int_equal(count_entries("sig2.txt"), 0);
 }
 
 static void test_cli_input_output_signal_cleanup(void **state)
