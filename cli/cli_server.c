@@ -3,10 +3,9 @@
  * --keep-serving): handshake, setup, request, response (PROTOCOL.md §15).
  * With --setup it serves a setup built beforehand by `psi setup` (or
  * psi-mpi) with the key of --key-file, instead of masking its input in
- * each round (§15.5).
+ * each round (§15.5; cli_server_setup.c reads and checks that setup).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "cli_keyfile.h"
 #include "cli_net.h"
 #include "cli_progress.h"
+#include "cli_server_setup.h"
 #include "cli_session.h"
 #include "cli_util.h"
 #include "psi_shard.h"
@@ -28,9 +28,7 @@ typedef struct server_opts {
     int reveal;        // --reveal: clients may learn the intersection
     int association;   // --association: clients may get the association table
     int keep_serving;  // --keep-serving
-    const char *setup;        // --setup: a prebuilt setup instead of --input
-    const char *permutation;  // --permutation: its permutation (--association)
-    size_t num_client;        // --num-client-inputs: what SETUP was built for
+    psi_cli_server_setup_opts pre;  // --setup and its companions
 } server_opts;
 
 /* The server's state across rounds. */
@@ -38,13 +36,10 @@ typedef struct server_ctx {
     const server_opts *o;
     psi_cli_input in;
     psi_engine *key;       // from --key-file; NULL: a fresh key each round
-    // --setup: the file's bytes, what it is, and its permutation
-    uint8_t *setup;
-    psi_cli_prebuilt pb;
-    size_t n_setup;        // raw: its elements (the server's values)
-    size_t *perm;          // --permutation, n_setup entries
-    char what[256];        // "305 values", or "the setup file F"
-    char sized[128];       // gcs, bloom setup file: " for ... client values"
+    int prebuilt;          // --setup: pre holds the setup served
+    psi_cli_server_setup pre;
+    char in_what[64];      // "305 values"
+    const char *what;      // in_what, or pre.what
     psi_cli_progress prog;
     char err[PSI_CLI_NET_MSG_MAX];
 } server_ctx;
@@ -106,8 +101,8 @@ void psi_cli_server_usage(FILE *out)
         "                       terminal (--no-progress: never)\n"
         "\n"
         "Exit status: 0 after a successful round, 1 when a round failed (the message\n"
-        "says why; nothing is written), 2 for a usage error or an unreadable input,\n"
-        "key, setup or permutation file.\n",
+        "says why; nothing is written), 2 for a usage error or an unreadable or\n"
+        "invalid input, key, setup or permutation file.\n",
         PSI_CLI_DEFAULT_FPR, PSI_CLI_DEFAULT_MAX_PEER, PSI_CLI_DEFAULT_TIMEOUT_S);
 }
 
@@ -115,7 +110,6 @@ void psi_cli_server_usage(FILE *out)
 static int server_own_opt(void *arg, int argc, char **argv, int *i)
 {
     server_opts *o = arg;
-    const char *v = NULL;
 
     if (strcmp(argv[*i], "--reveal") == 0)
         o->reveal = 1;
@@ -123,55 +117,9 @@ static int server_own_opt(void *arg, int argc, char **argv, int *i)
         o->association = 1;
     else if (strcmp(argv[*i], "--keep-serving") == 0)
         o->keep_serving = 1;
-    else if (psi_cli_opt_value(argc, argv, i, "--setup", &v)) {
-        if (v == NULL)
-            return -1;
-        o->setup = v;
-        o->net.input_replaced = 1;
-    } else if (psi_cli_opt_value(argc, argv, i, "--permutation", &v)) {
-        if (v == NULL)
-            return -1;
-        o->permutation = v;
-    } else if (psi_cli_opt_value(argc, argv, i, "--num-client-inputs", &v)) {
-        if (v == NULL || psi_cli_parse_count(&o->num_client, v, (size_t)INT64_MAX,
-                                             "server: --num-client-inputs") != 0)
-            return -1;
-    } else
-        return 0;
+    else
+        return psi_cli_server_setup_opt(&o->pre, &o->net, argc, argv, i);
     return 1;
-}
-
-/* The combinations of --setup and its companions the command line alone
- * refuses.  Returns: 0 or -1 after a message. */
-static int server_check_setup_opts(const server_opts *o)
-{
-    const char *msg = NULL;
-
-    if (o->setup == NULL) {
-        if (o->permutation != NULL)
-            msg = "--permutation is for --setup (without it the server keeps the "
-                  "permutation of the setup it builds)";
-        else if (o->num_client != 0)
-            msg = "--num-client-inputs is for --setup (without it each round's setup is "
-                  "sized for the client's own count)";
-    } else if (o->net.input != NULL || o->net.column != NULL) {
-        msg = "give --input FILE or --setup SETUP, not both: the setup already holds the "
-              "server's values";
-    } else if (o->net.key_file == NULL) {
-        msg = "--setup needs --key-file KEY, the key file the setup was made with (psi "
-              "setup --key-file KEY); another key gives wrong answers, and nothing can "
-              "detect it";
-    } else if (o->association && o->permutation == NULL) {
-        msg = "--association with --setup needs --permutation PERM, the file psi setup "
-              "--permutation wrote with this setup";
-    } else if (!o->association && o->permutation != NULL) {
-        msg = "--permutation is only used with --association";
-    }
-    if (msg != NULL) {
-        psi_cli_error("server: %s", msg);
-        return -1;
-    }
-    return 0;
 }
 
 /* Parses the command line.  Returns: 0, 1 after --help, -1 after a message. */
@@ -184,15 +132,15 @@ static int server_parse(server_opts *o, int argc, char **argv)
                            server_own_opt, o);
     if (rc != 0)
         return rc;
-    if (server_check_setup_opts(o) != 0)
+    if (psi_cli_server_setup_check_opts(&o->pre, &o->net, o->association) != 0)
         return -1;
-    // With --setup the structure is the file's (server_load_setup checks a
-    // given --structure against it).
-    if (o->setup == NULL && o->net.structure == PSI_CLI_STRUCTURE_ANY)
+    // With --setup the structure is the file's (psi_cli_server_setup_load
+    // checks a given --structure against it).
+    if (o->pre.setup == NULL && o->net.structure == PSI_CLI_STRUCTURE_ANY)
         o->net.structure = PSI_STRUCTURE_RAW;
     if (o->net.fpr == 0)
         o->net.fpr = PSI_CLI_DEFAULT_FPR;
-    if (o->association && (!o->reveal || (o->setup == NULL &&
+    if (o->association && (!o->reveal || (o->pre.setup == NULL &&
                                           o->net.structure != PSI_STRUCTURE_RAW))) {
         psi_cli_error("server: --association needs --reveal and the raw setup");
         return -1;
@@ -248,12 +196,12 @@ static int server_handshake(server_ctx *s, psi_cli_conn *c, psi_cli_handshake *h
     self->version = PSI_CLI_PROTOCOL_VERSION;
     self->reveal = s->o->reveal;
     self->association = s->o->association;
-    self->structure = s->setup != NULL ? s->pb.structure : s->o->net.structure;
+    self->structure = s->prebuilt ? s->pre.pb.structure : s->o->net.structure;
     self->fpr = s->o->net.fpr;
-    self->n = s->setup != NULL ? s->n_setup : s->in.n;
+    self->n = s->prebuilt ? s->pre.n : s->in.n;
     self->suite = s->o->net.suite;
-    rc = s->setup != NULL
-             ? psi_cli_session_check_prebuilt(hello, self, &s->pb, s->o->net.max_peer,
+    rc = s->prebuilt
+             ? psi_cli_session_check_prebuilt(hello, self, &s->pre.pb, s->o->net.max_peer,
                                               s->err, sizeof s->err)
              : psi_cli_session_check_hello(hello, self, s->o->net.max_peer, s->err,
                                            sizeof s->err);
@@ -292,9 +240,9 @@ static int server_setup(server_ctx *s, psi_cli_conn *c, psi_shards *g,
     uint8_t *setup = NULL;
     int rc;
 
-    if (s->setup != NULL) {
-        rc = psi_cli_progress_send(&s->prog, c, PSI_CLI_FRAME_SETUP, s->setup, s->pb.len,
-                                   "sending the setup");
+    if (s->prebuilt) {
+        rc = psi_cli_progress_send(&s->prog, c, PSI_CLI_FRAME_SETUP, s->pre.bytes,
+                                   s->pre.pb.len, "sending the setup");
         return rc != 0 ? server_fail_net(s, c, rc) : 0;
     }
     psi_cli_session_params(&p, self, client_n);
@@ -368,7 +316,7 @@ static int server_respond(server_ctx *s, psi_cli_conn *c, psi_shards *g, uint64_
 /* Sends the permutation of the association table: n big-endian u64. */
 static int server_send_perm(server_ctx *s, psi_cli_conn *c, const size_t *perm)
 {
-    size_t n = s->setup != NULL ? s->n_setup : s->in.n;
+    size_t n = s->prebuilt ? s->pre.n : s->in.n;
     uint8_t *buf = n <= SIZE_MAX / 8 ? psi_cli_alloc(n, 8) : NULL;
     int rc;
 
@@ -397,7 +345,7 @@ static int server_round(server_ctx *s, psi_cli_conn *c)
         server_shards(s, c, &g, self.reveal) != 0 ||
         server_setup(s, c, g, &self, hello.n, &perm) != 0 ||
         server_respond(s, c, g, hello.n) != 0 ||
-        (self.association && server_send_perm(s, c, s->setup != NULL ? s->perm : perm) != 0))
+        (self.association && server_send_perm(s, c, s->prebuilt ? s->pre.perm : perm) != 0))
         goto done;
     rc = psi_cli_net_recv(c, PSI_CLI_FRAME_DONE, 0, &done, &done_len, NULL, NULL);
     if (rc != 0) {
@@ -421,214 +369,6 @@ done:
     return rc;
 }
 
-/* Reads the whole regular file `path` (`what` names it in messages).
- * Returns: 0, or -1 with a message in s->err.  Out: *buf (malloc'd, at
- * least 1 byte), *len. */
-static int server_read_file(server_ctx *s, const char *path, const char *what,
-                            uint8_t **buf, size_t *len)
-{
-    struct stat st;
-    size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    *buf = NULL;
-    *len = 0;
-    if (fd < 0) {
-        snprintf(s->err, sizeof s->err, "%s %s: cannot open: %s", what, path,
-                 strerror(errno));
-        return -1;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(s->err, sizeof s->err, "%s %s: not a regular file", what, path);
-        close(fd);
-        return -1;
-    }
-    if ((uintmax_t)st.st_size > SIZE_MAX - 1 ||
-        (*buf = psi_cli_alloc((size_t)st.st_size, 1)) == NULL) {
-        snprintf(s->err, sizeof s->err, "%s %s: out of memory for %lld bytes", what, path,
-                 (long long)st.st_size);
-        close(fd);
-        return -1;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            snprintf(s->err, sizeof s->err, "%s %s: cannot read: %s", what, path,
-                     r < 0 ? strerror(errno) : "it shrank");
-            close(fd);
-            free(*buf);
-            *buf = NULL;
-            return -1;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *len = got;
-    return 0;
-}
-
-/* Checks the setup file's bytes as a ServerSetup of the run's suite and
- * learns its structure and element count.  Returns: 0 or -1 (message in
- * s->err). */
-static int server_parse_setup(server_ctx *s)
-{
-    const char *path = s->o->setup;
-    int suite = s->o->net.suite;
-    psi_setup *ps = NULL;
-    char detail[PSI_ERROR_MESSAGE_BYTES];
-    int rc = psi_setup_parse_suite(&ps, suite, s->setup, s->pb.len);
-
-    if (rc == PSI_E_SUITE_MISMATCH) {
-        // Name the file's suite when it is one this build knows.
-        for (int t = 0; psi_suite_name(t) != NULL; t++) {
-            if (t != suite && psi_setup_parse_suite(&ps, t, s->setup, s->pb.len) == PSI_OK) {
-                psi_setup_free(ps);
-                snprintf(s->err, sizeof s->err, "setup file %s is a setup of suite %s, "
-                         "and the key file and this run are of suite %s: serve it with "
-                         "the key file (and --suite) it was made with", path,
-                         psi_suite_name(t), psi_cli_suite_label(suite));
-                return -1;
-            }
-        }
-    }
-    if (rc != PSI_OK) {
-        psi_error_message(detail, sizeof detail, rc);
-        snprintf(s->err, sizeof s->err, "setup file %s is not a valid ServerSetup of "
-                 "suite %s: %s (%s); is it whole, and made by psi setup?", path,
-                 psi_cli_suite_label(suite), detail,
-                 psi_error_name(rc) ? psi_error_name(rc) : "?");
-        return -1;
-    }
-    s->pb.structure = (int)psi_setup_structure(ps);
-    s->n_setup = psi_setup_raw_count(ps);
-    psi_setup_free(ps);
-    return 0;
-}
-
-/* Reads --permutation: s->n_setup lines, line j the 0-based input row of
- * the setup's element j, each row once.  Returns: 0 or -1 (s->err). */
-static int server_load_perm(server_ctx *s)
-{
-    const char *path = s->o->permutation;
-    uint8_t *buf = NULL, *seen = NULL;
-    size_t len = 0, pos = 0, line = 0, n = s->n_setup;
-
-    if (server_read_file(s, path, "permutation file", &buf, &len) != 0)
-        return -1;
-    s->perm = psi_cli_alloc(n, sizeof *s->perm);
-    seen = psi_cli_alloc(n, 1);
-    if (s->perm == NULL || seen == NULL) {
-        snprintf(s->err, sizeof s->err, "out of memory for the permutation");
-        goto fail;
-    }
-    memset(seen, 0, n);
-    while (pos < len) {
-        uint64_t v = 0;
-        size_t start = pos;
-
-        while (pos < len && buf[pos] >= '0' && buf[pos] <= '9' && v <= UINT64_MAX / 10)
-            v = v * 10 + (uint64_t)(buf[pos++] - '0');
-        if (pos == start || (pos < len && buf[pos] != '\n')) {
-            snprintf(s->err, sizeof s->err, "permutation file %s, line %zu: not a 0-based "
-                     "row index", path, line + 1);
-            goto fail;
-        }
-        if (line >= n || v >= n || seen[v]) {
-            snprintf(s->err, sizeof s->err, "permutation file %s, line %zu: %s (the "
-                     "setup has %zu elements): is it the file psi setup --permutation "
-                     "wrote with this setup?", path, line + 1,
-                     line >= n ? "more lines than setup elements"
-                     : v >= n ? "a row beyond the setup's" : "a row given twice", n);
-            goto fail;
-        }
-        seen[v] = 1;
-        s->perm[line++] = (size_t)v;
-        pos++;  // the newline (or the end)
-    }
-    if (line != n) {
-        snprintf(s->err, sizeof s->err, "permutation file %s holds %zu rows, and the setup "
-                 "has %zu elements: is it the file psi setup --permutation wrote with this "
-                 "setup?", path, line, n);
-        goto fail;
-    }
-    free(buf);
-    free(seen);
-    return 0;
-fail:
-    free(buf);
-    free(seen);
-    return -1;
-}
-
-/* With --setup: reads and checks the setup file (and the permutation)
- * against the options.  Returns: 0 or -1 (message in s->err). */
-static int server_load_setup(server_ctx *s)
-{
-    const server_opts *o = s->o;
-    const char *st;
-    psi_cli_handshake self;
-    uint64_t size;
-
-    if (server_read_file(s, o->setup, "setup file", &s->setup, &s->pb.len) != 0 ||
-        server_parse_setup(s) != 0)
-        return -1;
-    st = psi_cli_structure_name(s->pb.structure);
-    s->pb.num_client = o->num_client;
-    if (o->net.structure != PSI_CLI_STRUCTURE_ANY && o->net.structure != s->pb.structure) {
-        snprintf(s->err, sizeof s->err, "setup file %s holds a %s setup, not the %s of "
-                 "--structure (leave it out: the file says)", o->setup, st,
-                 psi_cli_structure_name(o->net.structure));
-        return -1;
-    }
-    memset(&self, 0, sizeof self);
-    self.structure = s->pb.structure;
-    self.fpr = o->net.fpr;
-    self.suite = o->net.suite;
-    if (s->pb.structure == PSI_STRUCTURE_RAW) {
-        if (o->num_client != 0) {
-            snprintf(s->err, sizeof s->err, "--num-client-inputs is for a gcs or bloom "
-                     "setup, and %s is raw", o->setup);
-            return -1;
-        }
-        // A raw setup's size is exact: a longer file holds more (unknown
-        // fields) than a client would accept.
-        if (psi_cli_session_prebuilt_size(&size, &self, 1, s->pb.len) != 0 ||
-            size > s->n_setup) {
-            snprintf(s->err, sizeof s->err, "setup file %s holds more than the raw setup "
-                     "of its %zu elements (not made by psi setup?)", o->setup, s->n_setup);
-            return -1;
-        }
-        if (o->association && server_load_perm(s) != 0)
-            return -1;
-        snprintf(s->what, sizeof s->what, "the setup file %s of %zu values", o->setup,
-                 s->n_setup);
-        return 0;
-    }
-    if (o->num_client == 0) {
-        snprintf(s->err, sizeof s->err, "setup file %s holds a %s setup: give "
-                 "--num-client-inputs N, and --fpr F unless it was the default, as psi "
-                 "setup was given them (the file records neither)", o->setup, st);
-        return -1;
-    }
-    if (o->association) {
-        snprintf(s->err, sizeof s->err, "--association needs a raw setup, and %s is %s",
-                 o->setup, st);
-        return -1;
-    }
-    if (psi_cli_session_prebuilt_size(&size, &self, o->num_client, s->pb.len) != 0) {
-        snprintf(s->err, sizeof s->err, "setup file %s is larger than any %s setup of "
-                 "--fpr %g for --num-client-inputs %zu can be: give the values psi setup "
-                 "was given", o->setup, st, o->net.fpr, o->num_client);
-        return -1;
-    }
-    snprintf(s->what, sizeof s->what, "the setup file %s", o->setup);
-    snprintf(s->sized, sizeof s->sized, " of fpr %g for at most %zu client values",
-             o->net.fpr, o->num_client);
-    return 0;
-}
-
 /* Loads the input (or the setup file) and the key file.  Returns: 0 or an
  * exit code. */
 static int server_load(server_ctx *s)
@@ -636,18 +376,20 @@ static int server_load(server_ctx *s)
     int created = 0;
     struct stat st;
 
-    if (s->o->setup == NULL) {
+    s->prebuilt = s->o->pre.setup != NULL;
+    s->what = s->prebuilt ? s->pre.what : s->in_what;
+    if (!s->prebuilt) {
         if (psi_cli_input_read(&s->in, s->o->net.input, s->o->net.column, s->err,
                                sizeof s->err) != PSI_CLI_INPUT_OK) {
             psi_cli_error("server: %s", s->err);
             return CLI_EXIT_USAGE;
         }
-        snprintf(s->what, sizeof s->what, "%zu values", s->in.n);
+        snprintf(s->in_what, sizeof s->in_what, "%zu values", s->in.n);
     }
     if (s->o->net.key_file == NULL)
         return 0;
     // A prebuilt setup answers only with its own key: never make one.
-    if (s->o->setup != NULL && lstat(s->o->net.key_file, &st) != 0 && errno == ENOENT) {
+    if (s->prebuilt && lstat(s->o->net.key_file, &st) != 0 && errno == ENOENT) {
         psi_cli_error("server: key file %s does not exist: --setup needs the key file the "
                       "setup was made with", s->o->net.key_file);
         return CLI_EXIT_USAGE;
@@ -657,7 +399,7 @@ static int server_load(server_ctx *s)
         psi_cli_error("server: %s", s->err);
         return CLI_EXIT_USAGE;
     }
-    if (created && s->o->setup != NULL) {
+    if (created && s->prebuilt) {
         // It vanished after the check: a key made now would match nothing.
         unlink(s->o->net.key_file);
         psi_cli_error("server: key file %s disappeared", s->o->net.key_file);
@@ -665,7 +407,9 @@ static int server_load(server_ctx *s)
     }
     psi_cli_progress_note(&s->prog, "%s key file %s", created ? "created" : "using the key of",
                           s->o->net.key_file);
-    if (s->o->setup != NULL && server_load_setup(s) != 0) {
+    if (s->prebuilt && psi_cli_server_setup_load(&s->pre, &s->o->pre, &s->o->net,
+                                                 s->o->association, s->err,
+                                                 sizeof s->err) != 0) {
         psi_cli_error("server: %s", s->err);
         return CLI_EXIT_USAGE;
     }
@@ -695,9 +439,9 @@ int psi_cli_cmd_server(int argc, char **argv)
         psi_cli_progress_note(&s.prog, "listening on %s with %s (suite %s, %s "
                               "setup%s, %s)", bound, s.what,
                               psi_cli_suite_label(o.net.suite),
-                              psi_cli_structure_name(o.setup != NULL ? s.pb.structure
-                                                                     : o.net.structure),
-                              s.sized,
+                              psi_cli_structure_name(s.prebuilt ? s.pre.pb.structure
+                                                                : o.net.structure),
+                              s.pre.sized,
                               o.reveal ? "intersection revealed" : "size only");
         rc = CLI_EXIT_FAIL;
     }
@@ -722,7 +466,6 @@ int psi_cli_cmd_server(int argc, char **argv)
         close(lfd);
     psi_engine_free(s.key);
     psi_cli_input_free(&s.in);
-    free(s.setup);
-    free(s.perm);
+    psi_cli_server_setup_free(&s.pre);
     return rc;
 }

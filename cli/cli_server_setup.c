@@ -1,0 +1,317 @@
+/*
+ * `psi server --setup` (PROTOCOL.md §15.5): the options, and the setup file
+ * built beforehand by `psi setup` (or psi-mpi setup) with its permutation
+ * file, read and checked against the options before the server listens.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_server_setup.h"
+#include "cli_util.h"
+#include "psi_shard.h"
+
+/* One psi_cli_server_setup_load. */
+typedef struct setup_load {
+    psi_cli_server_setup *ss;
+    const psi_cli_server_setup_opts *so;
+    const psi_cli_net_opts *net;
+    int association;
+    char *err;
+    size_t err_len;
+} setup_load;
+
+int psi_cli_server_setup_opt(psi_cli_server_setup_opts *so, psi_cli_net_opts *net,
+                             int argc, char **argv, int *i)
+{
+    const char *v = NULL;
+
+    if (psi_cli_opt_value(argc, argv, i, "--setup", &v)) {
+        if (v == NULL)
+            return -1;
+        so->setup = v;
+        net->input_replaced = 1;
+    } else if (psi_cli_opt_value(argc, argv, i, "--permutation", &v)) {
+        if (v == NULL)
+            return -1;
+        so->permutation = v;
+    } else if (psi_cli_opt_value(argc, argv, i, "--num-client-inputs", &v)) {
+        if (v == NULL || psi_cli_parse_count(&so->num_client, v, (size_t)INT64_MAX,
+                                             "server: --num-client-inputs") != 0)
+            return -1;
+    } else
+        return 0;
+    return 1;
+}
+
+int psi_cli_server_setup_check_opts(const psi_cli_server_setup_opts *so,
+                                    const psi_cli_net_opts *net, int association)
+{
+    const char *msg = NULL;
+
+    if (so->setup == NULL) {
+        if (so->permutation != NULL)
+            msg = "--permutation is for --setup (without it the server keeps the "
+                  "permutation of the setup it builds)";
+        else if (so->num_client != 0)
+            msg = "--num-client-inputs is for --setup (without it each round's setup is "
+                  "sized for the client's own count)";
+    } else if (net->input != NULL || net->column != NULL) {
+        msg = "give --input FILE or --setup SETUP, not both: the setup already holds the "
+              "server's values";
+    } else if (net->key_file == NULL) {
+        msg = "--setup needs --key-file KEY, the key file the setup was made with (psi "
+              "setup --key-file KEY); another key gives wrong answers, and nothing can "
+              "detect it";
+    } else if (association && so->permutation == NULL) {
+        msg = "--association with --setup needs --permutation PERM, the file psi setup "
+              "--permutation wrote with this setup";
+    } else if (!association && so->permutation != NULL) {
+        msg = "--permutation is only used with --association";
+    }
+    if (msg != NULL) {
+        psi_cli_error("server: %s", msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads the whole regular file `path` (`what` names it in messages).
+ * Returns: 0, or -1 with a message in l->err.  Out: *buf (malloc'd, at
+ * least 1 byte), *len. */
+static int setup_read_file(setup_load *l, const char *path, const char *what,
+                           uint8_t **buf, size_t *len)
+{
+    struct stat st;
+    size_t got = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    *buf = NULL;
+    *len = 0;
+    if (fd < 0) {
+        snprintf(l->err, l->err_len, "%s %s: cannot open: %s", what, path,
+                 strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(l->err, l->err_len, "%s %s: not a regular file", what, path);
+        close(fd);
+        return -1;
+    }
+    if ((uintmax_t)st.st_size > SIZE_MAX - 1 ||
+        (*buf = psi_cli_alloc((size_t)st.st_size, 1)) == NULL) {
+        snprintf(l->err, l->err_len, "%s %s: out of memory for %lld bytes", what, path,
+                 (long long)st.st_size);
+        close(fd);
+        return -1;
+    }
+    while (got < (size_t)st.st_size) {
+        ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            snprintf(l->err, l->err_len, "%s %s: cannot read: %s", what, path,
+                     r < 0 ? strerror(errno) : "it shrank");
+            close(fd);
+            free(*buf);
+            *buf = NULL;
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *len = got;
+    return 0;
+}
+
+/* Checks the setup file's bytes as a ServerSetup of the run's suite and
+ * learns its structure and element count.  Returns: 0 or -1 (message in
+ * l->err). */
+static int setup_parse(setup_load *l)
+{
+    psi_cli_server_setup *ss = l->ss;
+    const char *path = l->so->setup;
+    int suite = l->net->suite;
+    psi_setup *ps = NULL;
+    char detail[PSI_ERROR_MESSAGE_BYTES];
+    int rc = psi_setup_parse_suite(&ps, suite, ss->bytes, ss->pb.len);
+
+    if (rc == PSI_E_SUITE_MISMATCH) {
+        // Name the file's suite when it is one this build knows.
+        for (int t = 0; psi_suite_name(t) != NULL; t++) {
+            if (t != suite && psi_setup_parse_suite(&ps, t, ss->bytes, ss->pb.len) == PSI_OK) {
+                psi_setup_free(ps);
+                snprintf(l->err, l->err_len, "setup file %s is a setup of suite %s, "
+                         "and the key file and this run are of suite %s: serve it with "
+                         "the key file (and --suite) it was made with", path,
+                         psi_suite_name(t), psi_cli_suite_label(suite));
+                return -1;
+            }
+        }
+    }
+    if (rc != PSI_OK) {
+        psi_error_message(detail, sizeof detail, rc);
+        snprintf(l->err, l->err_len, "setup file %s is not a valid ServerSetup of "
+                 "suite %s: %s (%s); is it whole, and made by psi setup?", path,
+                 psi_cli_suite_label(suite), detail,
+                 psi_error_name(rc) ? psi_error_name(rc) : "?");
+        return -1;
+    }
+    ss->pb.structure = (int)psi_setup_structure(ps);
+    ss->n = psi_setup_raw_count(ps);
+    psi_setup_free(ps);
+    return 0;
+}
+
+/* Reads --permutation: ss->n lines, line j the 0-based input row of the
+ * setup's element j, each row once.  Returns: 0 or -1 (l->err). */
+static int setup_load_perm(setup_load *l)
+{
+    psi_cli_server_setup *ss = l->ss;
+    const char *path = l->so->permutation;
+    uint8_t *buf = NULL, *seen = NULL;
+    size_t len = 0, pos = 0, line = 0, n = ss->n;
+
+    if (setup_read_file(l, path, "permutation file", &buf, &len) != 0)
+        return -1;
+    ss->perm = psi_cli_alloc(n, sizeof *ss->perm);
+    seen = psi_cli_alloc(n, 1);
+    if (ss->perm == NULL || seen == NULL) {
+        snprintf(l->err, l->err_len, "out of memory for the permutation");
+        goto fail;
+    }
+    memset(seen, 0, n);
+    while (pos < len) {
+        uint64_t v = 0;
+        size_t start = pos;
+
+        while (pos < len && buf[pos] >= '0' && buf[pos] <= '9' && v <= UINT64_MAX / 10)
+            v = v * 10 + (uint64_t)(buf[pos++] - '0');
+        if (pos == start || (pos < len && buf[pos] != '\n')) {
+            snprintf(l->err, l->err_len, "permutation file %s, line %zu: not a 0-based "
+                     "row index", path, line + 1);
+            goto fail;
+        }
+        if (line >= n || v >= n || seen[v]) {
+            snprintf(l->err, l->err_len, "permutation file %s, line %zu: %s (the "
+                     "setup has %zu elements): is it the file psi setup --permutation "
+                     "wrote with this setup?", path, line + 1,
+                     line >= n ? "more lines than setup elements"
+                     : v >= n ? "a row beyond the setup's" : "a row given twice", n);
+            goto fail;
+        }
+        seen[v] = 1;
+        ss->perm[line++] = (size_t)v;
+        pos++;  // the newline (or the end)
+    }
+    if (line != n) {
+        snprintf(l->err, l->err_len, "permutation file %s holds %zu rows, and the setup "
+                 "has %zu elements: is it the file psi setup --permutation wrote with this "
+                 "setup?", path, line, n);
+        goto fail;
+    }
+    free(buf);
+    free(seen);
+    return 0;
+fail:
+    free(buf);
+    free(seen);
+    return -1;
+}
+
+/* The checks and description of a raw setup.  Returns: 0 or -1 (l->err). */
+static int setup_check_raw(setup_load *l, const psi_cli_handshake *self)
+{
+    psi_cli_server_setup *ss = l->ss;
+    const char *path = l->so->setup;
+    uint64_t size;
+
+    if (l->so->num_client != 0) {
+        snprintf(l->err, l->err_len, "--num-client-inputs is for a gcs or bloom "
+                 "setup, and %s is raw", path);
+        return -1;
+    }
+    // A raw setup's size is exact: a longer file holds more (unknown
+    // fields) than a client would accept.
+    if (psi_cli_session_prebuilt_size(&size, self, 1, ss->pb.len) != 0 || size > ss->n) {
+        snprintf(l->err, l->err_len, "setup file %s holds more than the raw setup "
+                 "of its %zu elements (not made by psi setup?)", path, ss->n);
+        return -1;
+    }
+    if (l->association && setup_load_perm(l) != 0)
+        return -1;
+    snprintf(ss->what, sizeof ss->what, "the setup file %s of %zu values", path, ss->n);
+    return 0;
+}
+
+/* The checks and description of a gcs or Bloom setup.  Returns: 0 or -1
+ * (l->err). */
+static int setup_check_sized(setup_load *l, const psi_cli_handshake *self)
+{
+    psi_cli_server_setup *ss = l->ss;
+    const char *path = l->so->setup, *st = psi_cli_structure_name(ss->pb.structure);
+    size_t num_client = l->so->num_client;
+    double fpr = l->net->fpr;
+    uint64_t size;
+
+    if (num_client == 0) {
+        snprintf(l->err, l->err_len, "setup file %s holds a %s setup: give "
+                 "--num-client-inputs N, and --fpr F unless it was the default, as psi "
+                 "setup was given them (the file records neither)", path, st);
+        return -1;
+    }
+    if (l->association) {
+        snprintf(l->err, l->err_len, "--association needs a raw setup, and %s is %s",
+                 path, st);
+        return -1;
+    }
+    if (psi_cli_session_prebuilt_size(&size, self, num_client, ss->pb.len) != 0) {
+        snprintf(l->err, l->err_len, "setup file %s is larger than any %s setup of "
+                 "--fpr %g for --num-client-inputs %zu can be: give the values psi setup "
+                 "was given", path, st, fpr, num_client);
+        return -1;
+    }
+    snprintf(ss->what, sizeof ss->what, "the setup file %s", path);
+    snprintf(ss->sized, sizeof ss->sized, " of fpr %g for at most %zu client values", fpr,
+             num_client);
+    return 0;
+}
+
+int psi_cli_server_setup_load(psi_cli_server_setup *ss, const psi_cli_server_setup_opts *so,
+                              const psi_cli_net_opts *net, int association, char *err,
+                              size_t err_len)
+{
+    setup_load l = {ss, so, net, association, err, err_len};
+    psi_cli_handshake self;
+
+    memset(ss, 0, sizeof *ss);
+    if (setup_read_file(&l, so->setup, "setup file", &ss->bytes, &ss->pb.len) != 0 ||
+        setup_parse(&l) != 0)
+        return -1;
+    ss->pb.num_client = so->num_client;
+    if (net->structure != PSI_CLI_STRUCTURE_ANY && net->structure != ss->pb.structure) {
+        snprintf(err, err_len, "setup file %s holds a %s setup, not the %s of "
+                 "--structure (leave it out: the file says)", so->setup,
+                 psi_cli_structure_name(ss->pb.structure),
+                 psi_cli_structure_name(net->structure));
+        return -1;
+    }
+    memset(&self, 0, sizeof self);
+    self.structure = ss->pb.structure;
+    self.fpr = net->fpr;
+    self.suite = net->suite;
+    return ss->pb.structure == PSI_STRUCTURE_RAW ? setup_check_raw(&l, &self)
+                                                 : setup_check_sized(&l, &self);
+}
+
+void psi_cli_server_setup_free(psi_cli_server_setup *ss)
+{
+    free(ss->bytes);
+    free(ss->perm);
+    ss->bytes = NULL;
+    ss->perm = NULL;
+}
