@@ -300,7 +300,7 @@ int mpi_match(mpi_run *r)
     if ((rc = mpi_agree(r, status != 0 ? CLI_EXIT_FAIL : 0)) != 0 ||
         (rc = mpi_commit(r, &r->s.out)) != 0)
         goto done;
-    psi_cli_progress_note(&r->s.prog, "%llu of %llu values in the intersection (%d ranks, "
+    MPI_NOTE(r, "%llu of %llu values in the intersection (%d ranks, "
                           "suite %s)", (unsigned long long)sum, (unsigned long long)r->total,
                           r->size, psi_cli_suite_label(r->s.o.suite));
 done:

@@ -34,6 +34,13 @@ typedef struct mpi_run {
     int *status;             // size entries, for mpi_agree
 } mpi_run;
 
+/** Prints "<label>: <message>" on rank 0 (a step's closing line). */
+#define MPI_NOTE(r, ...)                                                   \
+    do {                                                                   \
+        if ((r)->rank == 0)                                                \
+            psi_cli_progress_note(&(r)->s.prog, __VA_ARGS__);              \
+    } while (0)
+
 /* ---- mpi_comm.c ---- */
 
 /** Collective.  Every rank passes its status (0, or the exit code of its

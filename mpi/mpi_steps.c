@@ -136,9 +136,11 @@ int mpi_setup(mpi_run *r)
     uint8_t *elems = NULL;
     uint64_t *idx = NULL;
     size_t cap = 0;
+    double t[3];
     int raw = r->s.o.structure == PSI_STRUCTURE_RAW, rc, prc;
 
     memset(&po, 0, sizeof po);
+    t[0] = psi_cli_now_ms();
     if ((rc = mpi_share_key(r)) != 0 || (rc = mpi_read_input(r)) != 0 ||
         (rc = mpi_open(r, &r->s.out, r->s.o.output)) != 0 ||
         (r->s.o.permutation != NULL && (rc = mpi_open(r, &po, r->s.o.permutation)) != 0))
@@ -156,6 +158,7 @@ int mpi_setup(mpi_run *r)
         (rc = steps_mask(r, "masking this rank's part of the setup", "cannot build the setup",
                          &elems)) != 0)
         goto done;
+    t[1] = psi_cli_now_ms(); // after the agreement: the slowest rank's masking is done
     rc = raw ? steps_setup_raw(r, &po, elems, idx) : steps_setup_built(r, &p, cap, elems);
     // The permutation first: if the setup's rename then fails, it goes too.
     if (rc != 0 || (r->s.o.permutation != NULL && (rc = mpi_commit(r, &po)) != 0))
@@ -165,11 +168,14 @@ int mpi_setup(mpi_run *r)
             unlink(r->s.o.permutation);
         goto done;
     }
-    psi_cli_progress_note(&r->s.prog, "%llu values on %d ranks: a %s setup (suite %s)%s",
+    t[2] = psi_cli_now_ms();
+    MPI_NOTE(r, "%llu values on %d ranks: a %s setup (suite %s)%s; "
+                          "%.1f s: key, read and mask %.1f s, merge and write %.1f s",
                           (unsigned long long)r->total, r->size,
                           psi_cli_structure_name(r->s.o.structure),
                           psi_cli_suite_label(r->s.o.suite),
-                          r->s.o.permutation != NULL ? ", and its permutation" : "");
+                          r->s.o.permutation != NULL ? ", and its permutation" : "",
+                          (t[2] - t[0]) / 1e3, (t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3);
 done:
     psi_cli_output_abort(&po);
     free(elems);
@@ -200,7 +206,7 @@ int mpi_request(mpi_run *r)
     if ((rc = steps_wrote(r, wrc, r->s.o.output)) != 0 ||
         (rc = mpi_commit(r, &r->s.out)) != 0)
         goto done;
-    psi_cli_progress_note(&r->s.prog, "%llu values on %d ranks: a request (suite %s, %s)",
+    MPI_NOTE(r, "%llu values on %d ranks: a request (suite %s, %s)",
                           (unsigned long long)r->total, r->size,
                           psi_cli_suite_label(r->s.o.suite),
                           reveal ? "reveal" : "count only");
@@ -274,7 +280,7 @@ int mpi_response(mpi_run *r)
     if ((rc = steps_wrote(r, wrc, r->s.o.output)) != 0 ||
         (rc = mpi_commit(r, &r->s.out)) != 0)
         goto done;
-    psi_cli_progress_note(&r->s.prog, "%llu elements on %d ranks: a response (suite %s, %s)",
+    MPI_NOTE(r, "%llu elements on %d ranks: a response (suite %s, %s)",
                           (unsigned long long)total, r->size,
                           psi_cli_suite_label(r->s.o.suite),
                           r->s.o.reveal ? "intersection revealed" : "size only");

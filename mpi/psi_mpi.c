@@ -3,8 +3,10 @@
  * the offline commands of `psi` (PROTOCOL.md §17) on the ranks of an MPI job,
  * writing the same bytes (§18).  See mpi_run.h.
  */
+#define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
 #include <fcntl.h>
 #include <mpi.h>
+#include <sched.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,10 @@ static void mpi_usage(FILE *out)
           "\n"
           "Unlike psi: --input must be a regular file every rank can read (not '-'),\n"
           "CSV (--column) is not supported, and --threads and --shards count per\n"
-          "rank (default threads: the node's online CPUs shared among its ranks).\n"
+          "rank (default threads: the node's online CPUs shared among its ranks, at\n"
+          "most the CPUs the rank is bound to: Open MPI binds each rank to one core\n"
+          "when it starts one or two, so use mpirun --bind-to none to give one rank\n"
+          "every core).\n"
           "Make keys with 'psi keygen'.\n", out);
 }
 
@@ -81,12 +86,16 @@ static int mpi_parse(mpi_run *r, int argc, char **argv)
     return rc != 0 ? -1 : 0;
 }
 
-/* Default threads: the node's online CPUs over the ranks on the node. */
+/* Default threads: the node's online CPUs over the ranks on the node, and
+ * no more than the CPUs this rank may run on (mpirun binds each rank to one
+ * core when it starts at most two: then one thread). */
 static size_t mpi_default_threads(void)
 {
     MPI_Comm node;
+    cpu_set_t set;
     int local = 1;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t t;
 
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
         MPI_SUCCESS) {
@@ -95,7 +104,11 @@ static size_t mpi_default_threads(void)
     }
     if (cpus < 1)
         cpus = 1;
-    return (size_t)cpus / (size_t)local > 0 ? (size_t)cpus / (size_t)local : 1;
+    t = (size_t)cpus / (size_t)local > 0 ? (size_t)cpus / (size_t)local : 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
+        (size_t)CPU_COUNT(&set) < t)
+        t = (size_t)CPU_COUNT(&set);
+    return t;
 }
 
 static int mpi_main(mpi_run *r, int argc, char **argv)

@@ -6,9 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(meson ninja-build pkg-config gcc libc6-dev python3 libssl-dev libsodium-dev
-          libcmocka-dev libcjson-dev valgrind clang-14 libclang-rt-14-dev)
+          libcmocka-dev libcjson-dev valgrind clang-14 libclang-rt-14-dev
+          openmpi-bin libopenmpi-dev)
 bash scripts/apt-install.sh "${packages[@]}"
 
 [[ -f build/build.ninja ]] || meson setup build --buildtype=debugoptimized >/dev/null
 ninja -C build >/dev/null
-echo "setup: built ./build (psi command: build/cli/psi)" >&2
+echo "setup: built ./build (psi command: build/cli/psi; MPI runner: build/mpi/psi-mpi)" >&2

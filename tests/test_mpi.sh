@@ -1,0 +1,639 @@
+#!/usr/bin/env bash
+# Tests of `psi-mpi` (the Open MPI runner of the offline commands, PROTOCOL.md
+# §17) against the single-process `psi`: every output file (messages,
+# permutations, match results) must be the same bytes as `psi`'s for the same
+# key file, input and options, whatever the number of ranks.
+#
+#   a. The committed vectors (VECTORS_DIR/*.json of format psi-wire-vectors/1,
+#      written out by tests/mpi_vector_cases.py; cases whose values cannot be
+#      written one per line are skipped and counted): each step (setup with
+#      the case's structure, fpr and num_client_inputs, and --permutation for
+#      raw; request, with --count-only when the case is not reveal; response;
+#      match: rows and --indices, or --count-only) under `psi` and under
+#      `mpirun -np 4 psi-mpi` for every case, and -np 1 and -np 2 on every
+#      fourth case only (TEST_MPI_STRIDE; 1 = all): an mpirun of psi-mpi
+#      costs 0.3-0.5 s here even with pml ob1 (see below), and there are
+#      ~550 runs a layout, too many for ~3 minutes on 2 cores for all three
+#      (this choice: ~3 minutes).  Cases run TEST_MPI_JOBS (3) at a time.
+#      psi's messages and match results are also compared with the
+#      vector's expected bytes.  Each psi-mpi step reads psi's files
+#      (request, setup, response), so a difference shows in the step that
+#      makes it.  Per-rank threads vary: -np 1 --threads 2,
+#      -np 2 --threads 2 --shards 3, -np 4 --threads 1.
+#   b. A generated set (deterministic splitmix64 in python3) of
+#      TEST_MPI_BIG_N (1,000,000) server values with ~10% duplicate rows,
+#      empty lines, CRLF lines and a byte order mark, and TEST_MPI_CLIENT_N
+#      (100,000) client values (~40% drawn from the server's, ~10% duplicate
+#      rows, empty lines, every third line CRLF, no final newline): raw
+#      setup with --permutation under -np 1, 2 and 4 against psi (and the
+#      permutation is one of 0..N-1);
+#      request (reveal and --count-only), response (--reveal and not) and
+#      match (rows, --indices, --count-only) under -np 2 and 4 against psi;
+#      psi's match results against a plain comparison of the inputs (awk).
+#      Sizes: psi setup costs ~85 us of CPU a value here (1M values: ~45 s
+#      on 2 cores), and the part runs 4 setups of the server and 21 client
+#      steps (7 in psi, 7 each under -np 2 and 4), so 1M + 100k keeps the
+#      part near 5 minutes; a 200k client would add ~90 s.
+#   c. Interop: a psi-mpi setup and a psi-mpi response to a plain psi
+#      request, matched by plain psi match, give the plain comparison (raw
+#      rows/--indices, gcs --indices); psi-mpi requests (reveal and
+#      count-only) answered by plain psi response and matched by psi.
+#   d. Faults, each with its exit status, a message naming the command
+#      (and its cause) and no output or <output>.tmp.* file left: a missing
+#      input; --input -; --column; a key file readable by others; a
+#      truncated request; a request whose only bad point is its last
+#      element (in rank 3's slice under -np 4: the message must name
+#      rank 3), once more with an existing file at the output path (left
+#      untouched); rank 1 killed (SIGKILL) during a setup of the big input
+#      under -np 2: mpirun exits non-zero within 120 s, no output, no rank
+#      left running.
+#
+# Usage: tests/test_mpi.sh PSI PSI_MPI VECTORS_DIR
+# Prints one line per failed check, the number of skipped vector cases, and
+# `test_mpi: N checks, M failed`; exits 1 if any check failed, 77 if mpirun
+# or python3 is missing.  TEST_MPI_PARTS (default abcd) picks parts.
+# mpirun runs with --oversubscribe, as root with OMPI_ALLOW_RUN_AS_ROOT*, and
+# with OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader unless already set (one
+# node; this halves the start-up against UCX).
+set -u
+
+if [ $# -ne 3 ]; then
+    echo "usage: $0 PSI PSI_MPI VECTORS_DIR" >&2
+    exit 2
+fi
+psi=$1
+psi_mpi=$2
+vectors=$3
+here=$(cd "$(dirname "$0")" && pwd)
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "test_mpi: mpirun not found: skipped"
+    exit 77
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "test_mpi: python3 not found: skipped"
+    exit 77
+fi
+for x in "$psi" "$psi_mpi"; do
+    [ -x "$x" ] || { echo "test_mpi: $x is not an executable" >&2; exit 2; }
+done
+[ -d "$vectors" ] || { echo "test_mpi: $vectors is not a directory" >&2; exit 2; }
+
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMPI_MCA_pml=${OMPI_MCA_pml-ob1} OMPI_MCA_btl=${OMPI_MCA_btl-self,vader}
+parts=${TEST_MPI_PARTS:-abcd}
+njobs=${TEST_MPI_JOBS:-3}
+stride=${TEST_MPI_STRIDE:-4}
+big_n=${TEST_MPI_BIG_N:-1000000}
+client_n=${TEST_MPI_CLIENT_N:-100000}
+verbose=${TEST_MPI_VERBOSE:-0}
+checks=0
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+note() {
+    [ "$verbose" = 1 ] && echo "test_mpi: $*"
+    return 0
+}
+
+# run WHAT WANT_RC LOG CMD...: runs CMD with stderr in LOG (stdout in
+# LOG.out) and checks its exit status.
+run() {
+    local what=$1 want=$2 log=$3 rc
+    shift 3
+    "$@" 2>"$log" >"$log.out" </dev/null
+    rc=$?
+    checks=$((checks + 1))
+    if [ "$rc" -ne "$want" ]; then
+        fail "$what: exit status $rc, expected $want"
+        sed -n '1,8s/^/    /p' "$log"
+        return 1
+    fi
+    return 0
+}
+
+# mpi NP TIMEOUT ARGS...: psi-mpi ARGS under mpirun -np NP, killed after
+# TIMEOUT seconds (exit status 124).  After a run that hung, the next runs
+# of the same group (a vector case, a part) are not started (exit status
+# 125) until hung is reset, so a hanging binary does not stall the test.
+hung=0
+mpi() {
+    local np=$1 t=$2 rc
+    shift 2
+    if [ "$hung" = 1 ]; then
+        echo "not run: an earlier psi-mpi run of this group hung" >&2
+        return 125
+    fi
+    timeout -k 10 "$t" mpirun --oversubscribe -np "$np" "$psi_mpi" "$@"
+    rc=$?
+    [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && hung=1
+    return "$rc"
+}
+
+expect_same() {
+    checks=$((checks + 1))
+    if ! cmp -s "$2" "$3"; then
+        fail "$1: $2 and $3 differ ($(cmp "$2" "$3" 2>&1 | head -1))"
+        return 1
+    fi
+}
+
+expect_grep() {
+    checks=$((checks + 1))
+    grep -q -- "$2" "$3" || {
+        fail "$1: no '$2' in: $(grep -v '^[-]*$' "$3" | head -c 600)"
+        return 1
+    }
+}
+
+# expect_no_output WHAT FILE: neither FILE nor a temporary file beside it.
+expect_no_output() {
+    checks=$((checks + 1))
+    if [ -e "$2" ] || ls "$2".tmp.* >/dev/null 2>&1; then
+        fail "$1: an output file was left: $(ls -d "$2"* 2>/dev/null | tr '\n' ' ')"
+    fi
+}
+
+# Per-rank thread layouts of psi-mpi (the bytes never depend on them).
+layout() {
+    case $1 in
+    1) echo "--threads 2" ;;
+    2) echo "--threads 2 --shards 3" ;;
+    *) echo "--threads 1" ;;
+    esac
+}
+
+# ------------------------------------------------------------ a. vectors
+
+# vector_case DIR SUITE STRUCTURE FPR NCI REVEAL NAME NPS: one case, psi and
+# psi-mpi under each -np of NPS.  Runs in a subshell: its counts go to
+# DIR/counts, its failure lines to its stdout.
+vector_case() {
+    local d=$1 su=$2 st=$3 fpr=$4 nc=$5 rv=$6 name=$7 nps=$8 np m f w
+    local S=(--suite "$su") X=() CO=() RV=() modes=(count) T mo
+    checks=0
+    failures=0
+    if [ "$st" = raw ]; then
+        X=(--permutation PERM)
+    else
+        X=(--fpr "$fpr" --num-client-inputs "$nc")
+    fi
+    if [ "$rv" = 1 ]; then RV=(--reveal); modes=(rows indices); else CO=(--count-only); fi
+    # psi: the reference, itself checked against the vector.
+    run "$name: psi setup" 0 "$d/psi.err" "$psi" setup --key-file "$d/sk" "${S[@]}" \
+        --input "$d/server.txt" --structure "$st" "${X[@]/PERM/$d/ref.perm}" \
+        --output "$d/ref.setup"
+    run "$name: psi request" 0 "$d/psi.err" "$psi" request --key-file "$d/ck" "${S[@]}" \
+        --input "$d/client.txt" "${CO[@]}" --output "$d/ref.req"
+    run "$name: psi response" 0 "$d/psi.err" "$psi" response --key-file "$d/sk" "${S[@]}" \
+        --request "$d/ref.req" "${RV[@]}" --output "$d/ref.resp"
+    for f in setup req resp; do
+        expect_same "$name: psi $f vs the vector" "$d/ref.$f" "$d/exp.$f"
+    done
+    for m in "${modes[@]}"; do
+        mo=()
+        [ "$m" = indices ] && mo=(--indices)
+        [ "$m" = count ] && mo=(--count-only)
+        run "$name: psi match $m" 0 "$d/psi.err" "$psi" match --key-file "$d/ck" "${S[@]}" \
+            --input "$d/client.txt" --setup "$d/ref.setup" --response "$d/ref.resp" \
+            "${mo[@]}" --output "$d/ref.$m" || continue
+        w=$d/exp.$m
+        [ "$m" = indices ] && w=$d/exp.idx
+        expect_same "$name: psi match $m vs the vector" "$d/ref.$m" "$w"
+    done
+    for np in $nps; do
+        hung=0
+        if [ "$(find "$hangs" -type f | wc -l)" -ge 3 ]; then
+            checks=$((checks + 1))
+            fail "$name: psi-mpi not run: 3 cases hung already"
+            break
+        fi
+        # shellcheck disable=SC2207
+        T=($(layout "$np"))
+        local p=$d/np$np L="$name: psi-mpi -np $np"
+        if run "$L setup" 0 "$p.err" mpi "$np" 30 setup --key-file "$d/sk" "${S[@]}" \
+            "${T[@]}" --input "$d/server.txt" --structure "$st" "${X[@]/PERM/$p.perm}" \
+            --output "$p.setup"; then
+            expect_same "$L setup" "$p.setup" "$d/ref.setup"
+            [ "$st" = raw ] && expect_same "$L permutation" "$p.perm" "$d/ref.perm"
+        fi
+        run "$L request" 0 "$p.err" mpi "$np" 30 request --key-file "$d/ck" "${S[@]}" \
+            "${T[@]}" --input "$d/client.txt" "${CO[@]}" --output "$p.req" &&
+            expect_same "$L request" "$p.req" "$d/ref.req"
+        run "$L response" 0 "$p.err" mpi "$np" 30 response --key-file "$d/sk" "${S[@]}" \
+            "${T[@]}" --request "$d/ref.req" "${RV[@]}" --output "$p.resp" &&
+            expect_same "$L response" "$p.resp" "$d/ref.resp"
+        for m in "${modes[@]}"; do
+            mo=()
+            [ "$m" = indices ] && mo=(--indices)
+            [ "$m" = count ] && mo=(--count-only)
+            run "$L match $m" 0 "$p.err" mpi "$np" 30 match --key-file "$d/ck" "${S[@]}" \
+                "${T[@]}" --input "$d/client.txt" --setup "$d/ref.setup" \
+                --response "$d/ref.resp" "${mo[@]}" --output "$p.$m" &&
+                expect_same "$L match $m" "$p.$m" "$d/ref.$m"
+        done
+        [ "$hung" = 1 ] && touch "$hangs/${d##*/}.$np"
+    done
+    echo "$checks $failures" >"$d/counts"
+}
+
+part_a() {
+    local v=$tmp/vectors c su st fpr nc rv name i=0 nps n_cases skipped
+    hangs=$v/hangs
+    mkdir -p "$v" "$hangs"
+    if ! python3 "$here/mpi_vector_cases.py" "$vectors" "$v/cases" >"$v/manifest" \
+        2>"$v/skipped"; then
+        checks=$((checks + 1))
+        fail "mpi_vector_cases.py failed: $(tail -3 "$v/skipped")"
+        return
+    fi
+    n_cases=$(wc -l <"$v/manifest" | tr -d ' ')
+    skipped=$(sed -n 's/^skipped \([0-9]*\) of.*/\1/p' "$v/skipped")
+    echo "test_mpi: vectors: $n_cases cases, ${skipped:-?} skipped (a value not" \
+        "representable one per line)"
+    checks=$((checks + 1))
+    [ "$n_cases" -gt 0 ] || fail "no vector cases in $vectors"
+    while IFS=$'\t' read -r c su st fpr nc rv name; do
+        nps=4
+        [ $((i % stride)) -eq 0 ] && nps="1 2 4"
+        i=$((i + 1))
+        while [ "$(jobs -rp | wc -l)" -ge "$njobs" ]; do wait -n; done
+        (vector_case "$v/cases/$c" "$su" "$st" "$fpr" "$nc" "$rv" "$name" "$nps") \
+            >"$v/cases/$c/fails" 2>&1 &
+    done <"$v/manifest"
+    wait
+    for c in "$v"/cases/*/; do
+        cat "$c/fails"
+        if [ -f "$c/counts" ]; then
+            read -r n f <"$c/counts"
+            checks=$((checks + n))
+            failures=$((failures + f))
+        else
+            checks=$((checks + 1))
+            fail "vector case $c did not finish"
+        fi
+    done
+}
+
+# ------------------------------------------------------------ generated sets
+
+# gen_sets DIR N_SERVER N_CLIENT SEED: DIR/server.txt, DIR/client.txt (see the
+# header), the expected match results DIR/want.{raw,member}.{idx,rows,count},
+# and the key files DIR/sk, DIR/ck.
+gen_sets() {
+    local d=$1 k
+    mkdir -p "$d"
+    python3 - "$@" <<'EOF' || return 1
+import sys
+d, ns, nc, state = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+M = (1 << 64) - 1
+def nxt():  # splitmix64
+    global state
+    state = (state + 0x9E3779B97F4A7C15) & M
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+    return z ^ (z >> 31)
+srv = []
+with open(d + "/server.txt", "w", newline="", encoding="utf-8") as f:
+    f.write("\ufeff")  # a byte order mark, not part of the first value
+    for i in range(ns):
+        r = nxt()
+        if i % 99991 == 17:
+            v = ""
+        elif i and r % 10 == 0:
+            v = srv[nxt() % i]
+        else:
+            v = "u%011x" % (r >> 20)
+        srv.append(v)
+        f.write(v + ("\r\n" if i % 50023 == 11 else "\n"))
+cli = []
+with open(d + "/client.txt", "w", newline="", encoding="utf-8") as f:
+    for j in range(nc):
+        r = nxt()
+        k = r % 20
+        if j % 9973 == 5:
+            v = ""
+        elif j and k < 2:
+            v = cli[nxt() % j]
+        elif k < 10 and ns:
+            v = srv[nxt() % ns]
+        else:
+            v = "c%011x" % (r >> 20)
+        cli.append(v)
+        if j == nc - 1:
+            f.write(v)  # no final newline
+        else:
+            f.write(v + ("\r\n" if j % 3 == 0 else "\n"))
+EOF
+    # Expected results (PROTOCOL.md §9.5): raw pairs copies one to one, gcs
+    # tests membership.
+    awk 'NR == FNR { if (FNR == 1) sub(/^\357\273\277/, ""); sub(/\r$/, ""); s[$0]++; next }
+         { sub(/\r$/, ""); c[$0]++ }
+         c[$0] <= s[$0] { print FNR - 1 }' "$d/server.txt" "$d/client.txt" >"$d/want.raw.idx"
+    awk 'NR == FNR { if (FNR == 1) sub(/^\357\273\277/, ""); sub(/\r$/, ""); s[$0]++; next }
+         { sub(/\r$/, "") }
+         ($0 in s) { print FNR - 1 }' "$d/server.txt" "$d/client.txt" >"$d/want.member.idx"
+    for k in raw member; do
+        awk 'NR == FNR { w[$1 + 1] = 1; next } (FNR in w) { sub(/\r$/, ""); print }' \
+            "$d/want.$k.idx" "$d/client.txt" >"$d/want.$k.rows"
+        wc -l <"$d/want.$k.idx" | tr -d ' ' >"$d/want.$k.count"
+    done
+    printf '%s\n' 6b0e5a3c2f1d4e8a9b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a >"$d/sk"
+    printf '%s\n' 1f2e3d4c5b6a79880f1e2d3c4b5a69788f7e6d5c4b3a29181f2e3d4c5b6a7988 >"$d/ck"
+    chmod 600 "$d/sk" "$d/ck"
+}
+
+big=$tmp/big
+big_ready=0
+# make_big: the part b sets, once.
+make_big() {
+    [ "$big_ready" = 1 ] && return 0
+    if gen_sets "$big" "$big_n" "$client_n" 20240917; then big_ready=1; return 0; fi
+    checks=$((checks + 1))
+    fail "generating $big_n + $client_n values failed"
+    return 1
+}
+
+# ------------------------------------------------------------ b. big set
+
+part_b() {
+    local d=$big np m mo L t0 r w S=(--key-file "$big/sk") C=(--key-file "$big/ck")
+    make_big || return
+    note "part b: $(wc -l <"$d/server.txt") server lines, $(wc -l <"$d/client.txt") client lines," \
+        "$(cat "$d/want.raw.count") in the raw intersection"
+    t0=$SECONDS
+    run "big: psi setup" 0 "$d/psi.err" "$psi" setup "${S[@]}" --input "$d/server.txt" \
+        --structure raw --permutation "$d/ref.perm" --output "$d/ref.setup"
+    note "part b: psi setup took $((SECONDS - t0)) s"
+    checks=$((checks + 1))
+    sort -n "$d/ref.perm" | cmp -s - <(seq 0 $((big_n - 1))) ||
+        fail "big: psi permutation is not a permutation of 0..$((big_n - 1))"
+    for np in 1 2 4; do
+        t0=$SECONDS
+        hung=0
+        L="big: psi-mpi -np $np"
+        run "$L setup" 0 "$d/np$np.err" mpi "$np" 300 setup "${S[@]}" --input "$d/server.txt" \
+            --structure raw --permutation "$d/np$np.perm" --output "$d/np$np.setup" && {
+            expect_same "$L setup" "$d/np$np.setup" "$d/ref.setup"
+            expect_same "$L permutation" "$d/np$np.perm" "$d/ref.perm"
+        }
+        note "part b: psi-mpi -np $np setup took $((SECONDS - t0)) s"
+        rm -f "$d/np$np.setup" "$d/np$np.perm"
+    done
+
+    t0=$SECONDS
+    run "big: psi request" 0 "$d/psi.err" "$psi" request "${C[@]}" --input "$d/client.txt" \
+        --output "$d/ref.req"
+    run "big: psi count-only request" 0 "$d/psi.err" "$psi" request "${C[@]}" \
+        --input "$d/client.txt" --count-only --output "$d/ref.creq"
+    run "big: psi response" 0 "$d/psi.err" "$psi" response "${S[@]}" --request "$d/ref.req" \
+        --reveal --output "$d/ref.resp"
+    run "big: psi count-only response" 0 "$d/psi.err" "$psi" response "${S[@]}" \
+        --request "$d/ref.creq" --output "$d/ref.cresp"
+    for m in rows indices count; do
+        mo=() r=$d/ref.resp
+        [ "$m" = indices ] && mo=(--indices)
+        [ "$m" = count ] && mo=(--count-only) r=$d/ref.cresp
+        run "big: psi match $m" 0 "$d/psi.err" "$psi" match "${C[@]}" --input "$d/client.txt" \
+            --setup "$d/ref.setup" --response "$r" "${mo[@]}" --output "$d/ref.$m" || continue
+        w=$d/want.raw.$m
+        [ "$m" = indices ] && w=$d/want.raw.idx
+        expect_same "big: psi match $m vs the plain comparison" "$d/ref.$m" "$w"
+    done
+    note "part b: psi client steps took $((SECONDS - t0)) s"
+    for np in 2 4; do
+        t0=$SECONDS
+        hung=0
+        L="big: psi-mpi -np $np"
+        run "$L request" 0 "$d/np$np.err" mpi "$np" 180 request "${C[@]}" \
+            --input "$d/client.txt" --output "$d/np$np.req" &&
+            expect_same "$L request" "$d/np$np.req" "$d/ref.req"
+        run "$L count-only request" 0 "$d/np$np.err" mpi "$np" 180 request "${C[@]}" \
+            --input "$d/client.txt" --count-only --output "$d/np$np.creq" &&
+            expect_same "$L count-only request" "$d/np$np.creq" "$d/ref.creq"
+        run "$L response" 0 "$d/np$np.err" mpi "$np" 180 response "${S[@]}" \
+            --request "$d/ref.req" --reveal --output "$d/np$np.resp" &&
+            expect_same "$L response" "$d/np$np.resp" "$d/ref.resp"
+        run "$L count-only response" 0 "$d/np$np.err" mpi "$np" 180 response "${S[@]}" \
+            --request "$d/ref.creq" --output "$d/np$np.cresp" &&
+            expect_same "$L count-only response" "$d/np$np.cresp" "$d/ref.cresp"
+        for m in rows indices count; do
+            mo=() r=$d/ref.resp
+            [ "$m" = indices ] && mo=(--indices)
+            [ "$m" = count ] && mo=(--count-only) r=$d/ref.cresp
+            run "$L match $m" 0 "$d/np$np.err" mpi "$np" 180 match "${C[@]}" \
+                --input "$d/client.txt" --setup "$d/ref.setup" --response "$r" "${mo[@]}" \
+                --output "$d/np$np.$m" &&
+                expect_same "$L match $m" "$d/np$np.$m" "$d/ref.$m"
+        done
+        note "part b: psi-mpi -np $np client steps took $((SECONDS - t0)) s"
+        rm -f "$d"/np"$np".*req "$d"/np"$np".*resp
+    done
+    rm -f "$d"/ref.*req "$d"/ref.*resp
+}
+
+# ------------------------------------------------------------ c. interop
+
+part_c() {
+    local d=$tmp/interop m mo w
+    local S=(--key-file "$d/sk") C=(--key-file "$d/ck")
+    gen_sets "$d" 6000 2500 7 || { checks=$((checks + 1)); fail "interop: no inputs"; return; }
+    # psi-mpi server (setup, response) with a plain psi client.
+    run "interop: psi-mpi -np 4 setup" 0 "$d/err" mpi 4 60 setup "${S[@]}" \
+        --input "$d/server.txt" --structure raw --output "$d/m.setup"
+    run "interop: psi-mpi -np 2 gcs setup" 0 "$d/err" mpi 2 60 setup "${S[@]}" \
+        --input "$d/server.txt" --structure gcs --num-client-inputs 2500 --output "$d/m.gsetup"
+    run "interop: psi request" 0 "$d/err" "$psi" request "${C[@]}" --input "$d/client.txt" \
+        --output "$d/p.req"
+    run "interop: psi-mpi -np 2 response to psi" 0 "$d/err" mpi 2 60 response "${S[@]}" \
+        --request "$d/p.req" --reveal --output "$d/m.resp"
+    for m in rows indices; do
+        mo=()
+        [ "$m" = indices ] && mo=(--indices)
+        w=$d/want.raw.$m
+        [ "$m" = indices ] && w=$d/want.raw.idx
+        run "interop: psi match $m of psi-mpi's setup and response" 0 "$d/err" "$psi" match \
+            "${C[@]}" --input "$d/client.txt" --setup "$d/m.setup" --response "$d/m.resp" \
+            "${mo[@]}" --output "$d/pm.$m" &&
+            expect_same "interop: psi match $m of psi-mpi's messages vs the plain comparison" \
+                "$d/pm.$m" "$w"
+    done
+    run "interop: psi match --indices of psi-mpi's gcs setup" 0 "$d/err" "$psi" match \
+        "${C[@]}" --input "$d/client.txt" --setup "$d/m.gsetup" --response "$d/m.resp" \
+        --indices --output "$d/pm.gidx" &&
+        expect_same "interop: gcs --indices vs the plain comparison" "$d/pm.gidx" \
+            "$d/want.member.idx"
+    # psi-mpi client (request) with a plain psi server.
+    run "interop: psi setup" 0 "$d/err" "$psi" setup "${S[@]}" --input "$d/server.txt" \
+        --structure raw --output "$d/p.setup"
+    run "interop: psi-mpi -np 4 request" 0 "$d/err" mpi 4 60 request "${C[@]}" \
+        --input "$d/client.txt" --output "$d/m.req"
+    run "interop: psi-mpi -np 2 count-only request" 0 "$d/err" mpi 2 60 request "${C[@]}" \
+        --input "$d/client.txt" --count-only --output "$d/m.creq"
+    run "interop: psi response to psi-mpi" 0 "$d/err" "$psi" response "${S[@]}" \
+        --request "$d/m.req" --reveal --output "$d/p.resp"
+    run "interop: psi count-only response to psi-mpi" 0 "$d/err" "$psi" response "${S[@]}" \
+        --request "$d/m.creq" --output "$d/p.cresp"
+    run "interop: psi match of psi-mpi's request" 0 "$d/err" "$psi" match "${C[@]}" \
+        --input "$d/client.txt" --setup "$d/p.setup" --response "$d/p.resp" --indices \
+        --output "$d/mp.idx" &&
+        expect_same "interop: psi-mpi request, psi response: --indices" "$d/mp.idx" \
+            "$d/want.raw.idx"
+    run "interop: psi count of psi-mpi's count-only request" 0 "$d/err" "$psi" match \
+        "${C[@]}" --input "$d/client.txt" --setup "$d/p.setup" --response "$d/p.cresp" \
+        --count-only --output "$d/mp.count" &&
+        expect_same "interop: psi-mpi count-only request, psi response: count" \
+            "$d/mp.count" "$d/want.raw.count"
+}
+
+# ------------------------------------------------------------ d. faults
+
+# descendants PID: the processes below PID.
+descendants() {
+    local p
+    for p in $(pgrep -P "$1"); do
+        echo "$p"
+        descendants "$p"
+    done
+}
+
+# has_env PID VAR=VALUE
+has_env() {
+    tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" | grep -qx -- "$2"
+}
+
+# tagged TAG: the processes whose environment holds TEST_MPI_TAG=TAG.
+tagged() {
+    local e
+    for e in /proc/[0-9]*/environ; do
+        tr '\0' '\n' 2>/dev/null <"$e" | grep -qx -- "TEST_MPI_TAG=$1" &&
+            basename "$(dirname "$e")"
+    done
+}
+
+part_d() {
+    local f=$tmp/faults d=$tmp/faults/in
+    mkdir -p "$f"
+    gen_sets "$d" 3000 1000 11 || { checks=$((checks + 1)); fail "faults: no inputs"; return; }
+    local S=(--key-file "$d/sk") C=(--key-file "$d/ck")
+
+    # fault WHAT RC PATTERN OUTPUT NP CMD ARGS...: psi-mpi fails with RC, says
+    # "psi-mpi CMD" and PATTERN, and leaves no OUTPUT.
+    fault() {
+        local what=$1 rc=$2 pat=$3 out=$4 np=$5 cmd=$6
+        shift 6
+        if run "$what" "$rc" "$f/err" mpi "$np" 30 "$cmd" "$@"; then
+            expect_grep "$what: message" "psi-mpi $cmd" "$f/err"
+            expect_grep "$what: message" "$pat" "$f/err"
+        fi
+        expect_no_output "$what" "$out"
+    }
+
+    fault "missing input" 2 "nothere.txt" "$f/o1" 2 setup "${S[@]}" \
+        --input "$f/nothere.txt" --structure raw --permutation "$f/p1" --output "$f/o1"
+    expect_no_output "missing input: permutation" "$f/p1"
+    fault "--input -" 2 "input" "$f/o2" 2 request "${C[@]}" --input - --output "$f/o2"
+    awk 'BEGIN { print "id,name" } { sub(/\r$/, ""); print NR "," $0 }' "$d/client.txt" \
+        >"$d/client.csv"
+    fault "--column" 2 "column" "$f/o3" 2 request "${C[@]}" --input "$d/client.csv" \
+        --column name --output "$f/o3"
+    cp "$d/sk" "$f/open.key"
+    chmod 644 "$f/open.key"
+    fault "key file readable by others" 2 "accessible to others" "$f/o4" 2 setup \
+        --key-file "$f/open.key" --input "$d/server.txt" --structure raw --output "$f/o4"
+
+    run "faults: psi request" 0 "$f/err" "$psi" request "${C[@]}" --input "$d/client.txt" \
+        --output "$f/good.req" || return
+    head -c 100 "$f/good.req" >"$f/short.req"
+    fault "truncated request" 1 "PSI_E_MSG_TRUNCATED" "$f/o5" 2 response "${S[@]}" \
+        --request "$f/short.req" --reveal --output "$f/o5"
+    # The last element replaced by 02 ff..ff: x is not below p
+    # (PSI_E_POINT_X_RANGE), and it lies in the last rank's slice.
+    { head -c -33 "$f/good.req"; printf '\002'; head -c 32 /dev/zero | tr '\0' '\377'; } \
+        >"$f/bad.req"
+    run "faults: psi response to the bad point" 1 "$f/psi.err" "$psi" response "${S[@]}" \
+        --request "$f/bad.req" --reveal --output "$f/o6" &&
+        expect_grep "faults: psi response to the bad point" "PSI_E_POINT_X_RANGE" "$f/psi.err"
+    fault "bad point in rank 3's slice" 1 "rank 3" "$f/o6" 4 response "${S[@]}" \
+        --request "$f/bad.req" --reveal --output "$f/o6"
+    expect_grep "bad point in rank 3's slice: cause" "PSI_E_POINT_X_RANGE" "$f/err"
+    echo "an existing file" >"$f/o7"
+    cp "$f/o7" "$f/o7.orig"
+    run "bad point over an existing file" 1 "$f/err" mpi 4 60 response "${S[@]}" \
+        --request "$f/bad.req" --reveal --output "$f/o7"
+    expect_same "bad point over an existing file: untouched" "$f/o7" "$f/o7.orig"
+    checks=$((checks + 1))
+    ! ls "$f"/o7.tmp.* >/dev/null 2>&1 || fail "bad point over an existing file: tmp left"
+
+    # Rank 1 killed during a setup of the big input.
+    make_big || return
+    local tag="kill-$$-$RANDOM" bg victim="" p i rc left
+    TEST_MPI_TAG=$tag timeout 120 mpirun --oversubscribe -np 2 "$psi_mpi" setup "${S[@]}" \
+        --input "$big/server.txt" --structure raw --permutation "$f/kill.perm" \
+        --output "$f/kill.setup" >"$f/kill.out" 2>"$f/kill.err" </dev/null &
+    bg=$!
+    for i in $(seq 300); do
+        victim=""
+        local r0=0
+        for p in $(descendants "$bg"); do
+            has_env "$p" OMPI_COMM_WORLD_RANK=0 && r0=1
+            [ -z "$victim" ] && has_env "$p" OMPI_COMM_WORLD_RANK=1 && victim=$p
+        done
+        [ -n "$victim" ] && [ "$r0" = 1 ] && break
+        sleep 0.1
+    done
+    checks=$((checks + 1))
+    if [ -z "$victim" ]; then
+        fail "rank killed: rank 1 never appeared under mpirun"
+    else
+        sleep 3 # into the computation: ~25 s on 2 ranks for 1M values
+        if ! kill -0 "$victim" 2>/dev/null; then
+            fail "rank killed: rank 1 ended before it could be killed"
+        else
+            kill -9 "$victim"
+        fi
+    fi
+    wait "$bg"
+    rc=$?
+    checks=$((checks + 1))
+    if [ "$rc" -eq 124 ]; then
+        fail "rank killed: mpirun still running after 120 s (hang)"
+    elif [ "$rc" -eq 0 ]; then
+        fail "rank killed: mpirun exited 0"
+    fi
+    expect_no_output "rank killed" "$f/kill.setup"
+    expect_no_output "rank killed: permutation" "$f/kill.perm"
+    sleep 1
+    left=$(tagged "$tag" | tr '\n' ' ')
+    checks=$((checks + 1))
+    if [ -n "$left" ]; then
+        fail "rank killed: processes left running: $left"
+        # shellcheck disable=SC2086
+        kill -9 $left 2>/dev/null
+    fi
+    note "rank killed: mpirun exit status $rc; stderr: $(grep -v '^[-]*$' "$f/kill.err" | head -c 300)"
+}
+
+t_start=$SECONDS
+for part in a b c d; do
+    case $parts in
+    *"$part"*)
+        t0=$SECONDS
+        hung=0
+        "part_$part"
+        note "part $part: $((SECONDS - t0)) s"
+        ;;
+    esac
+done
+note "total: $((SECONDS - t_start)) s"
+
+echo "test_mpi: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
