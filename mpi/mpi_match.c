@@ -158,14 +158,16 @@ static int match_raw_pairs(mpi_run *r, const psi_setup *setup, const uint8_t *un
         n = (size_t)cnt;
         list = drop;
     }
-    for (size_t i = 0, d = 0, kept = 0; i < *k; i++) {
-        uint64_t g = r->offsets[r->rank] + idx[i];
-        while (d < n && list[d] < g)
-            d++;
-        if (d >= n || list[d] != g)
-            idx[kept++] = idx[i];
-        if (i + 1 == *k)
-            *k = kept;
+    {
+        size_t d = 0, kept = 0;
+        for (size_t i = 0; i < *k; i++) {
+            uint64_t g = r->offsets[r->rank] + idx[i];
+            while (d < n && list[d] < g)
+                d++;
+            if (d >= n || list[d] != g)
+                idx[kept++] = idx[i];
+        }
+        *k = kept;
     }
 done:
     free(cand);

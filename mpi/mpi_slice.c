@@ -130,25 +130,25 @@ done:
     return status;
 }
 
-/* The slice of m elements this rank decodes: by counts when they add up to
- * m, else by the plan of §14.1. */
-static void slice_part(const mpi_run *r, const uint64_t *counts, uint64_t m, uint64_t *off,
-                       uint64_t *cnt)
+/* The slice of m elements rank `rank` decodes: by counts when they add up
+ * to m, else by the plan of §14.1. */
+static void slice_part(const mpi_run *r, int rank, const uint64_t *counts, uint64_t m,
+                       uint64_t *off, uint64_t *cnt)
 {
     uint64_t sum = 0, o = 0;
+    size_t po, pc;
 
     for (int k = 0; counts != NULL && k < r->size; k++) {
-        if (k == r->rank)
+        if (k == rank)
             o = sum;
         sum += counts[k];
     }
     if (counts != NULL && sum == m) {
         *off = o;
-        *cnt = counts[r->rank];
+        *cnt = counts[rank];
         return;
     }
-    size_t po, pc;
-    psi_shard_plan(&po, &pc, (size_t)m, (size_t)r->size, (size_t)r->rank);
+    psi_shard_plan(&po, &pc, (size_t)m, (size_t)r->size, (size_t)rank);
     *off = po;
     *cnt = pc;
 }
@@ -256,7 +256,7 @@ static int slice_scatter(mpi_run *r, const msg_kind *k, const char *path, const 
     MPI_Bcast(info, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     *total = info[0];
     *reveal = (int)info[1];
-    slice_part(r, counts, *total, &off, &cnt);
+    slice_part(r, r->rank, counts, *total, &off, &cnt);
     *n = (size_t)cnt;
     *elems = psi_cli_alloc(*n, PSI_ELEMENT_BYTES);
     if ((status = mpi_agree(r, *elems == NULL ? CLI_EXIT_FAIL : 0)) != 0)
@@ -273,9 +273,7 @@ static int slice_scatter(mpi_run *r, const msg_kind *k, const char *path, const 
     memcpy(*elems, all + off * PSI_ELEMENT_BYTES, *n * PSI_ELEMENT_BYTES);
     for (int q = 1; q < r->size; q++) {
         uint64_t qo, qc;
-        mpi_run tmp = *r;
-        tmp.rank = q;
-        slice_part(&tmp, counts, *total, &qo, &qc);
+        slice_part(r, q, counts, *total, &qo, &qc);
         for (uint64_t sent = 0; sent < qc;) {
             uint64_t c = qc - sent < r->chunk ? qc - sent : r->chunk;
             MPI_Send(all + (qo + sent) * PSI_ELEMENT_BYTES, (int)(c * PSI_ELEMENT_BYTES),
@@ -310,12 +308,14 @@ int mpi_read_elements(mpi_run *r, const char *path, const char *what, int is_req
         } else {
             size_t h = size < sizeof head ? (size_t)size : sizeof head;
             if (slice_pread(fd, head, h, 0) == 0) {
-                if (k.p1_len > 0 && h >= k.p1_len && memcmp(head, k.p1, k.p1_len) == 0)
-                    info[1] = k.p1_len, info[3] = 1;
-                else if (h >= k.p0_len && memcmp(head, k.p0, k.p0_len) == 0)
-                    info[1] = k.p0_len, info[0] = 1;
-                if (info[3] == 1)
+                if (k.p1_len > 0 && h >= k.p1_len && memcmp(head, k.p1, k.p1_len) == 0) {
                     info[0] = 1;
+                    info[1] = k.p1_len;
+                    info[3] = 1;
+                } else if (h >= k.p0_len && memcmp(head, k.p0, k.p0_len) == 0) {
+                    info[0] = 1;
+                    info[1] = k.p0_len;
+                }
             }
             close(fd);
             if (info[0] && (size - info[1]) % k.rec != 0)
@@ -327,7 +327,7 @@ int mpi_read_elements(mpi_run *r, const char *path, const char *what, int is_req
         return status;
     MPI_Bcast(info, 4, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (info[0]) {
-        slice_part(r, counts, info[2], &off, &cnt);
+        slice_part(r, r->rank, counts, info[2], &off, &cnt);
         flag = slice_records(r, &k, path, info[1], off, cnt, elems);
         if ((status = mpi_agree(r, flag < 0 ? CLI_EXIT_FAIL : 0)) != 0)
             return status;

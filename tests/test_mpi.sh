@@ -37,7 +37,8 @@
 #   c. Interop: a psi-mpi setup and a psi-mpi response to a plain psi
 #      request, matched by plain psi match, give the plain comparison (raw
 #      rows/--indices, gcs --indices); psi-mpi requests (reveal and
-#      count-only) answered by plain psi response and matched by psi.
+#      count-only) answered by plain psi response and matched by psi; two
+#      valid requests of a non-canonical layout answered as psi does.
 #   d. Faults, each with its exit status, a message naming the command
 #      (and its cause) and no output or <output>.tmp.* file left: a missing
 #      input; --input -; --column; a key file readable by others; a
@@ -492,6 +493,26 @@ part_c() {
         --count-only --output "$d/mp.count" &&
         expect_same "interop: psi-mpi count-only request, psi response: count" \
             "$d/mp.count" "$d/want.raw.count"
+    # Valid requests of another layout than the canonical one (PROTOCOL.md
+    # §18.1): the reveal field after the elements, and an unknown varint
+    # field (18 05) after the first element.  psi-mpi must fall back to
+    # decoding them whole and answer them as psi does.
+    python3 -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+assert d[:2] == b"\x08\x01"
+open(sys.argv[2], "wb").write(d[2:] + b"\x08\x01")
+open(sys.argv[3], "wb").write(d[:37] + b"\x18\x05" + d[37:])' \
+        "$d/p.req" "$d/nc1.req" "$d/nc2.req"
+    for v in nc1 nc2; do
+        run "interop: psi response to $v" 0 "$d/err" "$psi" response "${S[@]}" \
+            --request "$d/$v.req" --reveal --output "$d/$v.p" &&
+            expect_same "interop: $v is the canonical request's response" "$d/$v.p" \
+                "$d/m.resp"
+        run "interop: psi-mpi -np 3 response to $v" 0 "$d/err" mpi 3 60 response "${S[@]}" \
+            --request "$d/$v.req" --reveal --output "$d/$v.m" &&
+            expect_same "interop: psi-mpi -np 3 response to $v vs psi" "$d/$v.m" "$d/$v.p"
+    done
 }
 
 # ------------------------------------------------------------ d. faults
