@@ -37,8 +37,10 @@
 #   c. Interop: a psi-mpi setup and a psi-mpi response to a plain psi
 #      request, matched by plain psi match, give the plain comparison (raw
 #      rows/--indices, gcs --indices); psi-mpi requests (reveal and
-#      count-only) answered by plain psi response and matched by psi; two
-#      valid requests of a non-canonical layout answered as psi does.
+#      count-only) answered by plain psi response and matched by psi; a
+#      psi-mpi setup served by `psi server --setup` to a plain `psi client`
+#      over loopback; two valid requests of a non-canonical layout answered
+#      as psi does.
 #   d. Faults, each with its exit status, a message naming the command
 #      (and its cause) and no output or <output>.tmp.* file left: a missing
 #      input; --input -; --column; a key file readable by others; a
@@ -493,6 +495,40 @@ part_c() {
         --count-only --output "$d/mp.count" &&
         expect_same "interop: psi-mpi count-only request, psi response: count" \
             "$d/mp.count" "$d/want.raw.count"
+    # A psi-mpi setup served by `psi server --setup` to a plain `psi client`
+    # over loopback (PROTOCOL.md §15.5): rows and --indices.
+    for m in rows indices; do
+        mo=()
+        [ "$m" = indices ] && mo=(--indices)
+        w=$d/want.raw.$m
+        [ "$m" = indices ] && w=$d/want.raw.idx
+        "$psi" server --listen 127.0.0.1:0 --timeout 30 "${S[@]}" --setup "$d/m.setup" \
+            --reveal 2>"$d/srv.err" >/dev/null </dev/null &
+        local spid=$! port=
+        for _ in $(seq 1 200); do
+            port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/srv.err")
+            [ -n "$port" ] && break
+            kill -0 "$spid" 2>/dev/null || break
+            sleep 0.05
+        done
+        checks=$((checks + 1))
+        if [ -z "$port" ]; then
+            fail "interop: psi server --setup of psi-mpi's setup did not start"
+            sed -n '1,6s/^/    /p' "$d/srv.err"
+            kill "$spid" 2>/dev/null
+            wait "$spid" 2>/dev/null
+            continue
+        fi
+        run "interop: psi client $m against psi server --setup (psi-mpi setup)" 0 "$d/cli.err" \
+            "$psi" client --connect "127.0.0.1:$port" --timeout 30 "${C[@]}" \
+            --input "$d/client.txt" "${mo[@]}" --output "$d/net.$m" &&
+            expect_same "interop: psi client $m of a psi-mpi setup vs the plain comparison" \
+                "$d/net.$m" "$w"
+        wait "$spid"
+        local src=$?
+        checks=$((checks + 1))
+        [ "$src" -eq 0 ] || fail "interop: psi server --setup exited $src"
+    done
     # Valid requests of another layout than the canonical one (PROTOCOL.md
     # §18.1): the reveal field after the elements, and an unknown varint
     # field (18 05) after the first element.  psi-mpi must fall back to
