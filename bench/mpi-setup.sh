@@ -4,10 +4,13 @@
 # count of --ranks (default "1 2 4"), and the single-thread baseline of the
 # same run: `psi setup --threads 1` on the first --baseline values. Prints
 # per run the wall time, values per second, the time until every rank has
-# masked its slice and the time rank 0 then takes to merge and write, and
+# masked its slice and the time the ranks then take to sort their slices
+# and rank 0 to merge and write, and
 # the largest resident set of any rank (ranks run with --bind-to none and
 # the default threads: the CPUs shared among the ranks); checks that every
-# rank count wrote the same setup and permutation bytes.
+# rank count wrote the same setup and permutation bytes.  load_1min is the
+# 1-minute load average as each run starts (the previous run's tail shows in
+# it; a figure well above it means other work shared the machine).
 #
 # Usage: bench/mpi-setup.sh [--build DIR] [--values N] [--ranks "1 2 4"]
 #                           [--baseline N] [--dir SCRATCH]
@@ -50,8 +53,8 @@ t1=$(date +%s.%N)
 awk -v n="$baseline" -v a="$t0" -v b="$t1" 'BEGIN {
     printf "baseline: psi setup --threads 1, %d values: %.1f s, %.0f values/s\n", n, b - a, n / (b - a) }'
 
-printf '%-6s %-8s %9s %12s %12s %14s %14s %s\n' ranks threads wall_s values/s mask_s merge_write_s max_rank_MiB \
-    load_before
+printf '%-6s %-8s %9s %12s %12s %18s %14s %s\n' ranks threads wall_s values/s mask_s sort_merge_write_s max_rank_MiB \
+    load_1min
 first=
 for r in $ranks; do
     threads=$(( cpus / r > 0 ? cpus / r : 1 ))
@@ -67,7 +70,7 @@ for r in $ranks; do
     merge=$(sed -nE 's/.*merge and write ([0-9.]+) s.*/\1/p' "$log")
     awk -v r="$r" -v th="$threads" -v a="$t0" -v b="$t1" -v n="$values" -v m="$mask" \
         -v w="$merge" -v rss="$rss" -v load="$load" 'BEGIN {
-        printf "%-6d %-8d %9.1f %12.0f %12s %14s %14s %s\n", r, th, b - a, n / (b - a), m, w, rss, load }'
+        printf "%-6d %-8d %9.1f %12.0f %12s %18s %14s %s\n", r, th, b - a, n / (b - a), m, w, rss, load }'
     if [[ -z $first ]]; then
         first=$r
     elif ! cmp -s "$dir/setup-$first" "$dir/setup-$r" || ! cmp -s "$dir/perm-$first" "$dir/perm-$r"; then

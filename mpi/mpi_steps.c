@@ -170,7 +170,7 @@ int mpi_setup(mpi_run *r)
     }
     t[2] = psi_cli_now_ms();
     MPI_NOTE(r, "%llu values on %d ranks: a %s setup (suite %s)%s; "
-                          "%.1f s: key, read and mask %.1f s, merge and write %.1f s",
+                          "%.1f s: key, read and mask %.1f s, sort, merge and write %.1f s",
                           (unsigned long long)r->total, r->size,
                           psi_cli_structure_name(r->s.o.structure),
                           psi_cli_suite_label(r->s.o.suite),
