@@ -102,7 +102,8 @@ static int match_raw_pairs(mpi_run *r, const psi_setup *setup, const uint8_t *un
 {
     size_t n = *k, *perm = psi_cli_alloc(n, sizeof *perm);
     uint8_t *cand = psi_cli_alloc(n, PSI_ELEMENT_BYTES);
-    uint64_t *gidx = psi_cli_alloc(n, sizeof *gidx), *drop = NULL, *list, cnt = 0;
+    uint64_t *gidx = psi_cli_alloc(n, sizeof *gidx), *drop = NULL, cnt = 0;
+    const uint64_t *list;
     match_walk w;
     int status = 0, rc;
 
@@ -131,10 +132,13 @@ static int match_raw_pairs(mpi_run *r, const psi_setup *setup, const uint8_t *un
     }
     if ((rc = mpi_agree(r, w.failed ? CLI_EXIT_FAIL : 0)) != 0)
         goto done;
-    // The dropped indices go back to the ranks that hold them.
+    // The dropped indices go back to the ranks that hold them (w.drop is
+    // NULL when none was dropped: then `none` stands for the empty list).
     if (r->rank == 0) {
+        static const uint64_t none[1];
         size_t a = 0;
-        qsort(w.drop, w.drop_n, sizeof *w.drop, match_cmp_u64);
+        if (w.drop_n > 1)
+            qsort(w.drop, w.drop_n, sizeof *w.drop, match_cmp_u64);
         for (int q = 0; q < r->size; q++) {
             size_t b = a;
             while (b < w.drop_n && w.drop[b] < r->offsets[q] + r->counts[q])
@@ -144,11 +148,12 @@ static int match_raw_pairs(mpi_run *r, const psi_setup *setup, const uint8_t *un
                 n = (size_t)cnt; // rank 0's come first
             } else {
                 MPI_Send(&cnt, 1, MPI_UINT64_T, q, MPI_TAG_LIST, MPI_COMM_WORLD);
-                MPI_Send(w.drop + a, (int)cnt, MPI_UINT64_T, q, MPI_TAG_LIST, MPI_COMM_WORLD);
+                MPI_Send(w.drop != NULL ? w.drop + a : none, (int)cnt, MPI_UINT64_T, q,
+                         MPI_TAG_LIST, MPI_COMM_WORLD);
             }
             a = b;
         }
-        list = w.drop;
+        list = w.drop != NULL ? w.drop : none;
     } else {
         MPI_Recv(&cnt, 1, MPI_UINT64_T, 0, MPI_TAG_LIST, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         if ((drop = psi_cli_alloc((size_t)cnt, sizeof *drop)) == NULL)
