@@ -47,20 +47,21 @@ static int steps_alloc(mpi_run *r, size_t n, uint8_t **elems, uint64_t **idx,
     return mpi_agree(r, *elems == NULL || (idx != NULL && *idx == NULL) ? CLI_EXIT_FAIL : 0);
 }
 
-/* The writer of the merged raw setup: each element's record, and its line
- * of the permutation. */
-typedef struct raw_writer {
-    FILE *setup, *perm;
+/* The writer of a merged stream of records (raw setup, reveal-off
+ * response; tag 0a in both): each element's record, and its line of the
+ * permutation when perm is set. */
+typedef struct record_writer {
+    FILE *out, *perm;
     int suite;
-} raw_writer;
+} record_writer;
 
-static int steps_emit_raw(void *arg, const uint8_t *elem, uint64_t index)
+static int steps_emit(void *arg, const uint8_t *elem, uint64_t index)
 {
-    raw_writer *w = arg;
+    record_writer *w = arg;
     uint8_t rec[2 + PSI_ELEMENT_BYTES];
     size_t len = mpi_record(rec, 0x0a, w->suite, elem);
 
-    if (fwrite(rec, 1, len, w->setup) != len)
+    if (fwrite(rec, 1, len, w->out) != len)
         return -1;
     if (w->perm != NULL && fprintf(w->perm, "%llu\n", (unsigned long long)index) < 0)
         return -1;
@@ -74,7 +75,7 @@ static int steps_setup_raw(mpi_run *r, psi_cli_output *po, uint8_t *elems, uint6
     size_t n = r->s.in.n, *perm = psi_cli_alloc(n, sizeof *perm);
     uint8_t head[16], sub[16];
     size_t hlen = sizeof head, rec = 2 + psi_suite_element_bytes(r->s.o.suite), slen;
-    raw_writer w = {r->s.out.f, po->f, r->s.o.suite};
+    record_writer w = {r->s.out.f, po->f, r->s.o.suite};
     int prc = perm == NULL ? PSI_E_NOMEM : psi_elements_sort(elems, perm, n), rc;
 
     if (prc != PSI_OK)
@@ -92,10 +93,10 @@ static int steps_setup_raw(mpi_run *r, psi_cli_output *po, uint8_t *elems, uint6
         slen = 0;
         sub[slen++] = 0x0a;
         slen += mpi_varint(sub + slen, r->total * rec);
-        if (fwrite(head, 1, hlen, w.setup) != hlen || fwrite(sub, 1, slen, w.setup) != slen)
+        if (fwrite(head, 1, hlen, w.out) != hlen || fwrite(sub, 1, slen, w.out) != slen)
             rc = -1;
     }
-    if (mpi_stream_merge(r, elems, idx, n, steps_emit_raw, &w) != 0)
+    if (mpi_stream_merge(r, elems, idx, n, steps_emit, &w) != 0)
         rc = -1;
     return steps_wrote(r, rc, r->s.o.output);
 }
@@ -215,16 +216,6 @@ done:
     return rc;
 }
 
-static int steps_emit_record(void *arg, const uint8_t *elem, uint64_t index)
-{
-    raw_writer *w = arg;
-    uint8_t rec[2 + PSI_ELEMENT_BYTES];
-    size_t len = mpi_record(rec, 0x0a, w->suite, elem);
-
-    (void)index;
-    return fwrite(rec, 1, len, w->setup) == len ? 0 : -1;
-}
-
 /* The reveal check of §8, with psi response's messages.  Returns: 0 or 1. */
 static int steps_reveal_check(mpi_run *r, int asked)
 {
@@ -247,7 +238,7 @@ int mpi_response(mpi_run *r)
     uint8_t *in = NULL, *out = NULL, head[16];
     size_t n = 0, len, hlen = sizeof head;
     uint64_t total = 0;
-    raw_writer w = {NULL, NULL, r->s.o.suite};
+    record_writer w = {NULL, NULL, r->s.o.suite};
     int asked = 0, rc, prc, wrc = 0;
 
     if ((rc = mpi_share_key(r)) != 0 ||
@@ -273,9 +264,9 @@ int mpi_response(mpi_run *r)
         if (hlen > 0 && fwrite(head, 1, hlen, r->s.out.f) != hlen)
             wrc = -1;
     }
-    w.setup = r->s.out.f;
+    w.out = r->s.out.f;
     if (r->s.o.reveal ? mpi_stream_records(r, r->s.out.f, 0x0a, out, n) != 0
-                      : mpi_stream_merge(r, out, NULL, n, steps_emit_record, &w) != 0)
+                      : mpi_stream_merge(r, out, NULL, n, steps_emit, &w) != 0)
         wrc = -1;
     if ((rc = steps_wrote(r, wrc, r->s.o.output)) != 0 ||
         (rc = mpi_commit(r, &r->s.out)) != 0)
