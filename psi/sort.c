@@ -15,9 +15,21 @@ static int keyed_cmp(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
+/* Items already in order cost one pass, not a sort: the sharding layer
+ * hands the raw match its unmasked elements merged in (bytes, index) order
+ * (PROTOCOL.md §14.3), and the check stops at the first pair out of order
+ * otherwise. */
+static int keyed_in_order(const psi_keyed *items, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (keyed_cmp(&items[i - 1], &items[i]) > 0)
+            return 0;
+    return 1;
+}
+
 void psi_keyed_sort(psi_keyed *items, size_t n)
 {
-    if (n > 1)
+    if (n > 1 && !keyed_in_order(items, n))
         qsort(items, n, sizeof *items, keyed_cmp);
 }
 
