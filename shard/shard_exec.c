@@ -26,6 +26,17 @@ static void unit_progress(void *arg, uint64_t done, uint64_t total)
     psi_mutex_unlock(&g->progress_lock);
 }
 
+void psi_shards_tick(void *arg)
+{
+    psi_shards *g = arg;
+    if (g->progress == NULL)
+        return;
+    psi_mutex_lock(&g->progress_lock);
+    g->progress_done = g->progress_total;
+    g->progress(g->progress_arg, g->progress_done, g->progress_total);
+    psi_mutex_unlock(&g->progress_lock);
+}
+
 static void unit_run(psi_pool_job *job)
 {
     shard_unit *u = (shard_unit *)job;

@@ -48,4 +48,9 @@ struct psi_shards {
 int psi_shards_run(psi_shards *g, psi_shard_step step, uint8_t *out, size_t *perm,
                    const psi_value *values, const uint8_t *points, size_t n);
 
+/* The tick of a serial merge after psi_shards_run (psi_shard_merge_ticked):
+ * calls the caller's progress callback, if any, with done = total.  arg is
+ * the psi_shards. */
+void psi_shards_tick(void *arg);
+
 #endif /* PSI_SHARD_EXEC_H */

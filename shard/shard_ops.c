@@ -47,29 +47,59 @@ int psi_shards_unmask(psi_shards *g, uint8_t *out, size_t *out_len, const uint8_
 
 /* --------------------------------------------------------------- server */
 
-/* Masks on the shards; for the raw structure each shard also sorts its
- * slice and the slices are merged (§14.2), perm receiving the merged
- * permutation when not NULL. */
+/* Runs a _SORT step on the shards: *sorted gets the n results as the
+ * shards' sorted slices, *local their input indices.  The caller frees
+ * both (psi_shard_free), also on failure. */
+static int run_slices_sorted(psi_shards *g, psi_shard_step step, uint8_t **sorted,
+                             size_t **local, const psi_value *values, const uint8_t *points,
+                             size_t n)
+{
+    *local = psi_shard_calloc(n, sizeof **local);
+    *sorted = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
+    if (*local == NULL || *sorted == NULL)
+        return PSI_E_NOMEM;
+    return psi_shards_run(g, step, *sorted, *local, values, points, n);
+}
+
+/* Merges the sorted slices (§14.2) into out: n elements in (bytes, input
+ * index) order, the order of one stable sort of the whole.  perm, when not
+ * NULL, gets the merged permutation.  Runs on the calling thread and ticks
+ * the progress callback. */
+static int merge_slices(psi_shards *g, uint8_t *out, size_t *perm, const uint8_t *sorted,
+                        const size_t *local, size_t n)
+{
+    size_t *merged = perm != NULL ? perm : psi_shard_calloc(n, sizeof *merged);
+    if (merged == NULL)
+        return PSI_E_NOMEM;
+    int rc = psi_shard_merge_ticked(out, merged, sorted, local, n, g->n_units, psi_shards_tick,
+                                    g);
+    if (merged != perm)
+        psi_shard_free(merged);
+    return rc;
+}
+
+/* Both: a _SORT step, then the merge into out and perm (may be NULL). */
+static int run_sorted(psi_shards *g, psi_shard_step step, uint8_t *out, size_t *perm,
+                      const psi_value *values, const uint8_t *points, size_t n)
+{
+    uint8_t *sorted = NULL;
+    size_t *local = NULL;
+    int rc = run_slices_sorted(g, step, &sorted, &local, values, points, n);
+    if (rc == PSI_OK)
+        rc = merge_slices(g, out, perm, sorted, local, n);
+    psi_shard_free(local);
+    psi_shard_free(sorted);
+    return rc;
+}
+
+/* Masks on the shards; for the raw structure sorted and merged (§14.2),
+ * perm receiving the merged permutation when not NULL. */
 static int setup_elements(psi_shards *g, uint8_t *elements, size_t *perm,
                           const psi_setup_params *p, const psi_value *values, size_t n)
 {
     if (p->structure != PSI_STRUCTURE_RAW)
         return psi_shards_run(g, PSI_SHARD_MASK, elements, NULL, values, NULL, n);
-    int rc;
-    size_t *local = psi_shard_calloc(n, sizeof *local);
-    size_t *merged = psi_shard_calloc(n, sizeof *merged);
-    uint8_t *sorted = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
-    if (local == NULL || merged == NULL || sorted == NULL)
-        SHARD_TRY(PSI_E_NOMEM);
-    SHARD_TRY(psi_shards_run(g, PSI_SHARD_MASK_SORT, sorted, local, values, NULL, n));
-    SHARD_TRY(psi_shard_merge_sorted(elements, merged, sorted, local, n, g->n_units));
-    if (perm != NULL && n > 0)
-        memcpy(perm, merged, n * sizeof *perm);
-done:
-    psi_shard_free(local);
-    psi_shard_free(merged);
-    psi_shard_free(sorted);
-    return rc;
+    return run_sorted(g, PSI_SHARD_MASK_SORT, elements, perm, values, NULL, n);
 }
 
 int psi_shards_server_create_setup(psi_shards *g, uint8_t *out, size_t *out_len, size_t *perm,
@@ -143,24 +173,37 @@ int psi_shards_server_process_request(psi_shards *g, uint8_t *out, size_t *out_l
     psi_error_detail_set(NULL);
     if (g->role != PSI_ROLE_SERVER)
         return PSI_E_WRONG_ROLE;
-    uint8_t *in = NULL, *masked = NULL;
+    uint8_t *in = NULL, *masked = NULL, *sorted = NULL;
+    size_t *local = NULL;
     int rc;
     SHARD_TRY(request_elements(g, &in, &n, request, request_len));
     if (cap < psi_response_bound_suite(g->suite, n))
         SHARD_TRY(PSI_E_BUFFER_TOO_SMALL);
-    masked = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
-    if (masked == NULL)
-        SHARD_TRY(PSI_E_NOMEM);
-    /* Concatenated in shard order (§14.3); sorted whole when not revealing. */
-    SHARD_TRY(detail_rename(psi_shards_run(g, PSI_SHARD_REMASK, masked, NULL, NULL, in, n),
-                            "Request.encrypted_elements"));
-    if (!g->reveal)
-        SHARD_TRY(psi_elements_sort(masked, NULL, n));
+    /* Concatenated in shard order (§14.3); without reveal, sorted: each
+     * shard sorts its slice and the slices are merged, which gives the
+     * bytes of one sort of the whole. */
+    if (g->reveal) {
+        masked = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
+        rc = masked == NULL ? PSI_E_NOMEM
+                            : psi_shards_run(g, PSI_SHARD_REMASK, masked, NULL, NULL, in, n);
+        SHARD_TRY(detail_rename(rc, "Request.encrypted_elements"));
+    } else {
+        rc = run_slices_sorted(g, PSI_SHARD_REMASK_SORT, &sorted, &local, NULL, in, n);
+        SHARD_TRY(detail_rename(rc, "Request.encrypted_elements"));
+        psi_shard_free(in); /* before the merge's buffer: one fewer at once */
+        in = NULL;
+        masked = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
+        if (masked == NULL)
+            SHARD_TRY(PSI_E_NOMEM);
+        SHARD_TRY(merge_slices(g, masked, NULL, sorted, local, n));
+    }
     *out_len = cap;
     rc = psi_response_encode_suite(out, out_len, g->suite, masked, n);
 done:
     psi_shard_free(in);
     psi_shard_free(masked);
+    psi_shard_free(sorted);
+    psi_shard_free(local);
     return rc;
 }
 
@@ -195,10 +238,14 @@ int psi_shards_client_create_request(psi_shards *g, uint8_t *out, size_t *out_le
 
 /* The first half of every client result (§9 steps 2-3): parse the setup,
  * decode the response, unmask it on the shards into one array in response
- * order (§14.3). */
+ * order (§14.3).  For a raw setup the array is in (bytes, response index)
+ * order instead, each shard sorting its slice before the merge, and
+ * perm[j] is the response index of element j: the raw walk then has
+ * nothing left to sort, and its results map back through perm. */
 typedef struct client_round {
     psi_setup *setup;
     uint8_t *unmasked;
+    size_t *perm; /* raw setup only, else NULL */
     size_t n;
 } client_round;
 
@@ -206,6 +253,7 @@ static void round_free(client_round *r)
 {
     psi_setup_free(r->setup);
     psi_shard_free(r->unmasked);
+    psi_shard_free(r->perm);
 }
 
 static int round_start(client_round *r, psi_shards *g, const uint8_t *setup, size_t setup_len,
@@ -218,37 +266,59 @@ static int round_start(client_round *r, psi_shards *g, const uint8_t *setup, siz
     if (g->role != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
     int rc;
-    uint8_t *masked = NULL;
+    uint8_t *masked = NULL, *sorted = NULL;
+    size_t *local = NULL;
     SHARD_TRY(psi_setup_parse_suite(&r->setup, g->suite, setup, setup_len));
     r->n = psi_message_element_bound_suite(g->suite, response_len);
     masked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
-    r->unmasked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
-    if (masked == NULL || r->unmasked == NULL)
+    if (masked == NULL)
         SHARD_TRY(PSI_E_NOMEM);
     SHARD_TRY(psi_response_decode_suite(masked, &r->n, g->suite, response, response_len));
-    rc = detail_rename(psi_shards_run(g, PSI_SHARD_UNMASK, r->unmasked, NULL, NULL, masked, r->n),
-                       "Response.encrypted_elements");
+    if (psi_setup_structure(r->setup) != PSI_STRUCTURE_RAW) {
+        r->unmasked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
+        rc = r->unmasked == NULL
+                 ? PSI_E_NOMEM
+                 : psi_shards_run(g, PSI_SHARD_UNMASK, r->unmasked, NULL, NULL, masked, r->n);
+        SHARD_TRY(detail_rename(rc, "Response.encrypted_elements"));
+    } else {
+        rc = run_slices_sorted(g, PSI_SHARD_UNMASK_SORT, &sorted, &local, NULL, masked, r->n);
+        SHARD_TRY(detail_rename(rc, "Response.encrypted_elements"));
+        psi_shard_free(masked); /* before the merge's buffers */
+        masked = NULL;
+        r->unmasked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
+        r->perm = psi_shard_calloc(r->n, sizeof *r->perm);
+        if (r->unmasked == NULL || r->perm == NULL)
+            SHARD_TRY(PSI_E_NOMEM);
+        SHARD_TRY(merge_slices(g, r->unmasked, r->perm, sorted, local, r->n));
+    }
 done:
     psi_shard_free(masked);
+    psi_shard_free(sorted);
+    psi_shard_free(local);
     return rc;
 }
 
 /* The match step runs once over all unmasked elements (§14.4): the raw
  * walk pairs each setup copy with one client copy across shards, and the
  * GCS order of equal hashes depends on the whole list. */
-typedef int (*reveal_fn)(const psi_setup *s, void *out, size_t *out_count,
-                         const uint8_t *elements, size_t n);
+typedef int (*reveal_fn)(const client_round *r, void *out, size_t *out_count);
 
-static int match_indices(const psi_setup *s, void *out, size_t *out_count,
-                         const uint8_t *elements, size_t n)
+static int match_indices(const client_round *r, void *out, size_t *out_count)
 {
-    return psi_setup_match(s, out, out_count, elements, n);
+    size_t *idx = out;
+    int rc = psi_setup_match(r->setup, idx, out_count, r->unmasked, r->n);
+    for (size_t i = 0; rc == PSI_OK && r->perm != NULL && i < *out_count; i++)
+        idx[i] = r->perm[idx[i]];
+    return rc;
 }
 
-static int match_pairs(const psi_setup *s, void *out, size_t *out_count,
-                       const uint8_t *elements, size_t n)
+static int match_pairs(const client_round *r, void *out, size_t *out_count)
 {
-    return psi_setup_associate(s, out, out_count, elements, n);
+    psi_pair *pairs = out;
+    int rc = psi_setup_associate(r->setup, pairs, out_count, r->unmasked, r->n);
+    for (size_t i = 0; rc == PSI_OK && r->perm != NULL && i < *out_count; i++)
+        pairs[i].client_index = r->perm[pairs[i].client_index];
+    return rc;
 }
 
 static int client_reveal(psi_shards *g, reveal_fn fn, void *out, size_t *out_count,
@@ -265,7 +335,7 @@ static int client_reveal(psi_shards *g, reveal_fn fn, void *out, size_t *out_cou
     int rc = round_start(&r, g, setup, setup_len, response, response_len);
     if (rc == PSI_OK) {
         *out_count = cap;
-        rc = fn(r.setup, out, out_count, r.unmasked, r.n);
+        rc = fn(&r, out, out_count);
     }
     round_free(&r);
     return rc;

@@ -28,16 +28,27 @@ static int slice_valid(const psi_shard_slice *in, const uint8_t *out, const size
         return 0;
     switch (in->step) {
     case PSI_SHARD_MASK_SORT:
+    case PSI_SHARD_REMASK_SORT:
+    case PSI_SHARD_UNMASK_SORT:
         if (perm == NULL && in->count != 0)
             return 0;
-        /* fall through */
+        break;
     case PSI_SHARD_MASK:
-        return in->values != NULL || in->count == 0;
     case PSI_SHARD_REMASK:
     case PSI_SHARD_UNMASK:
-        return in->points != NULL || in->count == 0;
+        break;
+    default:
+        return 0;
     }
-    return 0;
+    if (in->step == PSI_SHARD_MASK || in->step == PSI_SHARD_MASK_SORT)
+        return in->values != NULL || in->count == 0;
+    return in->points != NULL || in->count == 0;
+}
+
+static int step_sorts(psi_shard_step step)
+{
+    return step == PSI_SHARD_MASK_SORT || step == PSI_SHARD_REMASK_SORT ||
+           step == PSI_SHARD_UNMASK_SORT;
 }
 
 int psi_shard_run_one(const psi_engine *e, uint8_t *out, size_t *perm,
@@ -52,13 +63,14 @@ int psi_shard_run_one(const psi_engine *e, uint8_t *out, size_t *perm,
         rc = psi_engine_mask(e, out, &len, in->values, in->count);
         break;
     case PSI_SHARD_REMASK:
+    case PSI_SHARD_REMASK_SORT:
         rc = psi_engine_remask(e, out, &len, in->points, in->count);
         break;
-    default: /* PSI_SHARD_UNMASK, checked by slice_valid */
+    default: /* PSI_SHARD_UNMASK(_SORT), checked by slice_valid */
         rc = psi_engine_unmask(e, out, &len, in->points, in->count);
         break;
     }
-    if (rc == PSI_OK && in->step == PSI_SHARD_MASK_SORT) {
+    if (rc == PSI_OK && step_sorts(in->step)) {
         rc = psi_elements_sort(out, perm, in->count);
         for (size_t i = 0; rc == PSI_OK && i < in->count; i++)
             perm[i] += in->offset;
@@ -130,6 +142,13 @@ static int heap_pop(run *heap, size_t *size, uint8_t *out, size_t *out_perm)
 int psi_shard_merge_sorted(uint8_t *out, size_t *out_perm, const uint8_t *elements,
                            const size_t *perm, size_t n, size_t shards)
 {
+    return psi_shard_merge_ticked(out, out_perm, elements, perm, n, shards, NULL, NULL);
+}
+
+int psi_shard_merge_ticked(uint8_t *out, size_t *out_perm, const uint8_t *elements,
+                           const size_t *perm, size_t n, size_t shards,
+                           void (*tick)(void *arg), void *tick_arg)
+{
     SHARD_CHECK_ARG(shards > 0 && shards <= PSI_SHARD_MAX_SHARDS);
     SHARD_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
     SHARD_CHECK_ARG(n == 0 || (out != NULL && out_perm != NULL && elements != NULL &&
@@ -148,8 +167,11 @@ int psi_shard_merge_sorted(uint8_t *out, size_t *out_perm, const uint8_t *elemen
     for (size_t i = size / 2; i-- > 0;)
         heap_down(heap, size, i);
     int rc = PSI_OK;
-    for (size_t j = 0; j < n && rc == PSI_OK; j++)
+    for (size_t j = 0; j < n && rc == PSI_OK; j++) {
+        if (tick != NULL && j % PSI_SHARD_TICK == PSI_SHARD_TICK - 1)
+            tick(tick_arg);
         rc = heap_pop(heap, &size, out + j * PSI_ELEMENT_BYTES, out_perm + j);
+    }
     psi_shard_free(heap);
     if (rc != PSI_OK) {
         memset(out, 0, n * PSI_ELEMENT_BYTES);

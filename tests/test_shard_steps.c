@@ -3,6 +3,7 @@
  * the executor: settings checks, shard and thread counts, progress.
  * Public API only.  Random cases print their seed; PSI_TEST_SEED replays
  * one. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -159,6 +160,20 @@ static void check_run_one_slices(const keyset *k, const dataset *d, const uint8_
         assert_int_equal(psi_engine_unmask(k->c[1], want, &len, remasked + off * EB, cnt),
                          PSI_OK);
         assert_memory_equal(out, want, cnt * EB);
+        /* The _SORT steps: the step's slice, sorted stably, indices global. */
+        assert_int_equal(slice_run(k->c[1], out, perm, PSI_SHARD_UNMASK_SORT, off, cnt, NULL,
+                                   remasked), PSI_OK);
+        assert_int_equal(psi_elements_sort(want, wperm, cnt), PSI_OK);
+        for (size_t i = 0; i < cnt; i++)
+            assert_int_equal(perm[i], wperm[i] + off);
+        assert_memory_equal(out, want, cnt * EB);
+        assert_int_equal(slice_run(k->s[1], out, perm, PSI_SHARD_REMASK_SORT, off, cnt, NULL,
+                                   masked), PSI_OK);
+        memcpy(want, remasked + off * EB, cnt * EB);
+        assert_int_equal(psi_elements_sort(want, wperm, cnt), PSI_OK);
+        for (size_t i = 0; i < cnt; i++)
+            assert_int_equal(perm[i], wperm[i] + off);
+        assert_memory_equal(out, want, cnt * EB);
     }
 }
 
@@ -168,7 +183,7 @@ static void check_run_one_errors(const keyset *k, const dataset *d, const uint8_
     size_t perm[4];
     psi_shard_slice in = {(psi_shard_step)0, 0, 2, d->cv, masked};
     assert_int_equal(psi_shard_run_one(k->c[1], buf, perm, &in), PSI_E_INVALID_ARG);
-    in.step = (psi_shard_step)5;
+    in.step = (psi_shard_step)7;
     assert_int_equal(psi_shard_run_one(k->c[1], buf, perm, &in), PSI_E_INVALID_ARG);
     assert_int_equal(psi_shard_run_one(k->c[1], buf, perm, NULL), PSI_E_INVALID_ARG);
     assert_int_equal(slice_run(NULL, buf, NULL, PSI_SHARD_MASK, 0, 2, d->cv, NULL),
@@ -183,16 +198,19 @@ static void check_run_one_errors(const keyset *k, const dataset *d, const uint8_
                      PSI_E_INVALID_ARG);
     assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_SHARD_UNMASK, 0, 2, NULL, NULL),
                      PSI_E_INVALID_ARG);
-    for (int st = PSI_SHARD_MASK; st <= PSI_SHARD_UNMASK; st++)
+    for (int st = PSI_SHARD_REMASK_SORT; st <= PSI_SHARD_UNMASK_SORT; st++)
+        assert_int_equal(slice_run(k->s[1], buf, NULL, (psi_shard_step)st, 0, 2, NULL, masked),
+                         PSI_E_INVALID_ARG); /* no perm */
+    for (int st = PSI_SHARD_MASK; st <= PSI_SHARD_UNMASK_SORT; st++)
         assert_int_equal(slice_run(k->c[1], NULL, NULL, (psi_shard_step)st, 5, 0, NULL, NULL),
                          PSI_OK);
     /* A bad point: its code, and no partial output. */
     memcpy(bad, masked, sizeof bad);
     ts_corrupt(bad, 2, BAD_X_ONE);
-    for (int st = PSI_SHARD_REMASK; st <= PSI_SHARD_UNMASK; st++) {
+    for (int st = PSI_SHARD_REMASK; st <= PSI_SHARD_UNMASK_SORT; st++) {
         out o = {0, 0, 1, 4, buf, NULL, 0};
         memset(buf, FILL, sizeof buf);
-        o.rc = slice_run(k->s[1], buf, NULL, (psi_shard_step)st, 0, 4, NULL, bad);
+        o.rc = slice_run(k->s[1], buf, perm, (psi_shard_step)st, 0, 4, NULL, bad);
         assert_int_equal(o.rc, PSI_E_POINT_NOT_ON_CURVE);
         o.cap = sizeof buf;
         snprintf(ts_where, sizeof ts_where, "run_one step %d", st);
@@ -300,6 +318,9 @@ typedef struct progress_log {
     int overlap, decreased, wrong_total;
     size_t calls;
     uint64_t last, total;
+    pthread_t caller;       /* the test's thread */
+    size_t from_caller;     /* calls made on it (the merges' ticks) */
+    int tick_not_done;      /* a call on it with done != total */
 } progress_log;
 
 static void progress_count(void *arg, uint64_t done, uint64_t total)
@@ -307,6 +328,10 @@ static void progress_count(void *arg, uint64_t done, uint64_t total)
     progress_log *p = arg;
     if (atomic_fetch_add(&p->inside, 1) != 0)
         p->overlap = 1;
+    if (pthread_equal(pthread_self(), p->caller)) {
+        p->from_caller++;
+        p->tick_not_done |= done != total;
+    }
     if (p->calls > 0 && done < p->last)
         p->decreased = 1;
     if (total != p->total || done > total)
@@ -348,18 +373,104 @@ static void test_shard_progress_reaches_n(void **state)
     for (size_t i = 0; i < 2; i++) {
         size_t len = N * EB;
         memset(&log, 0, sizeof log);
+        log.caller = pthread_self();
         log.total = ns[i];
         assert_int_equal(psi_shards_mask(g, out, &len, d.sv, ns[i]), PSI_OK);
         printf("# progress: %zu values, %zu calls\n", ns[i], log.calls);
         assert_true(log.calls >= 1);
         assert_int_equal(log.last, ns[i]);
         assert_false(log.overlap || log.decreased || log.wrong_total);
+        assert_int_equal(log.from_caller, 0); /* masking alone merges nothing */
     }
     assert_int_equal(engine_log.calls, 0);
     free(out);
     ts_dataset_free(&d);
     psi_shards_free(g);
     psi_engine_free(e);
+}
+
+/* Starts a log of one call of n values on g's callback (log). */
+static void tick_log_start(progress_log *log, size_t n)
+{
+    memset(log, 0, sizeof *log);
+    log->caller = pthread_self();
+    log->total = n;
+}
+
+/* The whole log of a call that merged n elements on the calling thread:
+ * one tick every PSI_SHARD_TICK of them, each with done = total, and the
+ * count still monotonic, never two at once. */
+static void tick_log_check(const char *what, const progress_log *log, size_t n)
+{
+    printf("# %s: %zu values, %zu calls, %zu from the calling thread\n", what, n, log->calls,
+           log->from_caller);
+    if (log->from_caller != n / PSI_SHARD_TICK || log->tick_not_done || log->overlap ||
+        log->decreased || log->wrong_total || log->last != n)
+        fail_msg("%s: %zu ticks for %zu values (want %zu), not done %d, overlap %d, "
+                 "decreased %d, wrong total %d, last %llu", what, log->from_caller, n,
+                 (size_t)(n / PSI_SHARD_TICK), log->tick_not_done, log->overlap,
+                 log->decreased, log->wrong_total, (unsigned long long)log->last);
+}
+
+/* The serial merges (raw setup, response without reveal, raw match) tick
+ * the progress callback from the calling thread, so a caller waiting on
+ * them can send keepalives (the CLI's network rounds); the other calls do
+ * not tick. */
+static void test_shard_progress_ticks_merges(void **state)
+{
+    (void)state;
+    enum { N = PSI_SHARD_TICK + 1 }; /* one tick per merge */
+    uint64_t rng = ts_rng_for(12);
+    uint8_t skey[PSI_KEY_BYTES], ckey[PSI_KEY_BYTES];
+    ts_random_key(&rng, skey);
+    ts_random_key(&rng, ckey);
+    progress_log slog, clog;
+    psi_engine *se = ts_engine_new(PSI_ROLE_SERVER, 0, skey, sizeof skey);
+    psi_engine *ce = ts_engine_new(PSI_ROLE_CLIENT, 0, ckey, sizeof ckey);
+    psi_shard_settings s;
+    psi_shard_settings_default(&s);
+    s.shards = 4;
+    s.threads = 2;
+    s.progress = progress_count;
+    s.progress_arg = &slog;
+    psi_shards *sg = NULL, *cg = NULL;
+    assert_int_equal(psi_shards_create(&sg, se, &s), PSI_OK);
+    s.progress_arg = &clog;
+    assert_int_equal(psi_shards_create(&cg, ce, &s), PSI_OK);
+    dataset d;
+    ts_dataset_make(&d, &rng, N, N);
+    psi_setup_params p = {PSI_STRUCTURE_RAW, 1e-9, N};
+    size_t setup_len, req_len = psi_request_bound(N), resp_len = psi_response_bound(N);
+    assert_int_equal(psi_setup_bound(&setup_len, &p, N), PSI_OK);
+    uint8_t *setup = malloc(setup_len), *req = malloc(req_len), *resp = malloc(resp_len);
+    assert_true(setup != NULL && req != NULL && resp != NULL);
+
+    tick_log_start(&slog, N);
+    assert_int_equal(psi_shards_server_create_setup(sg, setup, &setup_len, NULL, &p, d.sv, N),
+                     PSI_OK);
+    tick_log_check("raw setup", &slog, N);
+    tick_log_start(&clog, N);
+    assert_int_equal(psi_shards_client_create_request(cg, req, &req_len, d.cv, N), PSI_OK);
+    assert_int_equal(clog.from_caller, 0);
+    tick_log_start(&slog, N);
+    assert_int_equal(psi_shards_server_process_request(sg, resp, &resp_len, req, req_len),
+                     PSI_OK);
+    tick_log_check("response without reveal", &slog, N);
+    size_t count = 0;
+    tick_log_start(&clog, N);
+    assert_int_equal(psi_shards_client_get_intersection_size(cg, &count, setup, setup_len,
+                                                              resp, resp_len), PSI_OK);
+    tick_log_check("raw match", &clog, N);
+    assert_true(count > 0);
+
+    free(setup);
+    free(req);
+    free(resp);
+    ts_dataset_free(&d);
+    psi_shards_free(sg);
+    psi_shards_free(cg);
+    psi_engine_free(se);
+    psi_engine_free(ce);
 }
 
 int main(void)
@@ -372,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_shard_merge_sorted_equals_sort),
         cmocka_unit_test(test_shard_run_one_each_step),
         cmocka_unit_test(test_shard_progress_reaches_n),
+        cmocka_unit_test(test_shard_progress_ticks_merges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,9 @@ extern "C" {
 /** Shards a worker thread gets when the caller leaves the count to the
  *  library. */
 #define PSI_SHARD_DEFAULT_PER_THREAD 4
+/** Elements a serial merge of psi_shards handles between two calls of the
+ *  progress callback (psi_shard_settings.progress). */
+#define PSI_SHARD_TICK 4096
 
 /* ------------------------------------------------------- pure steps §14 */
 
@@ -53,7 +56,11 @@ typedef enum psi_shard_step {
     PSI_SHARD_MASK_SORT = 2, /* values -> masked elements sorted by bytes,
                                 stably, with their input indices (raw setup) */
     PSI_SHARD_REMASK = 3,    /* partner points -> re-masked (response) */
-    PSI_SHARD_UNMASK = 4     /* response points -> unmasked (match step) */
+    PSI_SHARD_UNMASK = 4,    /* response points -> unmasked (match step) */
+    PSI_SHARD_REMASK_SORT = 5, /* REMASK, then sorted as MASK_SORT sorts
+                                  (a response without reveal, §14.3) */
+    PSI_SHARD_UNMASK_SORT = 6  /* UNMASK, then sorted as MASK_SORT sorts
+                                  (the raw match, §14.3) */
 } psi_shard_step;
 
 /** One shard's input: a slice of the whole input, as psi_shard_plan cut it. */
@@ -66,13 +73,13 @@ typedef struct psi_shard_slice {
 } psi_shard_slice;
 
 /** Runs one shard: the engine call of the step on the slice (psi_engine_mask,
- *  _remask or _unmask), and for PSI_SHARD_MASK_SORT the stable byte sort of
- *  the slice (psi_elements_sort) with offset added to each index.  No
+ *  _remask or _unmask), and for the three _SORT steps the stable byte sort
+ *  of the slice (psi_elements_sort) with offset added to each index.  No
  *  threads.  Returns: as the engine call, plus PSI_E_WRONG_ROLE never (any
  *  role may mask); PSI_E_INVALID_ARG for a bad step or a missing input.
  *  Out: out, count * 33 bytes (no partial result on failure: wiped);
- *  perm, count entries for MASK_SORT (global input indices in sorted order),
- *  may be NULL otherwise.
+ *  perm, count entries for the _SORT steps (global input indices in sorted
+ *  order), may be NULL otherwise.
  *  Thread-safety: as the engine's const calls; slices may run concurrently
  *  on one engine or on clones. */
 PSI_API int psi_shard_run_one(const psi_engine *e, uint8_t *out, size_t *perm,
@@ -107,7 +114,12 @@ typedef struct psi_shard_settings {
     psi_progress_fn progress;/* may be NULL (default): called with the
                                 values done over all shards of the current
                                 call, from worker threads but never two at a
-                                time; done never decreases within a call */
+                                time; done never decreases within a call.
+                                The serial merges of a call (raw setup,
+                                response without reveal, raw match) call it
+                                again from the calling thread with done =
+                                total every PSI_SHARD_TICK elements, so a
+                                caller can show it is alive (keepalives) */
     void *progress_arg;
     unsigned char reserved[32]; /* zero */
 } psi_shard_settings;
