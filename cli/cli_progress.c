@@ -86,19 +86,23 @@ void psi_cli_progress_begin(psi_cli_progress *p, const char *step, uint64_t tota
 /* Prints the running line of the step. */
 static void progress_line(psi_cli_progress *p, uint64_t done, uint64_t total, double now)
 {
-    char d[48], t[48], r[48], left[48] = "";
+    char d[48], t[48], r[48], left[48] = "", tail[64] = "";
     double secs = (now - p->start_ms) / 1000.0;
     double rate = secs > 0 ? (double)done / secs : 0;
 
     progress_amount(d, sizeof d, p, (double)done);
     progress_amount(t, sizeof t, p, (double)total);
     progress_amount(r, sizeof r, p, rate);
-    if (rate > 0 && done < total)
+    if (rate > 0 && done < total) {
         progress_duration(left, sizeof left, (double)(total - done) / rate * 1000.0);
-    fprintf(stderr, "%s%s: %s: %s / %s %s (%.0f%%), %s/s%s%s%s", p->tty ? "\r" : "",
-            p->who, p->step, d, t, p->transfer ? "" : "values",
-            total ? 100.0 * (double)done / (double)total : 100.0, r,
-            left[0] ? ", " : "", left, left[0] ? " left" : "");
+        snprintf(tail, sizeof tail, ", %s left", left);
+    } else if (!p->transfer && total > 0 && done >= total) {
+        // The shards' serial tail (sorts, merges) reports done = total.
+        snprintf(tail, sizeof tail, ", finishing");
+    }
+    fprintf(stderr, "%s%s: %s: %s / %s %s (%.0f%%), %s/s%s", p->tty ? "\r" : "", p->who,
+            p->step, d, t, p->transfer ? "" : "values",
+            total ? 100.0 * (double)done / (double)total : 100.0, r, tail);
     fputs(p->tty ? "\033[K" : "\n", stderr);
     fflush(stderr);
     p->shown = p->tty;
