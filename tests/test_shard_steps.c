@@ -341,6 +341,20 @@ static void progress_count(void *arg, uint64_t done, uint64_t total)
     atomic_fetch_sub(&p->inside, 1);
 }
 
+/* 4 shards on 2 threads over e, reporting to progress_count(log). */
+static psi_shards *logged_shards(const psi_engine *e, progress_log *log)
+{
+    psi_shard_settings s;
+    psi_shard_settings_default(&s);
+    s.shards = 4;
+    s.threads = 2;
+    s.progress = progress_count;
+    s.progress_arg = log;
+    psi_shards *g = NULL;
+    assert_int_equal(psi_shards_create(&g, e, &s), PSI_OK);
+    return g;
+}
+
 /* The shards report one monotonic count per call, never two callbacks at
  * once, ending at n; the engine's own callback is not cloned. */
 static void test_shard_progress_reaches_n(void **state)
@@ -358,14 +372,7 @@ static void test_shard_progress_reaches_n(void **state)
     es.progress_arg = &engine_log;
     psi_engine *e = NULL;
     assert_int_equal(psi_engine_create_from_key(&e, &es, key, sizeof key), PSI_OK);
-    psi_shard_settings s;
-    psi_shard_settings_default(&s);
-    s.shards = 4;
-    s.threads = 2;
-    s.progress = progress_count;
-    s.progress_arg = &log;
-    psi_shards *g = NULL;
-    assert_int_equal(psi_shards_create(&g, e, &s), PSI_OK);
+    psi_shards *g = logged_shards(e, &log);
     dataset d;
     ts_dataset_make(&d, &rng, N, 0);
     uint8_t *out = malloc(N * EB);
@@ -427,16 +434,7 @@ static void test_shard_progress_ticks_merges(void **state)
     progress_log slog, clog;
     psi_engine *se = ts_engine_new(PSI_ROLE_SERVER, 0, skey, sizeof skey);
     psi_engine *ce = ts_engine_new(PSI_ROLE_CLIENT, 0, ckey, sizeof ckey);
-    psi_shard_settings s;
-    psi_shard_settings_default(&s);
-    s.shards = 4;
-    s.threads = 2;
-    s.progress = progress_count;
-    s.progress_arg = &slog;
-    psi_shards *sg = NULL, *cg = NULL;
-    assert_int_equal(psi_shards_create(&sg, se, &s), PSI_OK);
-    s.progress_arg = &clog;
-    assert_int_equal(psi_shards_create(&cg, ce, &s), PSI_OK);
+    psi_shards *sg = logged_shards(se, &slog), *cg = logged_shards(ce, &clog);
     dataset d;
     ts_dataset_make(&d, &rng, N, N);
     psi_setup_params p = {PSI_STRUCTURE_RAW, 1e-9, N};
