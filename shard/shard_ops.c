@@ -144,6 +144,41 @@ static int detail_rename(int rc, const char *field)
     return rc;
 }
 
+/* Re-masks or unmasks the n points of *points on the shards into a new
+ * array *out of n elements: in shard order for REMASK and UNMASK; for
+ * their _SORT steps sorted, each shard sorting its slice before the merge
+ * (§14.2), and *perm, when perm is not NULL, a new array of the merged
+ * permutation.  *points is freed (and set NULL) before the merge's buffers
+ * are allocated, so one fewer array is held at once.  A bad point's detail
+ * names `field`.  The caller frees *points, *out and *perm, also on
+ * failure. */
+static int run_points(psi_shards *g, psi_shard_step step, uint8_t **points, size_t n,
+                      uint8_t **out, size_t **perm, const char *field)
+{
+    if (step == PSI_SHARD_REMASK || step == PSI_SHARD_UNMASK) {
+        *out = psi_shard_calloc(n, PSI_ELEMENT_BYTES);
+        int rc = *out == NULL ? PSI_E_NOMEM
+                              : psi_shards_run(g, step, *out, NULL, NULL, *points, n);
+        return detail_rename(rc, field);
+    }
+    uint8_t *sorted = NULL;
+    size_t *local = NULL;
+    int rc = detail_rename(run_slices_sorted(g, step, &sorted, &local, NULL, *points, n), field);
+    if (rc == PSI_OK) {
+        psi_shard_free(*points);
+        *points = NULL;
+        *out = psi_shard_calloc(n, PSI_ELEMENT_BYTES);
+        if (perm != NULL)
+            *perm = psi_shard_calloc(n, sizeof **perm);
+        rc = *out == NULL || (perm != NULL && *perm == NULL)
+                 ? PSI_E_NOMEM
+                 : merge_slices(g, *out, perm != NULL ? *perm : NULL, sorted, local, n);
+    }
+    psi_shard_free(local);
+    psi_shard_free(sorted);
+    return rc;
+}
+
 /* Decodes the request's elements and checks its reveal flag (§8). */
 static int request_elements(psi_shards *g, uint8_t **elements, size_t *n,
                             const uint8_t *request, size_t request_len)
@@ -173,37 +208,19 @@ int psi_shards_server_process_request(psi_shards *g, uint8_t *out, size_t *out_l
     psi_error_detail_set(NULL);
     if (g->role != PSI_ROLE_SERVER)
         return PSI_E_WRONG_ROLE;
-    uint8_t *in = NULL, *masked = NULL, *sorted = NULL;
-    size_t *local = NULL;
+    uint8_t *in = NULL, *masked = NULL;
     int rc;
     SHARD_TRY(request_elements(g, &in, &n, request, request_len));
     if (cap < psi_response_bound_suite(g->suite, n))
         SHARD_TRY(PSI_E_BUFFER_TOO_SMALL);
-    /* Concatenated in shard order (§14.3); without reveal, sorted: each
-     * shard sorts its slice and the slices are merged, which gives the
-     * bytes of one sort of the whole. */
-    if (g->reveal) {
-        masked = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
-        rc = masked == NULL ? PSI_E_NOMEM
-                            : psi_shards_run(g, PSI_SHARD_REMASK, masked, NULL, NULL, in, n);
-        SHARD_TRY(detail_rename(rc, "Request.encrypted_elements"));
-    } else {
-        rc = run_slices_sorted(g, PSI_SHARD_REMASK_SORT, &sorted, &local, NULL, in, n);
-        SHARD_TRY(detail_rename(rc, "Request.encrypted_elements"));
-        psi_shard_free(in); /* before the merge's buffer: one fewer at once */
-        in = NULL;
-        masked = psi_shard_alloc(n * PSI_ELEMENT_BYTES);
-        if (masked == NULL)
-            SHARD_TRY(PSI_E_NOMEM);
-        SHARD_TRY(merge_slices(g, masked, NULL, sorted, local, n));
-    }
+    /* Concatenated in shard order (§14.3); without reveal, sorted. */
+    SHARD_TRY(run_points(g, g->reveal ? PSI_SHARD_REMASK : PSI_SHARD_REMASK_SORT, &in, n, &masked,
+                         NULL, "Request.encrypted_elements"));
     *out_len = cap;
     rc = psi_response_encode_suite(out, out_len, g->suite, masked, n);
 done:
     psi_shard_free(in);
     psi_shard_free(masked);
-    psi_shard_free(sorted);
-    psi_shard_free(local);
     return rc;
 }
 
@@ -265,36 +282,19 @@ static int round_start(client_round *r, psi_shards *g, const uint8_t *setup, siz
     psi_error_detail_set(NULL);
     if (g->role != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
-    int rc;
-    uint8_t *masked = NULL, *sorted = NULL;
-    size_t *local = NULL;
+    int rc, raw;
+    uint8_t *masked = NULL;
     SHARD_TRY(psi_setup_parse_suite(&r->setup, g->suite, setup, setup_len));
     r->n = psi_message_element_bound_suite(g->suite, response_len);
     masked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
     if (masked == NULL)
         SHARD_TRY(PSI_E_NOMEM);
     SHARD_TRY(psi_response_decode_suite(masked, &r->n, g->suite, response, response_len));
-    if (psi_setup_structure(r->setup) != PSI_STRUCTURE_RAW) {
-        r->unmasked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
-        rc = r->unmasked == NULL
-                 ? PSI_E_NOMEM
-                 : psi_shards_run(g, PSI_SHARD_UNMASK, r->unmasked, NULL, NULL, masked, r->n);
-        SHARD_TRY(detail_rename(rc, "Response.encrypted_elements"));
-    } else {
-        rc = run_slices_sorted(g, PSI_SHARD_UNMASK_SORT, &sorted, &local, NULL, masked, r->n);
-        SHARD_TRY(detail_rename(rc, "Response.encrypted_elements"));
-        psi_shard_free(masked); /* before the merge's buffers */
-        masked = NULL;
-        r->unmasked = psi_shard_calloc(r->n, PSI_ELEMENT_BYTES);
-        r->perm = psi_shard_calloc(r->n, sizeof *r->perm);
-        if (r->unmasked == NULL || r->perm == NULL)
-            SHARD_TRY(PSI_E_NOMEM);
-        SHARD_TRY(merge_slices(g, r->unmasked, r->perm, sorted, local, r->n));
-    }
+    raw = psi_setup_structure(r->setup) == PSI_STRUCTURE_RAW;
+    rc = run_points(g, raw ? PSI_SHARD_UNMASK_SORT : PSI_SHARD_UNMASK, &masked, r->n,
+                    &r->unmasked, raw ? &r->perm : NULL, "Response.encrypted_elements");
 done:
     psi_shard_free(masked);
-    psi_shard_free(sorted);
-    psi_shard_free(local);
     return rc;
 }
 
