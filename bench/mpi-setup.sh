@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The MPI runner's benchmark (PROTOCOL.md §18): one raw setup of N values
-# (default 10 million) with its permutation, by `psi-mpi setup` on each rank
+# (default 10 million) with its permutation, by `shardpsi-mpi setup` on each rank
 # count of --ranks (default "1 2 4"), and the single-thread baseline of the
-# same run: `psi setup --threads 1` on the first --baseline values. Prints
+# same run: `shardpsi setup --threads 1` on the first --baseline values. Prints
 # per run the wall time, values per second, the time until every rank has
 # masked its slice and the time the ranks then take to sort their slices
 # and rank 0 to merge and write, and
@@ -28,8 +28,8 @@ while [[ $# -gt 0 ]]; do
            exit 2 ;;
     esac
 done
-psi=$build/cli/psi
-mpi=$build/mpi/psi-mpi
+psi=$build/cli/shardpsi
+mpi=$build/mpi/shardpsi-mpi
 [[ -x $psi && -x $mpi ]] || { echo "$0: build $build first (no $psi or $mpi)" >&2; exit 2; }
 [[ -n $dir ]] || dir=$(mktemp -d)
 mkdir -p "$dir"
@@ -43,7 +43,7 @@ fi
 rm -f "$dir/key"
 "$psi" keygen --output "$dir/key" 2>/dev/null
 echo "mpi-setup: $values values ($(stat -c %s "$in") bytes), raw setup with permutation, $cpus CPUs"
-echo "mpi-setup: $(mpirun --version | head -n 1), psi-mpi from $build"
+echo "mpi-setup: $(mpirun --version | head -n 1), shardpsi-mpi from $build"
 
 head -n "$baseline" "$in" >"$dir/baseline.txt"
 t0=$(date +%s.%N)
@@ -51,7 +51,7 @@ t0=$(date +%s.%N)
     --output "$dir/baseline.setup" 2>/dev/null
 t1=$(date +%s.%N)
 awk -v n="$baseline" -v a="$t0" -v b="$t1" 'BEGIN {
-    printf "baseline: psi setup --threads 1, %d values: %.1f s, %.0f values/s\n", n, b - a, n / (b - a) }'
+    printf "baseline: shardpsi setup --threads 1, %d values: %.1f s, %.0f values/s\n", n, b - a, n / (b - a) }'
 
 printf '%-6s %-8s %9s %12s %12s %18s %14s %s\n' ranks threads wall_s values/s mask_s sort_merge_write_s max_rank_MiB \
     load_1min

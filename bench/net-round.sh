@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# One `psi server` / `psi client` round on 127.0.0.1 with N generated values
+# One `shardpsi server` / `shardpsi client` round on 127.0.0.1 with N generated values
 # a side (the client's even rows are in the server's set, its odd rows are
 # not), checked against that known intersection, with the wall time and
 # each side's peak memory.
 #
 #   bash bench/net-round.sh [N] [PSI] [-- extra options for both sides]
 #
-# N defaults to 1000000; PSI to build/cli/psi.  Environment:
+# N defaults to 1000000; PSI to build/cli/shardpsi.  Environment:
 #   MODE=rows|indices|count|association  the client's output (default rows)
 #   CSV=1  the client reads a CSV file (id, email, name) and matches on its
 #          email column; rows then come out as whole CSV rows
@@ -14,7 +14,7 @@
 # processes share this machine's cores, as they would not on two machines.
 set -euo pipefail
 n=${1:-1000000}
-psi=${2:-build/cli/psi}
+psi=${2:-build/cli/shardpsi}
 shift $(($# < 2 ? $# : 2))
 [ "${1:-}" = "--" ] && shift
 extra=("$@")

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // SPDX-License-Identifier: Apache-2.0
 //
-// The psi.js column of `psi bench` (cli/cli_bench_psijs.c starts it once):
+// The psi.js column of `shardpsi bench` (cli/cli_bench_psijs.c starts it once):
 //
 //   node --expose-gc bench/psijs-bench.mjs SERVER_FILE CLIENT_FILE
 //
@@ -14,7 +14,7 @@
 //   run OP   {"op":OP,"seconds":S,"values":N,"peak_mib":M|null,"count":K}, or {"op":OP,"error":E}
 //   quit     exits; so does the end of the input
 //
-// OP is one of `psi bench`'s operations; each keeps its output for the later ones, as on the
+// OP is one of `shardpsi bench`'s operations; each keeps its output for the later ones, as on the
 // C side: setup_raw and setup_gcs (createSetupMessage, fpr 1e-6 for N client inputs), request
 // (createRequest), response (processRequest of the kept request), intersection (getIntersection
 // against the GCS setup) and association.  psi.js has no association table, so association

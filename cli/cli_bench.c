@@ -1,4 +1,4 @@
-/* `psi bench`: every operation's values per second against the hardware
+/* `shardpsi bench`: every operation's values per second against the hardware
  * limit, on one engine, on shards and on psi.js, in one run.  The options
  * are in cli_bench_opts.c. */
 #include <math.h>
@@ -167,7 +167,7 @@ static int bench_js(bench_run *b)
     }
     if (rc > 0) {
         psi_cli_bench_js_stop(&b->js);
-        fprintf(stderr, "psi bench: psi.js skipped: %s\n", b->r.js_note);
+        fprintf(stderr, "shardpsi bench: psi.js skipped: %s\n", b->r.js_note);
         return 0;
     }
     b->js_on = b->r.js_ran = 1;
@@ -209,7 +209,7 @@ static int bench_start(bench_run *b)
         return CLI_EXIT_FAIL;
     }
     b->r.overlap = b->sets.n_true;
-    fprintf(stderr, "psi bench: suite %s, %zu values per side, %zu shared, %zu round%s, "
+    fprintf(stderr, "shardpsi bench: suite %s, %zu values per side, %zu shared, %zu round%s, "
             "all cores = %zu threads\n", psi_suite_name(b->o.suite), b->o.values,
             b->sets.n_true, b->o.rounds, b->o.rounds == 1 ? "" : "s", b->o.threads);
     // psi.js first: --psijs on without it fails before anything long runs.

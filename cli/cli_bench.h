@@ -1,5 +1,5 @@
 /*
- * `psi bench`: what its files share.  cli_bench_opts.c parses the options,
+ * `shardpsi bench`: what its files share.  cli_bench_opts.c parses the options,
  * cli_bench.c runs the rounds; cli_bench_run.c times the C columns (psi.h
  * and psi_shard.h), cli_bench_psijs.c the psi.js column (a Node child),
  * cli_bench_sys.c the hardware limit S, peak memory, child processes and
@@ -116,7 +116,7 @@ const char *psi_cli_bench_col_name(int col);
 
 /* -------------------------------------------------- cli_bench_opts.c */
 
-/** Parses the options of `psi bench` (argv[0] is "bench") and fills in
+/** Parses the options of `shardpsi bench` (argv[0] is "bench") and fills in
  *  the defaults.  Returns: 0, 1 after printing the help, -1 after a usage
  *  message. */
 int psi_cli_bench_parse(psi_cli_bench_opts *o, int argc, char **argv);

@@ -1,4 +1,4 @@
-/* `psi bench`: its help, the names of its ops and columns, and its
+/* `shardpsi bench`: its help, the names of its ops and columns, and its
  * options; see cli_bench.h. */
 #include <errno.h>
 #include <stdio.h>
@@ -23,14 +23,14 @@ static const char *const bench_cols[PSI_CLI_BENCH_COLS] = {
 };
 
 static const char bench_usage[] =
-    "Usage: psi bench [--values N] [--rounds R] [--threads T] [--ops LIST]\n"
+    "Usage: shardpsi bench [--values N] [--rounds R] [--threads T] [--ops LIST]\n"
     "                 [--psijs auto|on|off] [--node PATH] [--psijs-script PATH]\n"
     "                 [--out-dir DIR] [--seed S] [--s-seconds X]\n"
     "                 [--suite NAME[,NAME...]|all]\n"
     "\n"
     "Measures each operation in values per second, N values per side (server\n"
     "and client N values each, half of the client's also in the server set,\n"
-    "generated as 'psi demo' does), in these columns:\n"
+    "generated as 'shardpsi demo' does), in these columns:\n"
     "  S                   the hardware limit: P-256 ECDH derivations per second\n"
     "                      on one core, measured in this process as 'openssl\n"
     "                      speed ecdhp256' does (EVP_PKEY_derive, fixed peer)\n"
@@ -224,9 +224,9 @@ static int bench_parse_one(psi_cli_bench_opts *o, int argc, char **argv, int *i)
     if (psi_cli_opt_value(argc, argv, i, "--out-dir", &v))
         return v ? (o->out_dir = v, 0) : -1;
     if (argv[*i][0] == '-')
-        psi_cli_error("bench: unknown option '%s' (see 'psi bench --help')", argv[*i]);
+        psi_cli_error("bench: unknown option '%s' (see 'shardpsi bench --help')", argv[*i]);
     else
-        psi_cli_error("bench: unexpected argument '%s' (see 'psi bench --help')", argv[*i]);
+        psi_cli_error("bench: unexpected argument '%s' (see 'shardpsi bench --help')", argv[*i]);
     return -1;
 }
 

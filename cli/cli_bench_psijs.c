@@ -1,5 +1,5 @@
 /*
- * `psi bench`: the psi.js column.  A Node child runs bench/psijs-bench.mjs,
+ * `shardpsi bench`: the psi.js column.  A Node child runs bench/psijs-bench.mjs,
  * which loads @openmined/psi.js, reads both sets from files written here
  * and answers "run OP" lines with one JSON line each; see cli_bench.h and
  * the script's header for the exchange.

@@ -1,4 +1,4 @@
-/* `psi bench`: the medians, the text table and bench.json; see
+/* `shardpsi bench`: the medians, the text table and bench.json; see
  * cli_bench.h. */
 #include <math.h>
 #include <stdio.h>
@@ -144,7 +144,7 @@ static void brep_header(FILE *f, const psi_cli_bench_report *r)
 
     psi_cli_bench_fmt_rate(n, sizeof n, (double)o->values);
     psi_cli_bench_fmt_rate(k, sizeof k, (double)r->overlap);
-    fprintf(f, "psi bench: shardpsi %s, %s values per side (%s shared), %zu round%s%s\n",
+    fprintf(f, "shardpsi bench: shardpsi %s, %s values per side (%s shared), %zu round%s%s\n",
             psi_version(), n, k, o->rounds, o->rounds == 1 ? "" : "s",
             o->rounds == 1 ? "" : " (medians)");
     fprintf(f, "suite: %s\n", psi_suite_name(o->suite));

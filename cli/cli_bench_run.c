@@ -1,4 +1,4 @@
-/* `psi bench`: the C columns, timed and checked; see cli_bench.h. */
+/* `shardpsi bench`: the C columns, timed and checked; see cli_bench.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* `psi bench`: the chart, bench.svg, written as SVG text (no plotting
+/* `shardpsi bench`: the chart, bench.svg, written as SVG text (no plotting
  * tool needed); see cli_bench.h. */
 #include <math.h>
 #include <stdio.h>
@@ -131,7 +131,7 @@ static void svg_title(FILE *f, const psi_cli_bench_report *r)
 
     psi_cli_bench_fmt_rate(n, sizeof n, (double)r->o->values);
     fprintf(f, "<text x=\"%d\" y=\"28\" text-anchor=\"middle\" font-size=\"18\" "
-            "font-weight=\"bold\">psi bench: %s, %s values per side, %zu core%s</text>\n",
+            "font-weight=\"bold\">shardpsi bench: %s, %s values per side, %zu core%s</text>\n",
             SVG_W / 2, psi_suite_name(r->o->suite), n, r->online_cpus,
             r->online_cpus == 1 ? "" : "s");
     fprintf(f, "<text x=\"%d\" y=\"48\" text-anchor=\"middle\" font-size=\"12\" "

@@ -1,4 +1,4 @@
-/* `psi bench`: the hardware limit S, peak memory, child processes and
+/* `shardpsi bench`: the hardware limit S, peak memory, child processes and
  * machine facts; see cli_bench.h. */
 #include <errno.h>
 #include <fcntl.h>

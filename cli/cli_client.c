@@ -1,5 +1,5 @@
 /*
- * `psi client`: connects to a `psi server` with its input, runs one round
+ * `shardpsi client`: connects to a `shardpsi server` with its input, runs one round
  * (PROTOCOL.md §15) and writes the result: its intersecting rows, their
  * indices, the count, or the association table.
  */
@@ -49,9 +49,9 @@ typedef struct client_ctx {
 void psi_cli_client_usage(FILE *out)
 {
     fprintf(out,
-        "Usage: psi client --connect HOST:PORT --input FILE --output FILE [options]\n"
+        "Usage: shardpsi client --connect HOST:PORT --input FILE --output FILE [options]\n"
         "\n"
-        "Runs one private set intersection with the `psi server` at HOST:PORT on the\n"
+        "Runs one private set intersection with the `shardpsi server` at HOST:PORT on the\n"
         "values of FILE, and writes the result to FILE ('-': stdout) only when the\n"
         "round succeeded (under a temporary name until then).  The server learns\n"
         "this side's set size and nothing else.\n"
@@ -129,7 +129,7 @@ static int client_parse(client_opts *o, int argc, char **argv)
     if (rc != 0)
         return rc;
     if (o->output == NULL) {
-        psi_cli_error("client: --output FILE is required (see 'psi client --help')");
+        psi_cli_error("client: --output FILE is required (see 'shardpsi client --help')");
         return -1;
     }
     if (o->mode == CLIENT_ASSOCIATION && o->net.structure != PSI_CLI_STRUCTURE_ANY &&
@@ -446,7 +446,7 @@ int psi_cli_cmd_client(int argc, char **argv)
     memset(&s, 0, sizeof s);
     s.o = &o;
     s.conn.fd = -1;
-    psi_cli_progress_init(&s.prog, "psi client", o.net.progress, NULL, o.net.timeout_ms);
+    psi_cli_progress_init(&s.prog, "shardpsi client", o.net.progress, NULL, o.net.timeout_ms);
     signal(SIGPIPE, SIG_IGN);
     if (psi_cli_input_read(&s.in, o.net.input, o.net.column, s.err, sizeof s.err) !=
         PSI_CLI_INPUT_OK) {

@@ -1,5 +1,5 @@
 /*
- * The commands of the `psi` tool.  Each takes the arguments from its own
+ * The commands of the `shardpsi` tool.  Each takes the arguments from its own
  * name on (argv[0] is the command name) and returns the process exit code
  * (CLI_EXIT_* of cli_util.h).
  */
@@ -8,32 +8,32 @@
 
 #include <stdio.h>
 
-/** `psi vectors ...` (cli_vectors.c). */
+/** `shardpsi vectors ...` (cli_vectors.c). */
 int psi_cli_cmd_vectors(int argc, char **argv);
-/** Prints the help of `psi vectors` to `out`. */
+/** Prints the help of `shardpsi vectors` to `out`. */
 void psi_cli_vectors_usage(FILE *out);
 
-/** `psi demo ...` (cli_demo.c). */
+/** `shardpsi demo ...` (cli_demo.c). */
 int psi_cli_cmd_demo(int argc, char **argv);
-/** Prints the help of `psi demo` to `out`. */
+/** Prints the help of `shardpsi demo` to `out`. */
 void psi_cli_demo_usage(FILE *out);
 
-/** `psi bench ...` (cli_bench.c). */
+/** `shardpsi bench ...` (cli_bench.c). */
 int psi_cli_cmd_bench(int argc, char **argv);
-/** Prints the help of `psi bench` to `out`. */
+/** Prints the help of `shardpsi bench` to `out`. */
 void psi_cli_bench_usage(FILE *out);
 
-/** `psi server ...` (cli_server.c). */
+/** `shardpsi server ...` (cli_server.c). */
 int psi_cli_cmd_server(int argc, char **argv);
-/** Prints the help of `psi server` to `out`. */
+/** Prints the help of `shardpsi server` to `out`. */
 void psi_cli_server_usage(FILE *out);
 
-/** `psi client ...` (cli_client.c). */
+/** `shardpsi client ...` (cli_client.c). */
 int psi_cli_cmd_client(int argc, char **argv);
-/** Prints the help of `psi client` to `out`. */
+/** Prints the help of `shardpsi client` to `out`. */
 void psi_cli_client_usage(FILE *out);
 
-/** `psi keygen|setup|request|response|match ...`, the offline commands
+/** `shardpsi keygen|setup|request|response|match ...`, the offline commands
  *  (cli_offline.c); argv[0] names the command. */
 int psi_cli_cmd_offline(int argc, char **argv);
 /** Prints the help of offline command `cmd` to `out`.  Returns: 0, or -1

@@ -1,4 +1,4 @@
-/* `psi demo`: both parties in one process, on generated sets, timed. */
+/* `shardpsi demo`: both parties in one process, on generated sets, timed. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 static const char *const demo_structures[] = {"raw", "gcs", "bloom_filter"};
 
 static const char demo_usage[] =
-    "Usage: psi demo [options]\n"
+    "Usage: shardpsi demo [options]\n"
     "\n"
     "Runs the protocol in one process (server setup, client request, server\n"
     "response, client intersection) with random keys on two generated sets\n"
@@ -111,9 +111,9 @@ static int demo_parse_one(psi_cli_demo_opts *o, int argc, char **argv, int *i)
     if (psi_cli_opt_value(argc, argv, i, "--suite", &v))
         return v ? psi_cli_parse_suite(&o->suite, v, "demo: --suite") : -1;
     if (argv[*i][0] == '-')
-        psi_cli_error("demo: unknown option '%s' (see 'psi demo --help')", argv[*i]);
+        psi_cli_error("demo: unknown option '%s' (see 'shardpsi demo --help')", argv[*i]);
     else
-        psi_cli_error("demo: unexpected argument '%s' (see 'psi demo --help')",
+        psi_cli_error("demo: unexpected argument '%s' (see 'shardpsi demo --help')",
                       argv[*i]);
     return -1;
 }
@@ -358,7 +358,7 @@ int psi_cli_cmd_demo(int argc, char **argv)
 
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    printf("psi demo: seed %" PRIu64 ", server set %zu values, client set %zu values "
+    printf("shardpsi demo: seed %" PRIu64 ", server set %zu values, client set %zu values "
            "(%zu shared), structure %s, fpr %g, %s, suite %s\n", o.seed, o.server_size,
            o.client_size, psi_cli_demo_shared(&o), demo_structures[o.structure],
            o.fpr, o.reveal ? "intersection revealed" : "size only",

@@ -1,5 +1,5 @@
 /*
- * `psi demo`: options, the generated example sets (cli_demo_data.c) and
+ * `shardpsi demo`: options, the generated example sets (cli_demo_data.c) and
  * the check of the protocol's result against them (cli_demo_check.c).
  */
 #ifndef PSI_CLI_DEMO_H

@@ -1,4 +1,4 @@
-/* Checks the result of `psi demo` against the plain intersection. */
+/* Checks the result of `shardpsi demo` against the plain intersection. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

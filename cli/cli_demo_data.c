@@ -1,4 +1,4 @@
-/* The example sets of `psi demo`; see cli_demo.h. */
+/* The example sets of `shardpsi demo`; see cli_demo.h. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * Reading a party's values for `psi server` and `psi client`: one value per
+ * Reading a party's values for `shardpsi server` and `shardpsi client`: one value per
  * line, or one column of a CSV file (RFC 4180), from a file or stdin.
  *
  * Line mode: every line is one value, its bytes as they are (UTF-8 is not
@@ -84,7 +84,7 @@ int psi_cli_input_read(psi_cli_input *in, const char *path, const char *column,
 
 /** Line mode over bytes already read: data[0, len) is a run of whole lines
  *  of a file (the last one with or without its "\n"), such as a slice cut
- *  at line boundaries (psi-mpi); at_start says it begins at the file's
+ *  at line boundaries (shardpsi-mpi); at_start says it begins at the file's
  *  first byte, where a byte order mark is dropped.  Takes over `data`
  *  (malloc'd, freed with *in, also on failure).  `label` starts messages.
  *  Returns: PSI_CLI_INPUT_OK or PSI_CLI_INPUT_ENOMEM.  Out: *in. */

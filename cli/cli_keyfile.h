@@ -1,5 +1,5 @@
 /*
- * Key files of the `psi` commands: the key as 64 hexadecimal digits
+ * Key files of the `shardpsi` commands: the key as 64 hexadecimal digits
  * (PROTOCOL.md §2.3's 32 big-endian bytes for the P-256 suites, §16.3's 32
  * little-endian bytes for ristretto255), then, for a suite other than
  * openmined-p256, a space and the suite's name, and a line break, in a file

@@ -1,4 +1,4 @@
-/* The TCP transport of `psi server` and `psi client`; see cli_net.h. */
+/* The TCP transport of `shardpsi server` and `shardpsi client`; see cli_net.h. */
 #include "cli_net.h"
 #include "cli_net_sock.h"
 #include "cli_util.h"

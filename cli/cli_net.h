@@ -1,5 +1,5 @@
 /*
- * The transport of `psi server` and `psi client`: one TCP connection carrying
+ * The transport of `shardpsi server` and `shardpsi client`: one TCP connection carrying
  * length-framed messages, with a liveness timeout and keepalives.
  *
  * A frame is a 9-byte header, the type (1 byte) and the payload length

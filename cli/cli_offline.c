@@ -1,5 +1,5 @@
 /*
- * `psi keygen`, and what the offline steps share: options, help, key file,
+ * `shardpsi keygen`, and what the offline steps share: options, help, key file,
  * message files, shards and messages.  See cli_offline.h.
  */
 #include "cli_offline.h"
@@ -42,7 +42,7 @@ typedef struct offline_cmd {
 static int offline_keygen(psi_cli_offline *s);
 
 #define OFFLINE_COMMON_HELP \
-    "  --key-file KEY       this party's key (from psi keygen; mode 0600)\n" \
+    "  --key-file KEY       this party's key (from shardpsi keygen; mode 0600)\n" \
     "  --suite NAME         openmined-p256 (default), p256-sswu or ristretto255;\n" \
     "                       the key file's suite must be the same\n" \
     "  --threads N          worker threads (default: every online CPU)\n" \
@@ -63,7 +63,7 @@ static int offline_keygen(psi_cli_offline *s);
 
 static const offline_cmd offline_cmds[] = {
     {"keygen", OPT_OUTPUT | OPT_SUITE, offline_keygen,
-     "Usage: psi keygen --output KEY [--suite NAME]\n"
+     "Usage: shardpsi keygen --output KEY [--suite NAME]\n"
      "\n"
      "Writes a fresh random key to the new file KEY (mode 0600; an existing file\n"
      "is never overwritten): 64 hex digits and, for a suite other than\n"
@@ -74,11 +74,11 @@ static const offline_cmd offline_cmds[] = {
      "  --suite NAME         openmined-p256 (default), p256-sswu or ristretto255\n"
      OFFLINE_EXIT_HELP},
     {"setup", OPT_KEY | OPT_INPUT | OPT_OUTPUT | OPT_SETUP, psi_cli_offline_setup,
-     "Usage: psi setup --key-file KEY --input FILE --structure S --output SETUP\n"
+     "Usage: shardpsi setup --key-file KEY --input FILE --structure S --output SETUP\n"
      "                 [options]\n"
      "\n"
      "Server step 1: masks the values of FILE and writes the ServerSetup message\n"
-     "to SETUP, for the client's `psi match`.\n"
+     "to SETUP, for the client's `shardpsi match`.\n"
      "\n"
      OFFLINE_INPUT_HELP
      "  --structure S        raw (exact), gcs or bloom_filter (also bloom): smaller,\n"
@@ -93,25 +93,25 @@ static const offline_cmd offline_cmds[] = {
      "                       row of the setup's element j; PROTOCOL.md §17)\n"
      OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
     {"request", OPT_KEY | OPT_INPUT | OPT_OUTPUT | OPT_COUNT, psi_cli_offline_request,
-     "Usage: psi request --key-file KEY --input FILE [--count-only] --output REQUEST\n"
+     "Usage: shardpsi request --key-file KEY --input FILE [--count-only] --output REQUEST\n"
      "                   [options]\n"
      "\n"
      "Client step 1: masks the values of FILE and writes the Request message to\n"
-     "REQUEST, for the server's `psi response`.\n"
+     "REQUEST, for the server's `shardpsi response`.\n"
      "\n"
      OFFLINE_INPUT_HELP
      "  --count-only         a request that lets the client learn only the size of\n"
-     "                       the intersection (reveal off); `psi match` must then\n"
-     "                       be run with --count-only, and `psi response` without\n"
+     "                       the intersection (reveal off); `shardpsi match` must then\n"
+     "                       be run with --count-only, and `shardpsi response` without\n"
      "                       --reveal\n"
      "  --output REQUEST     the request message file\n"
      OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
     {"response", OPT_KEY | OPT_OUTPUT | OPT_REQUEST, psi_cli_offline_response,
-     "Usage: psi response --key-file KEY --request REQUEST [--reveal] --output RESPONSE\n"
+     "Usage: shardpsi response --key-file KEY --request REQUEST [--reveal] --output RESPONSE\n"
      "                    [options]\n"
      "\n"
      "Server step 2: re-masks the client's request with the server's key (the\n"
-     "key of its `psi setup`) and writes the Response message to RESPONSE.\n"
+     "key of its `shardpsi setup`) and writes the Response message to RESPONSE.\n"
      "\n"
      "  --request REQUEST    the client's request message file\n"
      "  --reveal             answer a request that reveals the intersection (made\n"
@@ -120,11 +120,11 @@ static const offline_cmd offline_cmds[] = {
      "  --output RESPONSE    the response message file\n"
      OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
     {"match", OPT_KEY | OPT_INPUT | OPT_OUTPUT | OPT_COUNT | OPT_MATCH, psi_cli_offline_match,
-     "Usage: psi match --key-file KEY --input FILE --setup SETUP --response RESPONSE\n"
+     "Usage: shardpsi match --key-file KEY --input FILE --setup SETUP --response RESPONSE\n"
      "                 --output OUT [--indices | --count-only] [options]\n"
      "\n"
-     "Client step 2: computes the intersection of FILE (the input of its `psi\n"
-     "request`) with the server's set and writes it as `psi client` does.\n"
+     "Client step 2: computes the intersection of FILE (the input of its `shardpsi\n"
+     "request`) with the server's set and writes it as `shardpsi client` does.\n"
      "\n"
      OFFLINE_INPUT_HELP
      "  --setup SETUP        the server's setup message file\n"
@@ -257,7 +257,7 @@ static int offline_check(const psi_cli_offline_opts *o, unsigned opts)
     else if ((opts & OPT_OUTPUT) && o->output == NULL)
         missing = "--output FILE";
     if (missing != NULL) {
-        psi_cli_error("%s: %s is required (see 'psi %s --help')", o->cmd, missing, o->cmd);
+        psi_cli_error("%s: %s is required (see 'shardpsi %s --help')", o->cmd, missing, o->cmd);
         return -1;
     }
     if (!(opts & OPT_SETUP))
@@ -298,7 +298,7 @@ int psi_cli_offline_parse(psi_cli_offline *s, int argc, char **argv)
             return 1;
         }
         if (rc == 0)
-            psi_cli_error("%s: unknown argument '%s' (see 'psi %s --help')", o->cmd,
+            psi_cli_error("%s: unknown argument '%s' (see 'shardpsi %s --help')", o->cmd,
                           argv[i], o->cmd);
         if (rc <= 0)
             return -1;
@@ -344,7 +344,7 @@ int psi_cli_offline_key(psi_cli_offline *s)
     int created = 0;
 
     if (lstat(s->o.key_file, &st) != 0 && errno == ENOENT)
-        return psi_cli_offline_fail(s, "key file %s does not exist (make one with 'psi "
+        return psi_cli_offline_fail(s, "key file %s does not exist (make one with 'shardpsi "
                                     "keygen --output %s')", s->o.key_file, s->o.key_file);
     if (psi_cli_keyfile_engine_suite(&s->key, &created, s->o.key_file, s->o.suite, s->err,
                                      sizeof s->err) != 0)
@@ -446,7 +446,7 @@ void psi_cli_offline_free(psi_cli_offline *s)
     s->key = NULL;
 }
 
-/* `psi keygen`: a new key file of the suite, never over an existing file. */
+/* `shardpsi keygen`: a new key file of the suite, never over an existing file. */
 static int offline_keygen(psi_cli_offline *s)
 {
     struct stat st;
@@ -488,7 +488,7 @@ int psi_cli_cmd_offline(int argc, char **argv)
     rc = psi_cli_offline_parse(&s, argc, argv);
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    snprintf(s.who, sizeof s.who, "psi %s", c->name);
+    snprintf(s.who, sizeof s.who, "shardpsi %s", c->name);
     psi_cli_progress_init(&s.prog, s.who, s.o.progress, NULL,
                           PSI_CLI_DEFAULT_TIMEOUT_S * 1000);
     psi_cli_output_cleanup_on_signal();

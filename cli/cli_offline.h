@@ -1,10 +1,10 @@
 /*
- * The offline commands of `psi` (PROTOCOL.md §17): keygen, setup, request,
+ * The offline commands of `shardpsi` (PROTOCOL.md §17): keygen, setup, request,
  * response and match, each one step of the protocol with its messages in
  * files.  A message file holds exactly the wire bytes of §10/§16.1 (what
- * `psi server` and `psi client` put in a frame's payload), nothing else.
+ * `shardpsi server` and `shardpsi client` put in a frame's payload), nothing else.
  * cli_offline.c holds the options, key files and files they share, and
- * `psi keygen`; cli_offline_steps.c the four protocol steps.
+ * `shardpsi keygen`; cli_offline_steps.c the four protocol steps.
  */
 #ifndef PSI_CLI_OFFLINE_H
 #define PSI_CLI_OFFLINE_H
@@ -55,9 +55,9 @@ typedef struct psi_cli_offline {
     psi_shards *g;              // the party's shards
     psi_cli_input in;           // --input
     psi_cli_output out;         // --output
-    char who[64];               // "psi setup", "psi-mpi setup"
+    char who[64];               // "shardpsi setup", "shardpsi-mpi setup"
     char err[1024];             // the last failure's message
-    int capture;                // failures only fill err (psi-mpi gathers them)
+    int capture;                // failures only fill err (shardpsi-mpi gathers them)
 } psi_cli_offline;
 
 /** Parses `psi <cmd> ...` into s->o (argv[0] is the command).  Returns: 0,
@@ -90,7 +90,7 @@ int psi_cli_offline_open(psi_cli_offline *s, psi_cli_output *out, const char *pa
 int psi_cli_offline_fail_psi(psi_cli_offline *s, const char *what, const char *file,
                              int rc);
 
-/** Prints "psi <cmd>: error: <message>" (with s->capture set: only keeps
+/** Prints "shardpsi <cmd>: error: <message>" (with s->capture set: only keeps
  *  the message in s->err).  Returns: -1. */
 int psi_cli_offline_fail(psi_cli_offline *s, const char *fmt, ...)
 #if defined(__GNUC__)

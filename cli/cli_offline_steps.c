@@ -1,6 +1,6 @@
 /*
  * The four protocol steps of the offline commands (PROTOCOL.md §17): `psi
- * setup` and `psi response` (the server), `psi request` and `psi match`
+ * setup` and `shardpsi response` (the server), `shardpsi request` and `shardpsi match`
  * (the client).  Each reads its inputs, runs one call of the sharding
  * layer and writes exactly the bytes that call returns.
  */

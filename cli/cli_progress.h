@@ -18,7 +18,7 @@
 typedef struct psi_cli_progress {
     int enabled;            // print lines
     int tty;                // stderr is a terminal: rewrite one line
-    const char *who;        // "psi server", "psi client"
+    const char *who;        // "shardpsi server", "shardpsi client"
     psi_cli_conn *conn;     // keepalives go here during computations; may be NULL
     int keepalive_ms;       // interval of keepalives
     // the current step

@@ -1,8 +1,8 @@
 /*
- * `psi server`: listens with its input, answers one client (or more with
+ * `shardpsi server`: listens with its input, answers one client (or more with
  * --keep-serving): handshake, setup, request, response (PROTOCOL.md §15).
- * With --setup it serves a setup built beforehand by `psi setup` (or
- * psi-mpi) with the key of --key-file, instead of masking its input in
+ * With --setup it serves a setup built beforehand by `shardpsi setup` (or
+ * shardpsi-mpi) with the key of --key-file, instead of masking its input in
  * each round (§15.5; cli_server_setup.c reads and checks that setup).
  */
 #include <errno.h>
@@ -47,14 +47,14 @@ typedef struct server_ctx {
 void psi_cli_server_usage(FILE *out)
 {
     fprintf(out,
-        "Usage: psi server --listen HOST:PORT --input FILE [options]\n"
-        "       psi server --listen HOST:PORT --key-file KEY --setup SETUP [options]\n"
+        "Usage: shardpsi server --listen HOST:PORT --input FILE [options]\n"
+        "       shardpsi server --listen HOST:PORT --key-file KEY --setup SETUP [options]\n"
         "\n"
-        "Waits for one `psi client` on HOST:PORT, runs one private set intersection\n"
+        "Waits for one `shardpsi client` on HOST:PORT, runs one private set intersection\n"
         "with it on the values of FILE and exits 0 after a successful round.  The\n"
         "client learns the intersection (with --reveal) or only its size; this side\n"
         "learns the client's set size and nothing else.  With --setup the server\n"
-        "sends a setup built beforehand by `psi setup` (or psi-mpi setup) instead of\n"
+        "sends a setup built beforehand by `shardpsi setup` (or shardpsi-mpi setup) instead of\n"
         "masking an input in each round.\n"
         "\n"
         "Input (--input or --setup):\n"
@@ -62,15 +62,15 @@ void psi_cli_server_usage(FILE *out)
         "                       or '-' for stdin\n"
         "  --column NAME        read FILE as CSV (RFC 4180, header row) and take the\n"
         "                       values of column NAME\n"
-        "  --setup SETUP        serve the setup file `psi setup --key-file KEY` wrote\n"
+        "  --setup SETUP        serve the setup file `shardpsi setup --key-file KEY` wrote\n"
         "                       (its structure is the file's); needs --key-file KEY\n"
         "                       with the key it was made with.  Another key gives\n"
         "                       wrong answers, and nothing can detect it\n"
-        "  --num-client-inputs N  with a gcs or bloom SETUP (required then): psi\n"
+        "  --num-client-inputs N  with a gcs or bloom SETUP (required then): shardpsi\n"
         "                       setup's --num-client-inputs; clients with more\n"
-        "                       values are refused.  --fpr must be psi setup's too\n"
+        "                       values are refused.  --fpr must be shardpsi setup's too\n"
         "                       (the default is the same); the file records neither\n"
-        "  --permutation PERM   with --setup and --association: the file psi setup\n"
+        "  --permutation PERM   with --setup and --association: the file shardpsi setup\n"
         "                       --permutation wrote with SETUP\n"
         "Protocol:\n"
         "  --suite NAME         the group and hash of the run: openmined-p256 (default,\n"
@@ -427,7 +427,7 @@ int psi_cli_cmd_server(int argc, char **argv)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     memset(&s, 0, sizeof s);
     s.o = &o;
-    psi_cli_progress_init(&s.prog, "psi server", o.net.progress, NULL, o.net.timeout_ms);
+    psi_cli_progress_init(&s.prog, "shardpsi server", o.net.progress, NULL, o.net.timeout_ms);
     signal(SIGPIPE, SIG_IGN);
     rc = server_load(&s);
     if (rc == 0 && psi_cli_net_listen(&lfd, bound, sizeof bound, o.net.addr, s.err,

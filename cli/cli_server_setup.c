@@ -1,6 +1,6 @@
 /*
- * `psi server --setup` (PROTOCOL.md §15.5): the options, and the setup file
- * built beforehand by `psi setup` (or psi-mpi setup) with its permutation
+ * `shardpsi server --setup` (PROTOCOL.md §15.5): the options, and the setup file
+ * built beforehand by `shardpsi setup` (or shardpsi-mpi setup) with its permutation
  * file, read and checked against the options before the server listens.
  */
 #include <errno.h>
@@ -64,11 +64,11 @@ int psi_cli_server_setup_check_opts(const psi_cli_server_setup_opts *so,
         msg = "give --input FILE or --setup SETUP, not both: the setup already holds the "
               "server's values";
     } else if (net->key_file == NULL) {
-        msg = "--setup needs --key-file KEY, the key file the setup was made with (psi "
+        msg = "--setup needs --key-file KEY, the key file the setup was made with (shardpsi "
               "setup --key-file KEY); another key gives wrong answers, and nothing can "
               "detect it";
     } else if (association && so->permutation == NULL) {
-        msg = "--association with --setup needs --permutation PERM, the file psi setup "
+        msg = "--association with --setup needs --permutation PERM, the file shardpsi setup "
               "--permutation wrote with this setup";
     } else if (!association && so->permutation != NULL) {
         msg = "--permutation is only used with --association";
@@ -156,7 +156,7 @@ static int setup_parse(setup_load *l)
     if (rc != PSI_OK) {
         psi_error_message(detail, sizeof detail, rc);
         snprintf(l->err, l->err_len, "setup file %s is not a valid ServerSetup of "
-                 "suite %s: %s (%s); is it whole, and made by psi setup?", path,
+                 "suite %s: %s (%s); is it whole, and made by shardpsi setup?", path,
                  psi_cli_suite_label(suite), detail,
                  psi_error_name(rc) ? psi_error_name(rc) : "?");
         return -1;
@@ -198,7 +198,7 @@ static int setup_load_perm(setup_load *l)
         }
         if (line >= n || v >= n || seen[v]) {
             snprintf(l->err, l->err_len, "permutation file %s, line %zu: %s (the "
-                     "setup has %zu elements): is it the file psi setup --permutation "
+                     "setup has %zu elements): is it the file shardpsi setup --permutation "
                      "wrote with this setup?", path, line + 1,
                      line >= n ? "more lines than setup elements"
                      : v >= n ? "a row beyond the setup's" : "a row given twice", n);
@@ -210,7 +210,7 @@ static int setup_load_perm(setup_load *l)
     }
     if (line != n) {
         snprintf(l->err, l->err_len, "permutation file %s holds %zu rows, and the setup "
-                 "has %zu elements: is it the file psi setup --permutation wrote with this "
+                 "has %zu elements: is it the file shardpsi setup --permutation wrote with this "
                  "setup?", path, line, n);
         goto fail;
     }
@@ -239,7 +239,7 @@ static int setup_check_raw(setup_load *l, const psi_cli_handshake *self)
     // fields) than a client would accept.
     if (psi_cli_session_prebuilt_size(&size, self, 1, ss->pb.len) != 0 || size > ss->n) {
         snprintf(l->err, l->err_len, "setup file %s holds more than the raw setup "
-                 "of its %zu elements (not made by psi setup?)", path, ss->n);
+                 "of its %zu elements (not made by shardpsi setup?)", path, ss->n);
         return -1;
     }
     if (l->association && setup_load_perm(l) != 0)
@@ -260,7 +260,7 @@ static int setup_check_sized(setup_load *l, const psi_cli_handshake *self)
 
     if (num_client == 0) {
         snprintf(l->err, l->err_len, "setup file %s holds a %s setup: give "
-                 "--num-client-inputs N, and --fpr F unless it was the default, as psi "
+                 "--num-client-inputs N, and --fpr F unless it was the default, as shardpsi "
                  "setup was given them (the file records neither)", path, st);
         return -1;
     }
@@ -271,7 +271,7 @@ static int setup_check_sized(setup_load *l, const psi_cli_handshake *self)
     }
     if (psi_cli_session_prebuilt_size(&size, self, num_client, ss->pb.len) != 0) {
         snprintf(l->err, l->err_len, "setup file %s is larger than any %s setup of "
-                 "--fpr %g for --num-client-inputs %zu can be: give the values psi setup "
+                 "--fpr %g for --num-client-inputs %zu can be: give the values shardpsi setup "
                  "was given", path, st, fpr, num_client);
         return -1;
     }

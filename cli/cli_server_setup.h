@@ -1,5 +1,5 @@
 /*
- * `psi server --setup` (PROTOCOL.md §15.5): its options, and the setup file
+ * `shardpsi server --setup` (PROTOCOL.md §15.5): its options, and the setup file
  * (with its permutation file) that it serves, read and checked before the
  * server listens.  Only cli_server.c includes this header; cli_server_setup.c
  * knows nothing of the server's rounds.

@@ -46,7 +46,7 @@ int psi_cli_handshake_decode(psi_cli_handshake *h, const uint8_t *p, size_t len,
 
     memset(h, 0, sizeof *h);
     if (len < 10 || memcmp(p, session_magic, 8) != 0) {
-        snprintf(err, err_len, "%s does not speak the psi network protocol "
+        snprintf(err, err_len, "%s does not speak the shardpsi network protocol "
                  "(bad handshake)", from);
         return -1;
     }
@@ -189,13 +189,13 @@ int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cm
         if (rc == 0)
             rc = own(own_arg, argc, argv, &i);
         if (rc == 0)
-            psi_cli_error("%s: unknown argument '%s' (see 'psi %s --help')", cmd, argv[i],
+            psi_cli_error("%s: unknown argument '%s' (see 'shardpsi %s --help')", cmd, argv[i],
                           cmd);
         if (rc <= 0)
             return -1;
     }
     if (o->addr == NULL || (o->input == NULL && !o->input_replaced)) {
-        psi_cli_error("%s: %s%s is required (see 'psi %s --help')", cmd,
+        psi_cli_error("%s: %s%s is required (see 'shardpsi %s --help')", cmd,
                       o->addr == NULL ? addr_opt : "--input",
                       o->addr == NULL ? " HOST:PORT" : " FILE", cmd);
         return -1;
@@ -340,7 +340,7 @@ int psi_cli_session_check_prebuilt(const psi_cli_handshake *hello, psi_cli_hands
     if (pb->structure != PSI_STRUCTURE_RAW) {
         if (hello->suite == self->suite && hello->n > pb->num_client) {
             snprintf(err, err_len, "the client announces %llu values, more than the %llu "
-                     "this server's %s setup was built for (psi setup "
+                     "this server's %s setup was built for (shardpsi setup "
                      "--num-client-inputs %llu): its false-positive rate holds for at "
                      "most that many; query with fewer values, or build the setup for "
                      "more", (unsigned long long)hello->n,
@@ -354,7 +354,7 @@ int psi_cli_session_check_prebuilt(const psi_cli_handshake *hello, psi_cli_hands
             psi_cli_session_prebuilt_size(&self->n, self, hello->n, pb->len) != 0) {
             snprintf(err, err_len, "the %s setup file (%zu bytes) is larger than any %s "
                      "setup of fpr %g can be: were --fpr and --num-client-inputs those "
-                     "of psi setup?", st, pb->len, st, self->fpr);
+                     "of shardpsi setup?", st, pb->len, st, self->fpr);
             return -1;
         }
     }

@@ -1,5 +1,5 @@
 /*
- * What `psi server` and `psi client` share: their common options, and the
+ * What `shardpsi server` and `shardpsi client` share: their common options, and the
  * handshake of the network protocol (PROTOCOL.md §15).
  *
  * The client's HELLO and the server's ACCEPT are 28-byte records:
@@ -80,7 +80,7 @@ typedef struct psi_cli_net_opts {
     double fpr;               // --fpr; client: 0 default
     int suite;                // --suite (psi_suite), default openmined-p256
     int input_replaced;       // set by a command's own option that stands in
-                              // for --input (`psi server --setup`)
+                              // for --input (`shardpsi server --setup`)
 } psi_cli_net_opts;
 
 /** A command's own options: parses argv[*i] if it is one.  Returns: 1 if it
@@ -106,7 +106,7 @@ int psi_cli_session_check_hello(const psi_cli_handshake *hello,
                                 const psi_cli_handshake *self, uint64_t max_peer,
                                 char *err, size_t err_len);
 
-/** A setup built before the round (`psi server --setup`, PROTOCOL.md
+/** A setup built before the round (`shardpsi server --setup`, PROTOCOL.md
  *  §15.5): the server sends these bytes instead of masking its input. */
 typedef struct psi_cli_prebuilt {
     int structure;          // the file's (psi_setup_structure)

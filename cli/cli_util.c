@@ -1,4 +1,4 @@
-/* Helpers shared by the `psi` commands; see cli_util.h. */
+/* Helpers shared by the `shardpsi` commands; see cli_util.h. */
 #include "cli_util.h"
 
 #include <errno.h>
@@ -16,7 +16,7 @@ void psi_cli_error(const char *fmt, ...)
 {
     va_list ap;
 
-    fputs("psi: ", stderr);
+    fputs("shardpsi: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);

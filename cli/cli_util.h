@@ -1,5 +1,5 @@
 /*
- * Helpers shared by the `psi` commands: exit codes, messages, option and
+ * Helpers shared by the `shardpsi` commands: exit codes, messages, option and
  * number parsing, hex, timing.  Only the CLI includes this header.
  */
 #ifndef PSI_CLI_UTIL_H
@@ -17,7 +17,7 @@
 #define PSI_CLI_STR(x) PSI_CLI_STR_(x)
 #define PSI_CLI_STR_(x) #x
 
-/** Prints "psi: <message>\n" on stderr. */
+/** Prints "shardpsi: <message>\n" on stderr. */
 void psi_cli_error(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))

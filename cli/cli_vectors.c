@@ -1,4 +1,4 @@
-/* `psi vectors check FILE...`: replays wire vector files and shardpsi's
+/* `shardpsi vectors check FILE...`: replays wire vector files and shardpsi's
  * extra vector files. */
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 #define VCHECK_EXTRA "shardpsi-extra-vectors/1"
 
 static const char vectors_usage[] =
-    "Usage: psi vectors check [--quiet | --verbose] [--shards N] [--threads T]\n"
+    "Usage: shardpsi vectors check [--quiet | --verbose] [--shards N] [--threads T]\n"
     "                          FILE...\n"
     "\n"
     "Checks vector files against this library; each file's \"format\" says\n"
@@ -293,7 +293,7 @@ static int vcheck_run(int argc, char **argv)
         }
     }
     if (i >= argc) {
-        psi_cli_error("vectors check: no FILE given (see 'psi vectors check --help')");
+        psi_cli_error("vectors check: no FILE given (see 'shardpsi vectors check --help')");
         return CLI_EXIT_USAGE;
     }
     if (st.shard.sharded && vcheck_shard_header(&st.shard) != 0)
@@ -309,7 +309,7 @@ static int vcheck_run(int argc, char **argv)
 int psi_cli_cmd_vectors(int argc, char **argv)
 {
     if (argc < 2) {
-        psi_cli_error("vectors: missing subcommand (see 'psi vectors --help')");
+        psi_cli_error("vectors: missing subcommand (see 'shardpsi vectors --help')");
         return CLI_EXIT_USAGE;
     }
     if (psi_cli_is_help(argv[1])) {
@@ -318,7 +318,7 @@ int psi_cli_cmd_vectors(int argc, char **argv)
     }
     if (strcmp(argv[1], "check") == 0)
         return vcheck_run(argc - 1, argv + 1);
-    psi_cli_error("vectors: unknown subcommand '%s' (see 'psi vectors --help')",
+    psi_cli_error("vectors: unknown subcommand '%s' (see 'shardpsi vectors --help')",
                   argv[1]);
     return CLI_EXIT_USAGE;
 }

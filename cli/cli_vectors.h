@@ -1,5 +1,5 @@
 /*
- * `psi vectors check`: the cases of a "psi-wire-vectors/1" file and of a
+ * `shardpsi vectors check`: the cases of a "psi-wire-vectors/1" file and of a
  * "shardpsi-extra-vectors/1" file (vectors/README.md), read from JSON
  * (cli_vector_case.c, cli_vector_extra.c) and replayed through the library
  * (cli_vector_run.c, cli_vector_extra.c).

@@ -1,4 +1,4 @@
-/* psi-mpi match (PROTOCOL.md §18.4): each rank unmasks its slice of the
+/* shardpsi-mpi match (PROTOCOL.md §18.4): each rank unmasks its slice of the
  * response and matches it against the whole setup; for GCS and Bloom that
  * is exact per element, and the indices only need the rank's offset.  A raw
  * setup pairs each setup copy with one client copy (§9.1), so copies of one
@@ -275,7 +275,7 @@ int mpi_match(mpi_run *r)
         psi_cli_offline_fail_psi(&r->s, what, files, prc);
     if ((rc = mpi_agree(r, prc != PSI_OK ? CLI_EXIT_FAIL : 0)) != 0)
         goto done;
-    // A response holds one element per request value (as psi match checks).
+    // A response holds one element per request value (as shardpsi match checks).
     status = 0;
     if (r->rank == 0 && total != r->total) {
         psi_cli_offline_fail(&r->s, "response %s (%llu elements) does not answer a request "

@@ -1,5 +1,5 @@
 /*
- * psi-mpi: the four protocol steps of the offline commands (PROTOCOL.md
+ * shardpsi-mpi: the four protocol steps of the offline commands (PROTOCOL.md
  * §17) run on the ranks of an MPI job, each rank one shard with its own
  * engines and threads, merged by the rules of §14 into files byte-identical
  * to the single process's (§18).
@@ -26,7 +26,7 @@
 typedef struct mpi_run {
     int rank, size;          // this rank, ranks in the job
     psi_cli_offline s;       // options, key, shards, this rank's input, output
-    char label[32];          // "psi-mpi setup"
+    char label[32];          // "shardpsi-mpi setup"
     uint64_t *counts;        // values of each rank's slice (all ranks)
     uint64_t *offsets;       // global index of each rank's first value
     uint64_t total;          // values over all ranks

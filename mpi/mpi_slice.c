@@ -79,7 +79,7 @@ static int slice_open(mpi_run *r, const char *what, const char *path, uint64_t *
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        psi_cli_offline_fail(&r->s, "%s %s: not a regular file (psi-mpi reads each "
+        psi_cli_offline_fail(&r->s, "%s %s: not a regular file (shardpsi-mpi reads each "
                              "rank's part by its byte offsets)", what, path);
         return -1;
     }

@@ -1,4 +1,4 @@
-/* psi-mpi setup, request and response (PROTOCOL.md §18): each rank masks
+/* shardpsi-mpi setup, request and response (PROTOCOL.md §18): each rank masks
  * its slice on its own shards, rank 0 writes the merged message.  The
  * failures and their messages are those of the single-process commands
  * (cli_offline_steps.c), prefixed with the failing rank. */
@@ -216,7 +216,7 @@ done:
     return rc;
 }
 
-/* The reveal check of §8, with psi response's messages.  Returns: 0 or 1. */
+/* The reveal check of §8, with shardpsi response's messages.  Returns: 0 or 1. */
 static int steps_reveal_check(mpi_run *r, int asked)
 {
     if (asked == r->s.o.reveal)

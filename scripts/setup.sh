@@ -12,4 +12,4 @@ bash scripts/apt-install.sh "${packages[@]}"
 
 [[ -f build/build.ninja ]] || meson setup build --buildtype=debugoptimized >/dev/null
 ninja -C build >/dev/null
-echo "setup: built ./build (psi command: build/cli/psi; MPI runner: build/mpi/psi-mpi)" >&2
+echo "setup: built ./build (command: build/cli/shardpsi; MPI runner: build/mpi/shardpsi-mpi)" >&2

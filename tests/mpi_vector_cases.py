@@ -15,7 +15,7 @@ per line (cli/cli_input.h), makes OUT_DIR/cNNN/ holding:
   exp.setup, exp.req, exp.resp   the expected message bytes
   exp.count                the intersection size, then "\\n"
   exp.idx, exp.rows        (reveal cases) the intersection's client indices in
-                           input order, and those client rows, as psi match
+                           input order, and those client rows, as shardpsi match
                            writes them
 
 and prints one line per written case on stdout:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `psi bench --psijs on` at 100 values: the psi.js column runs (Node child,
+# `shardpsi bench --psijs on` at 100 values: the psi.js column runs (Node child,
 # bench/psijs-bench.mjs), its results pass the checks, and it appears in the
 # table, bench.json and bench.svg.  Skipped (exit 77) when node or
 # vectors/node_modules/@openmined/psi.js is missing.
@@ -35,7 +35,7 @@ fail() {
     >"$tmp/stdout" 2>"$tmp/stderr"
 rc=$?
 if [ "$rc" -ne 0 ]; then
-    fail "psi bench --psijs on: exit code $rc"
+    fail "shardpsi bench --psijs on: exit code $rc"
     sed 's/^/    /' "$tmp/stdout" "$tmp/stderr"
     exit 1
 fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Tests of the `psi` command line tool: help and usage errors, `vectors
+# Tests of the `shardpsi` command line tool: help and usage errors, `vectors
 # check` on the shared sample vectors, on shardpsi's extra vectors
 # (vectors/shardpsi-extra.json) and on the fixtures in tests/cli/, small
-# `psi demo` runs, and small `psi bench` runs without psi.js, also in the
+# `shardpsi demo` runs, and small `shardpsi bench` runs without psi.js, also in the
 # suites p256-sswu and ristretto255 with their vector files
 # (tests/test_bench_psijs.sh runs it with psi.js).
 #
@@ -95,7 +95,7 @@ test_help() {
                 "vectors --help" "vectors -h" "vectors check --help" \
                 "demo --help" "demo -h" "help bench" "bench --help" "bench -h"; do
         # shellcheck disable=SC2086  # split the arguments on purpose
-        run 0 $args && has_out '^Usage: psi' && empty_err
+        run 0 $args && has_out '^Usage: shardpsi' && empty_err
     done
     run 0 --help && has_out 'vectors check' && has_out 'demo'
     run 0 demo --help && has_out '--server-size' && has_out '--count-only'
@@ -106,7 +106,7 @@ test_help() {
     run 0 vectors check --help && has_out 'N passed, M failed'
     has_out '--shards N' && has_out '--threads T'
     run 0 --help && has_out '--shards N and --threads T'
-    run 0 --version && has_out '^psi \(shardpsi\) [0-9]+\.[0-9]+' && empty_err
+    run 0 --version && has_out '^shardpsi [0-9]+\.[0-9]+' && empty_err
 }
 
 test_usage_errors() {
@@ -131,13 +131,13 @@ test_usage_errors() {
                 "--threads" "--single-engine --shards 2" \
                 "--threads 2 --single-engine"; do
         # shellcheck disable=SC2086
-        run 2 demo $args && has_err '^psi: '
+        run 2 demo $args && has_err '^shardpsi: '
         no_out '.'
     done
-    run 2 demo --shards 0 && has_err '^psi: demo: --shards: 0 is not allowed, give 1 to 4096$'
-    run 2 demo --threads 257 && has_err '^psi: demo: --threads: 257 is larger than the limit 256$'
+    run 2 demo --shards 0 && has_err '^shardpsi: demo: --shards: 0 is not allowed, give 1 to 4096$'
+    run 2 demo --threads 257 && has_err '^shardpsi: demo: --threads: 257 is larger than the limit 256$'
     run 2 demo --single-engine --threads 2 &&
-        has_err '^psi: demo: --single-engine excludes --shards and --threads$'
+        has_err '^shardpsi: demo: --single-engine excludes --shards and --threads$'
 }
 
 # Bad --shards and --threads values are usage errors before any file is read.
@@ -147,18 +147,18 @@ test_shard_usage_errors() {
                 "--shards -1" "--shards 1.5" "--shards=" "--shards 4097" \
                 "--threads 257" "--shards 99999999999999999999999"; do
         # shellcheck disable=SC2086
-        run 2 vectors check $args "$sample" && has_err '^psi: vectors check: --(shards|threads): '
+        run 2 vectors check $args "$sample" && has_err '^shardpsi: vectors check: --(shards|threads): '
         no_out '.'
     done
     run 2 vectors check --shards 0 "$sample" &&
-        has_err '^psi: vectors check: --shards: 0 is not allowed, give 1 to 4096$'
+        has_err '^shardpsi: vectors check: --shards: 0 is not allowed, give 1 to 4096$'
     run 2 vectors check --threads 0 "$sample" &&
-        has_err '^psi: vectors check: --threads: 0 is not allowed, give 1 to 256$'
+        has_err '^shardpsi: vectors check: --threads: 0 is not allowed, give 1 to 256$'
     run 2 vectors check --shards 4097 "$sample" &&
-        has_err '^psi: vectors check: --shards: 4097 is larger than the limit 4096$'
+        has_err '^shardpsi: vectors check: --shards: 4097 is larger than the limit 4096$'
     run 2 vectors check --shards x "$sample" &&
-        has_err "^psi: vectors check: --shards: 'x' is not a non-negative integer"
-    run 2 vectors check --shards && has_err '^psi: option --shards needs a value$'
+        has_err "^shardpsi: vectors check: --shards: 'x' is not a non-negative integer"
+    run 2 vectors check --shards && has_err '^shardpsi: option --shards needs a value$'
     run 2 vectors check --shards 2 && has_err 'no FILE'
 }
 
@@ -472,7 +472,7 @@ test_bench() {
     local all="setup_raw setup_gcs request response intersection association"
     # Short S measurements keep the test quick; the figures do not matter.
     run 0 bench --values 200 --psijs off --s-seconds 0.05 --out-dir "$d" &&
-        has_out '^psi bench: shardpsi [0-9.]+, 200 values per side \(100 shared\), 1 round$'
+        has_out '^shardpsi bench: shardpsi [0-9.]+, 200 values per side \(100 shared\), 1 round$'
     has_out '^psi.js: skipped: off \(--psijs off\)$'
     has_out '^(cross-check: openssl speed -seconds 2 ecdhp256: [0-9,]+ ECDH/s|cross-check: openssl speed not run: .+)$'
     has_out '^op +S +1 thread +1t/S +shards4t1 +/1t +all cores +/1t +psi\.js '
@@ -508,7 +508,7 @@ test_bench() {
         --node "$tmp/no-node" --out-dir "$d/auto" &&
         has_out "^psi.js: skipped: --node $tmp/no-node is not an executable file$"
     run 2 bench --values 10 --psijs on --node "$tmp/no-node" --out-dir "$d/on" &&
-        has_err '^psi: bench: --psijs on, but psi.js is unavailable: --node '
+        has_err '^shardpsi: bench: --psijs on, but psi.js is unavailable: --node '
     run 2 bench --values 10 --psijs on --psijs-script "$tmp/none.mjs" --out-dir "$d/on" &&
         has_err "psi.js is unavailable: cannot read the script $tmp/none.mjs: "
     holds "--psijs on without psi.js wrote bench.json" test ! -e "$d/on/bench.json"
@@ -523,19 +523,19 @@ test_bench_usage_errors() {
                 "--s-seconds 0" "--s-seconds 11" "--s-seconds x" "--seed -1" \
                 "--out-dir=" "--node=" "--bogus" "extra"; do
         # shellcheck disable=SC2086
-        run 2 bench $args && has_err '^psi: '
+        run 2 bench $args && has_err '^shardpsi: '
         no_out '.'
     done
-    run 2 bench --values 0 && has_err '^psi: bench: --values: 0 is not allowed, give 1 to 10000000$'
+    run 2 bench --values 0 && has_err '^shardpsi: bench: --values: 0 is not allowed, give 1 to 10000000$'
     run 2 bench --values 10000001 &&
-        has_err '^psi: bench: --values: 10000001 is larger than the limit 10000000$'
+        has_err '^shardpsi: bench: --values: 10000001 is larger than the limit 10000000$'
     run 2 bench --values 5000000 --psijs off &&
-        has_err '^psi: bench: a GCS setup for 5000000 client values at fpr 1e-06 overflows its hash range'
+        has_err '^shardpsi: bench: a GCS setup for 5000000 client values at fpr 1e-06 overflows its hash range'
     run 2 bench --ops setup_raw,bogus &&
-        has_err "^psi: bench: --ops: unknown op 'bogus' \(setup_raw, setup_gcs, request, response, intersection, association\)$"
-    run 2 bench --psijs maybe && has_err "^psi: bench: --psijs: unknown mode 'maybe' \(auto, on or off\)$"
-    run 2 bench --bogus && has_err "^psi: bench: unknown option '--bogus' \(see 'psi bench --help'\)$"
-    run 2 bench --out-dir "$sample/x" --values 5 --psijs off && has_err '^psi: bench: cannot create '
+        has_err "^shardpsi: bench: --ops: unknown op 'bogus' \(setup_raw, setup_gcs, request, response, intersection, association\)$"
+    run 2 bench --psijs maybe && has_err "^shardpsi: bench: --psijs: unknown mode 'maybe' \(auto, on or off\)$"
+    run 2 bench --bogus && has_err "^shardpsi: bench: unknown option '--bogus' \(see 'shardpsi bench --help'\)$"
+    run 2 bench --out-dir "$sample/x" --values 5 --psijs off && has_err '^shardpsi: bench: cannot create '
 }
 
 # ---------------------------------------------------------------- suites
@@ -574,13 +574,13 @@ test_suites() {
 
     for su in p256-sswu ristretto255; do
         run 0 demo --server-size 400 --client-size 100 --structure raw --suite "$su" &&
-            has_out "^psi demo: .*, suite $su$" && has_out '^intersection size: 50$'
+            has_out "^shardpsi demo: .*, suite $su$" && has_out '^intersection size: 50$'
         has_out '^result: OK$'
         run 0 demo --server-size 400 --client-size 100 --count-only --single-engine \
             --suite "$su" && has_out '^intersection size: 5[0-5]$' && has_out '^result: OK$'
     done
     run 2 demo --suite p384 &&
-        has_err "^psi: demo: --suite: unknown suite 'p384' \(openmined-p256, p256-sswu or ristretto255\)$"
+        has_err "^shardpsi: demo: --suite: unknown suite 'p384' \(openmined-p256, p256-sswu or ristretto255\)$"
     run 0 demo --help && has_out '^  --suite NAME '
 
     # One suite: its name in the report and bench.json; all: a table by suite.
@@ -601,8 +601,8 @@ test_suites() {
     has_out "^psi.js: skipped: psi.js has no suite ristretto255$"
     holds "bench --suite all: no suites.txt" grep -q '^ristretto255 ' "$d/all/suites.txt"
     run 2 bench --suite p256-sswu --psijs on &&
-        has_err '^psi: bench: --psijs on needs the suite openmined-p256'
-    run 2 bench --suite ristretto255,nope && has_err "^psi: bench: --suite: unknown suite 'nope'"
+        has_err '^shardpsi: bench: --psijs on needs the suite openmined-p256'
+    run 2 bench --suite ristretto255,nope && has_err "^shardpsi: bench: --suite: unknown suite 'nope'"
     run 2 bench --suite ristretto255,ristretto255 && has_err 'given twice'
     run 0 bench --help && has_out '^  --suite LIST '
     run 0 --help && has_out '--suite NAME'

@@ -754,7 +754,7 @@ static void test_cli_input_output_stdout(void **state)
     assert_int_equal(fputs("", stdout) >= 0, 1);    // stdout still open
 }
 
-/* A child opens two outputs (as psi setup --permutation does), then is
+/* A child opens two outputs (as shardpsi setup --permutation does), then is
  * killed by sig: it must die of that signal and leave neither temporary
  * file nor either target. */
 static void expect_signal_cleanup(int sig)

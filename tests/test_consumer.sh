@@ -44,8 +44,8 @@ pcflags="--define-variable=prefix=$staged"
 cflags=$(pkg-config "$pcflags" --cflags shardpsi-shard) || die "pkg-config --cflags failed"
 libs=$(pkg-config "$pcflags" --libs shardpsi-shard) || die "pkg-config --libs failed"
 libdir=$(pkg-config "$pcflags" --variable=libdir shardpsi) || die "no libdir in $pc"
-[ -f "$libdir/libpsi.so" ] || die "libpsi.so not installed in $libdir"
-[ -f "$libdir/libpsi_shard.so" ] || die "libpsi_shard.so not installed in $libdir"
+[ -f "$libdir/libshardpsi.so" ] || die "libshardpsi.so not installed in $libdir"
+[ -f "$libdir/libshardpsi_shard.so" ] || die "libshardpsi_shard.so not installed in $libdir"
 case "$cflags $libs" in
     *"$staged"*) ;;
     *) die "pkg-config flags do not point into the staging prefix: $cflags $libs" ;;
@@ -58,10 +58,10 @@ ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o "$exe" "$src" $cflags $libs \
 
 # The staged library, not a system-wide or build-tree copy, must be loaded.
 if command -v ldd >/dev/null 2>&1; then
-    loaded=$(LD_LIBRARY_PATH=$libdir ldd "$exe" | awk '/libpsi\.so/ { print $3 }')
+    loaded=$(LD_LIBRARY_PATH=$libdir ldd "$exe" | awk '/libshardpsi\.so/ { print $3 }')
     case "$loaded" in
         "$libdir"/*) ;;
-        *) die "consumer loads libpsi from '$loaded', not from $libdir" ;;
+        *) die "consumer loads libshardpsi from '$loaded', not from $libdir" ;;
     esac
 fi
 

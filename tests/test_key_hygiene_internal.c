@@ -962,7 +962,7 @@ static void test_key_hygiene_rejected_keys(void **state)
 
 int main(void)
 {
-    /* By default OpenSSL allocates as in the psi command (its wiping
+    /* By default OpenSSL allocates as in the shardpsi command (its wiping
      * allocator) and nothing may hold a key; PSI_KEY_HYGIENE_OPENSSL=raw
      * uses this file's hooks and tolerates the upstream leak above. */
     const char *mode = getenv("PSI_KEY_HYGIENE_OPENSSL");

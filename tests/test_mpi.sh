@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Tests of `psi-mpi` (the Open MPI runner of the offline commands, PROTOCOL.md
-# §17) against the single-process `psi`: every output file (messages,
-# permutations, match results) must be the same bytes as `psi`'s for the same
+# Tests of `shardpsi-mpi` (the Open MPI runner of the offline commands, PROTOCOL.md
+# §17) against the single-process `shardpsi`: every output file (messages,
+# permutations, match results) must be the same bytes as `shardpsi`'s for the same
 # key file, input and options, whatever the number of ranks.
 #
 #   a. The committed vectors (VECTORS_DIR/*.json of format psi-wire-vectors/1,
@@ -9,14 +9,14 @@
 #      written one per line are skipped and counted): each step (setup with
 #      the case's structure, fpr and num_client_inputs, and --permutation for
 #      raw; request, with --count-only when the case is not reveal; response;
-#      match: rows and --indices, or --count-only) under `psi` and under
-#      `mpirun -np 4 psi-mpi` for every case, and -np 1 and -np 2 on every
-#      fourth case only (TEST_MPI_STRIDE; 1 = all): an mpirun of psi-mpi
+#      match: rows and --indices, or --count-only) under `shardpsi` and under
+#      `mpirun -np 4 shardpsi-mpi` for every case, and -np 1 and -np 2 on every
+#      fourth case only (TEST_MPI_STRIDE; 1 = all): an mpirun of shardpsi-mpi
 #      costs 0.3-0.5 s here even with pml ob1 (see below), and there are
 #      ~550 runs a layout, too many for ~3 minutes on 2 cores for all three
 #      (this choice: ~3 minutes).  Cases run TEST_MPI_JOBS (3) at a time.
 #      psi's messages and match results are also compared with the
-#      vector's expected bytes.  Each psi-mpi step reads psi's files
+#      vector's expected bytes.  Each shardpsi-mpi step reads psi's files
 #      (request, setup, response), so a difference shows in the step that
 #      makes it.  Per-rank threads vary: -np 1 --threads 2,
 #      -np 2 --threads 2 --shards 3, -np 4 --threads 1.
@@ -30,15 +30,15 @@
 #      request (reveal and --count-only), response (--reveal and not) and
 #      match (rows, --indices, --count-only) under -np 2 and 4 against psi;
 #      psi's match results against a plain comparison of the inputs (awk).
-#      Sizes: psi setup costs ~85 us of CPU a value here (1M values: ~45 s
+#      Sizes: shardpsi setup costs ~85 us of CPU a value here (1M values: ~45 s
 #      on 2 cores), and the part runs 4 setups of the server and 21 client
 #      steps (7 in psi, 7 each under -np 2 and 4), so 1M + 100k keeps the
 #      part near 5 minutes; a 200k client would add ~90 s.
-#   c. Interop: a psi-mpi setup and a psi-mpi response to a plain psi
-#      request, matched by plain psi match, give the plain comparison (raw
-#      rows/--indices, gcs --indices); psi-mpi requests (reveal and
-#      count-only) answered by plain psi response and matched by psi; a
-#      psi-mpi setup served by `psi server --setup` to a plain `psi client`
+#   c. Interop: a shardpsi-mpi setup and a shardpsi-mpi response to a plain psi
+#      request, matched by plain shardpsi match, give the plain comparison (raw
+#      rows/--indices, gcs --indices); shardpsi-mpi requests (reveal and
+#      count-only) answered by plain shardpsi response and matched by psi; a
+#      shardpsi-mpi setup served by `shardpsi server --setup` to a plain `shardpsi client`
 #      over loopback; two valid requests of a non-canonical layout answered
 #      as psi does.
 #   d. Faults, each with its exit status, a message naming the command
@@ -122,7 +122,7 @@ run() {
     return 0
 }
 
-# mpi NP TIMEOUT ARGS...: psi-mpi ARGS under mpirun -np NP, killed after
+# mpi NP TIMEOUT ARGS...: shardpsi-mpi ARGS under mpirun -np NP, killed after
 # TIMEOUT seconds (exit status 124).  After a run that hung, the next runs
 # of the same group (a vector case, a part) are not started (exit status
 # 125) until hung is reset, so a hanging binary does not stall the test.
@@ -131,7 +131,7 @@ mpi() {
     local np=$1 t=$2 rc
     shift 2
     if [ "$hung" = 1 ]; then
-        echo "not run: an earlier psi-mpi run of this group hung" >&2
+        echo "not run: an earlier shardpsi-mpi run of this group hung" >&2
         return 125
     fi
     timeout -k 10 "$t" mpirun --oversubscribe -np "$np" "$psi_mpi" "$@"
@@ -164,7 +164,7 @@ expect_no_output() {
     fi
 }
 
-# Per-rank thread layouts of psi-mpi (the bytes never depend on them).
+# Per-rank thread layouts of shardpsi-mpi (the bytes never depend on them).
 layout() {
     case $1 in
     1) echo "--threads 2" ;;
@@ -176,7 +176,7 @@ layout() {
 # ------------------------------------------------------------ a. vectors
 
 # vector_case DIR SUITE STRUCTURE FPR NCI REVEAL NAME NPS: one case, psi and
-# psi-mpi under each -np of NPS.  Runs in a subshell: its counts go to
+# shardpsi-mpi under each -np of NPS.  Runs in a subshell: its counts go to
 # DIR/counts, its failure lines to its stdout.
 vector_case() {
     local d=$1 su=$2 st=$3 fpr=$4 nc=$5 rv=$6 name=$7 nps=$8 np m f w
@@ -190,12 +190,12 @@ vector_case() {
     fi
     if [ "$rv" = 1 ]; then RV=(--reveal); modes=(rows indices); else CO=(--count-only); fi
     # psi: the reference, itself checked against the vector.
-    run "$name: psi setup" 0 "$d/psi.err" "$psi" setup --key-file "$d/sk" "${S[@]}" \
+    run "$name: shardpsi setup" 0 "$d/psi.err" "$psi" setup --key-file "$d/sk" "${S[@]}" \
         --input "$d/server.txt" --structure "$st" "${X[@]/PERM/$d/ref.perm}" \
         --output "$d/ref.setup"
-    run "$name: psi request" 0 "$d/psi.err" "$psi" request --key-file "$d/ck" "${S[@]}" \
+    run "$name: shardpsi request" 0 "$d/psi.err" "$psi" request --key-file "$d/ck" "${S[@]}" \
         --input "$d/client.txt" "${CO[@]}" --output "$d/ref.req"
-    run "$name: psi response" 0 "$d/psi.err" "$psi" response --key-file "$d/sk" "${S[@]}" \
+    run "$name: shardpsi response" 0 "$d/psi.err" "$psi" response --key-file "$d/sk" "${S[@]}" \
         --request "$d/ref.req" "${RV[@]}" --output "$d/ref.resp"
     for f in setup req resp; do
         expect_same "$name: psi $f vs the vector" "$d/ref.$f" "$d/exp.$f"
@@ -204,23 +204,23 @@ vector_case() {
         mo=()
         [ "$m" = indices ] && mo=(--indices)
         [ "$m" = count ] && mo=(--count-only)
-        run "$name: psi match $m" 0 "$d/psi.err" "$psi" match --key-file "$d/ck" "${S[@]}" \
+        run "$name: shardpsi match $m" 0 "$d/psi.err" "$psi" match --key-file "$d/ck" "${S[@]}" \
             --input "$d/client.txt" --setup "$d/ref.setup" --response "$d/ref.resp" \
             "${mo[@]}" --output "$d/ref.$m" || continue
         w=$d/exp.$m
         [ "$m" = indices ] && w=$d/exp.idx
-        expect_same "$name: psi match $m vs the vector" "$d/ref.$m" "$w"
+        expect_same "$name: shardpsi match $m vs the vector" "$d/ref.$m" "$w"
     done
     for np in $nps; do
         hung=0
         if [ "$(find "$hangs" -type f | wc -l)" -ge 3 ]; then
             checks=$((checks + 1))
-            fail "$name: psi-mpi not run: 3 cases hung already"
+            fail "$name: shardpsi-mpi not run: 3 cases hung already"
             break
         fi
         # shellcheck disable=SC2207
         T=($(layout "$np"))
-        local p=$d/np$np L="$name: psi-mpi -np $np"
+        local p=$d/np$np L="$name: shardpsi-mpi -np $np"
         if run "$L setup" 0 "$p.err" mpi "$np" 30 setup --key-file "$d/sk" "${S[@]}" \
             "${T[@]}" --input "$d/server.txt" --structure "$st" "${X[@]/PERM/$p.perm}" \
             --output "$p.setup"; then
@@ -373,31 +373,31 @@ part_b() {
     note "part b: $(wc -l <"$d/server.txt") server lines, $(wc -l <"$d/client.txt") client lines," \
         "$(cat "$d/want.raw.count") in the raw intersection"
     t0=$SECONDS
-    run "big: psi setup" 0 "$d/psi.err" "$psi" setup "${S[@]}" --input "$d/server.txt" \
+    run "big: shardpsi setup" 0 "$d/psi.err" "$psi" setup "${S[@]}" --input "$d/server.txt" \
         --structure raw --permutation "$d/ref.perm" --output "$d/ref.setup"
-    note "part b: psi setup took $((SECONDS - t0)) s"
+    note "part b: shardpsi setup took $((SECONDS - t0)) s"
     checks=$((checks + 1))
     sort -n "$d/ref.perm" | cmp -s - <(seq 0 $((big_n - 1))) ||
         fail "big: psi permutation is not a permutation of 0..$((big_n - 1))"
     for np in 1 2 4; do
         t0=$SECONDS
         hung=0
-        L="big: psi-mpi -np $np"
+        L="big: shardpsi-mpi -np $np"
         run "$L setup" 0 "$d/np$np.err" mpi "$np" 300 setup "${S[@]}" --input "$d/server.txt" \
             --structure raw --permutation "$d/np$np.perm" --output "$d/np$np.setup" && {
             expect_same "$L setup" "$d/np$np.setup" "$d/ref.setup"
             expect_same "$L permutation" "$d/np$np.perm" "$d/ref.perm"
         }
-        note "part b: psi-mpi -np $np setup took $((SECONDS - t0)) s"
+        note "part b: shardpsi-mpi -np $np setup took $((SECONDS - t0)) s"
         rm -f "$d/np$np.setup" "$d/np$np.perm"
     done
 
     t0=$SECONDS
-    run "big: psi request" 0 "$d/psi.err" "$psi" request "${C[@]}" --input "$d/client.txt" \
+    run "big: shardpsi request" 0 "$d/psi.err" "$psi" request "${C[@]}" --input "$d/client.txt" \
         --output "$d/ref.req"
     run "big: psi count-only request" 0 "$d/psi.err" "$psi" request "${C[@]}" \
         --input "$d/client.txt" --count-only --output "$d/ref.creq"
-    run "big: psi response" 0 "$d/psi.err" "$psi" response "${S[@]}" --request "$d/ref.req" \
+    run "big: shardpsi response" 0 "$d/psi.err" "$psi" response "${S[@]}" --request "$d/ref.req" \
         --reveal --output "$d/ref.resp"
     run "big: psi count-only response" 0 "$d/psi.err" "$psi" response "${S[@]}" \
         --request "$d/ref.creq" --output "$d/ref.cresp"
@@ -405,17 +405,17 @@ part_b() {
         mo=() r=$d/ref.resp
         [ "$m" = indices ] && mo=(--indices)
         [ "$m" = count ] && mo=(--count-only) r=$d/ref.cresp
-        run "big: psi match $m" 0 "$d/psi.err" "$psi" match "${C[@]}" --input "$d/client.txt" \
+        run "big: shardpsi match $m" 0 "$d/psi.err" "$psi" match "${C[@]}" --input "$d/client.txt" \
             --setup "$d/ref.setup" --response "$r" "${mo[@]}" --output "$d/ref.$m" || continue
         w=$d/want.raw.$m
         [ "$m" = indices ] && w=$d/want.raw.idx
-        expect_same "big: psi match $m vs the plain comparison" "$d/ref.$m" "$w"
+        expect_same "big: shardpsi match $m vs the plain comparison" "$d/ref.$m" "$w"
     done
-    note "part b: psi client steps took $((SECONDS - t0)) s"
+    note "part b: shardpsi client steps took $((SECONDS - t0)) s"
     for np in 2 4; do
         t0=$SECONDS
         hung=0
-        L="big: psi-mpi -np $np"
+        L="big: shardpsi-mpi -np $np"
         run "$L request" 0 "$d/np$np.err" mpi "$np" 180 request "${C[@]}" \
             --input "$d/client.txt" --output "$d/np$np.req" &&
             expect_same "$L request" "$d/np$np.req" "$d/ref.req"
@@ -437,7 +437,7 @@ part_b() {
                 --output "$d/np$np.$m" &&
                 expect_same "$L match $m" "$d/np$np.$m" "$d/ref.$m"
         done
-        note "part b: psi-mpi -np $np client steps took $((SECONDS - t0)) s"
+        note "part b: shardpsi-mpi -np $np client steps took $((SECONDS - t0)) s"
         rm -f "$d"/np"$np".*req "$d"/np"$np".*resp
     done
     rm -f "$d"/ref.*req "$d"/ref.*resp
@@ -449,53 +449,53 @@ part_c() {
     local d=$tmp/interop m mo w
     local S=(--key-file "$d/sk") C=(--key-file "$d/ck")
     gen_sets "$d" 6000 2500 7 || { checks=$((checks + 1)); fail "interop: no inputs"; return; }
-    # psi-mpi server (setup, response) with a plain psi client.
-    run "interop: psi-mpi -np 4 setup" 0 "$d/err" mpi 4 60 setup "${S[@]}" \
+    # shardpsi-mpi server (setup, response) with a plain shardpsi client.
+    run "interop: shardpsi-mpi -np 4 setup" 0 "$d/err" mpi 4 60 setup "${S[@]}" \
         --input "$d/server.txt" --structure raw --output "$d/m.setup"
-    run "interop: psi-mpi -np 2 gcs setup" 0 "$d/err" mpi 2 60 setup "${S[@]}" \
+    run "interop: shardpsi-mpi -np 2 gcs setup" 0 "$d/err" mpi 2 60 setup "${S[@]}" \
         --input "$d/server.txt" --structure gcs --num-client-inputs 2500 --output "$d/m.gsetup"
-    run "interop: psi request" 0 "$d/err" "$psi" request "${C[@]}" --input "$d/client.txt" \
+    run "interop: shardpsi request" 0 "$d/err" "$psi" request "${C[@]}" --input "$d/client.txt" \
         --output "$d/p.req"
-    run "interop: psi-mpi -np 2 response to psi" 0 "$d/err" mpi 2 60 response "${S[@]}" \
+    run "interop: shardpsi-mpi -np 2 response to psi" 0 "$d/err" mpi 2 60 response "${S[@]}" \
         --request "$d/p.req" --reveal --output "$d/m.resp"
     for m in rows indices; do
         mo=()
         [ "$m" = indices ] && mo=(--indices)
         w=$d/want.raw.$m
         [ "$m" = indices ] && w=$d/want.raw.idx
-        run "interop: psi match $m of psi-mpi's setup and response" 0 "$d/err" "$psi" match \
+        run "interop: shardpsi match $m of shardpsi-mpi's setup and response" 0 "$d/err" "$psi" match \
             "${C[@]}" --input "$d/client.txt" --setup "$d/m.setup" --response "$d/m.resp" \
             "${mo[@]}" --output "$d/pm.$m" &&
-            expect_same "interop: psi match $m of psi-mpi's messages vs the plain comparison" \
+            expect_same "interop: shardpsi match $m of shardpsi-mpi's messages vs the plain comparison" \
                 "$d/pm.$m" "$w"
     done
-    run "interop: psi match --indices of psi-mpi's gcs setup" 0 "$d/err" "$psi" match \
+    run "interop: shardpsi match --indices of shardpsi-mpi's gcs setup" 0 "$d/err" "$psi" match \
         "${C[@]}" --input "$d/client.txt" --setup "$d/m.gsetup" --response "$d/m.resp" \
         --indices --output "$d/pm.gidx" &&
         expect_same "interop: gcs --indices vs the plain comparison" "$d/pm.gidx" \
             "$d/want.member.idx"
-    # psi-mpi client (request) with a plain psi server.
-    run "interop: psi setup" 0 "$d/err" "$psi" setup "${S[@]}" --input "$d/server.txt" \
+    # shardpsi-mpi client (request) with a plain shardpsi server.
+    run "interop: shardpsi setup" 0 "$d/err" "$psi" setup "${S[@]}" --input "$d/server.txt" \
         --structure raw --output "$d/p.setup"
-    run "interop: psi-mpi -np 4 request" 0 "$d/err" mpi 4 60 request "${C[@]}" \
+    run "interop: shardpsi-mpi -np 4 request" 0 "$d/err" mpi 4 60 request "${C[@]}" \
         --input "$d/client.txt" --output "$d/m.req"
-    run "interop: psi-mpi -np 2 count-only request" 0 "$d/err" mpi 2 60 request "${C[@]}" \
+    run "interop: shardpsi-mpi -np 2 count-only request" 0 "$d/err" mpi 2 60 request "${C[@]}" \
         --input "$d/client.txt" --count-only --output "$d/m.creq"
-    run "interop: psi response to psi-mpi" 0 "$d/err" "$psi" response "${S[@]}" \
+    run "interop: shardpsi response to shardpsi-mpi" 0 "$d/err" "$psi" response "${S[@]}" \
         --request "$d/m.req" --reveal --output "$d/p.resp"
-    run "interop: psi count-only response to psi-mpi" 0 "$d/err" "$psi" response "${S[@]}" \
+    run "interop: psi count-only response to shardpsi-mpi" 0 "$d/err" "$psi" response "${S[@]}" \
         --request "$d/m.creq" --output "$d/p.cresp"
-    run "interop: psi match of psi-mpi's request" 0 "$d/err" "$psi" match "${C[@]}" \
+    run "interop: shardpsi match of shardpsi-mpi's request" 0 "$d/err" "$psi" match "${C[@]}" \
         --input "$d/client.txt" --setup "$d/p.setup" --response "$d/p.resp" --indices \
         --output "$d/mp.idx" &&
-        expect_same "interop: psi-mpi request, psi response: --indices" "$d/mp.idx" \
+        expect_same "interop: shardpsi-mpi request, shardpsi response: --indices" "$d/mp.idx" \
             "$d/want.raw.idx"
-    run "interop: psi count of psi-mpi's count-only request" 0 "$d/err" "$psi" match \
+    run "interop: psi count of shardpsi-mpi's count-only request" 0 "$d/err" "$psi" match \
         "${C[@]}" --input "$d/client.txt" --setup "$d/p.setup" --response "$d/p.cresp" \
         --count-only --output "$d/mp.count" &&
-        expect_same "interop: psi-mpi count-only request, psi response: count" \
+        expect_same "interop: shardpsi-mpi count-only request, shardpsi response: count" \
             "$d/mp.count" "$d/want.raw.count"
-    # A psi-mpi setup served by `psi server --setup` to a plain `psi client`
+    # A shardpsi-mpi setup served by `shardpsi server --setup` to a plain `shardpsi client`
     # over loopback (PROTOCOL.md §15.5): rows and --indices.
     for m in rows indices; do
         mo=()
@@ -513,25 +513,25 @@ part_c() {
         done
         checks=$((checks + 1))
         if [ -z "$port" ]; then
-            fail "interop: psi server --setup of psi-mpi's setup did not start"
+            fail "interop: shardpsi server --setup of shardpsi-mpi's setup did not start"
             sed -n '1,6s/^/    /p' "$d/srv.err"
             kill "$spid" 2>/dev/null
             wait "$spid" 2>/dev/null
             continue
         fi
-        run "interop: psi client $m against psi server --setup (psi-mpi setup)" 0 "$d/cli.err" \
+        run "interop: shardpsi client $m against shardpsi server --setup (shardpsi-mpi setup)" 0 "$d/cli.err" \
             "$psi" client --connect "127.0.0.1:$port" --timeout 30 "${C[@]}" \
             --input "$d/client.txt" "${mo[@]}" --output "$d/net.$m" &&
-            expect_same "interop: psi client $m of a psi-mpi setup vs the plain comparison" \
+            expect_same "interop: shardpsi client $m of a shardpsi-mpi setup vs the plain comparison" \
                 "$d/net.$m" "$w"
         wait "$spid"
         local src=$?
         checks=$((checks + 1))
-        [ "$src" -eq 0 ] || fail "interop: psi server --setup exited $src"
+        [ "$src" -eq 0 ] || fail "interop: shardpsi server --setup exited $src"
     done
     # Valid requests of another layout than the canonical one (PROTOCOL.md
     # §18.1): the reveal field after the elements, and an unknown varint
-    # field (18 05) after the first element.  psi-mpi must fall back to
+    # field (18 05) after the first element.  shardpsi-mpi must fall back to
     # decoding them whole and answer them as psi does.
     python3 -c '
 import sys
@@ -541,13 +541,13 @@ open(sys.argv[2], "wb").write(d[2:] + b"\x08\x01")
 open(sys.argv[3], "wb").write(d[:37] + b"\x18\x05" + d[37:])' \
         "$d/p.req" "$d/nc1.req" "$d/nc2.req"
     for v in nc1 nc2; do
-        run "interop: psi response to $v" 0 "$d/err" "$psi" response "${S[@]}" \
+        run "interop: shardpsi response to $v" 0 "$d/err" "$psi" response "${S[@]}" \
             --request "$d/$v.req" --reveal --output "$d/$v.p" &&
             expect_same "interop: $v is the canonical request's response" "$d/$v.p" \
                 "$d/m.resp"
-        run "interop: psi-mpi -np 3 response to $v" 0 "$d/err" mpi 3 60 response "${S[@]}" \
+        run "interop: shardpsi-mpi -np 3 response to $v" 0 "$d/err" mpi 3 60 response "${S[@]}" \
             --request "$d/$v.req" --reveal --output "$d/$v.m" &&
-            expect_same "interop: psi-mpi -np 3 response to $v vs psi" "$d/$v.m" "$d/$v.p"
+            expect_same "interop: shardpsi-mpi -np 3 response to $v vs psi" "$d/$v.m" "$d/$v.p"
     done
 }
 
@@ -582,13 +582,13 @@ part_d() {
     gen_sets "$d" 3000 1000 11 || { checks=$((checks + 1)); fail "faults: no inputs"; return; }
     local S=(--key-file "$d/sk") C=(--key-file "$d/ck")
 
-    # fault WHAT RC PATTERN OUTPUT NP CMD ARGS...: psi-mpi fails with RC, says
-    # "psi-mpi CMD" and PATTERN, and leaves no OUTPUT.
+    # fault WHAT RC PATTERN OUTPUT NP CMD ARGS...: shardpsi-mpi fails with RC, says
+    # "shardpsi-mpi CMD" and PATTERN, and leaves no OUTPUT.
     fault() {
         local what=$1 rc=$2 pat=$3 out=$4 np=$5 cmd=$6
         shift 6
         if run "$what" "$rc" "$f/err" mpi "$np" 30 "$cmd" "$@"; then
-            expect_grep "$what: message" "psi-mpi $cmd" "$f/err"
+            expect_grep "$what: message" "shardpsi-mpi $cmd" "$f/err"
             expect_grep "$what: message" "$pat" "$f/err"
         fi
         expect_no_output "$what" "$out"
@@ -607,7 +607,7 @@ part_d() {
     fault "key file readable by others" 2 "accessible to others" "$f/o4" 2 setup \
         --key-file "$f/open.key" --input "$d/server.txt" --structure raw --output "$f/o4"
 
-    run "faults: psi request" 0 "$f/err" "$psi" request "${C[@]}" --input "$d/client.txt" \
+    run "faults: shardpsi request" 0 "$f/err" "$psi" request "${C[@]}" --input "$d/client.txt" \
         --output "$f/good.req" || return
     head -c 100 "$f/good.req" >"$f/short.req"
     fault "truncated request" 1 "PSI_E_MSG_TRUNCATED" "$f/o5" 2 response "${S[@]}" \
@@ -616,9 +616,9 @@ part_d() {
     # (PSI_E_POINT_X_RANGE), and it lies in the last rank's slice.
     { head -c -33 "$f/good.req"; printf '\002'; head -c 32 /dev/zero | tr '\0' '\377'; } \
         >"$f/bad.req"
-    run "faults: psi response to the bad point" 1 "$f/psi.err" "$psi" response "${S[@]}" \
+    run "faults: shardpsi response to the bad point" 1 "$f/psi.err" "$psi" response "${S[@]}" \
         --request "$f/bad.req" --reveal --output "$f/o6" &&
-        expect_grep "faults: psi response to the bad point" "PSI_E_POINT_X_RANGE" "$f/psi.err"
+        expect_grep "faults: shardpsi response to the bad point" "PSI_E_POINT_X_RANGE" "$f/psi.err"
     fault "bad point in rank 3's slice" 1 "rank 3" "$f/o6" 4 response "${S[@]}" \
         --request "$f/bad.req" --reveal --output "$f/o6"
     expect_grep "bad point in rank 3's slice: cause" "PSI_E_POINT_X_RANGE" "$f/err"

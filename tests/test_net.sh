@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests of `psi server` and `psi client` on 127.0.0.1: full rounds for each
+# Tests of `shardpsi server` and `shardpsi client` on 127.0.0.1: full rounds for each
 # setup structure with the intersection revealed and not, every output
 # mode, CSV and plain input, checked against a plain comparison of the
 # inputs (awk), also in the suites p256-sswu and ristretto255; parameter
@@ -37,7 +37,7 @@ show() {
     for f in "$@"; do sed -n "1,12s|^|    $(basename "$f"): |p" "$f"; done
 }
 
-# start_server LOG ARGS...: starts `psi server --listen 127.0.0.1:0 ARGS` in
+# start_server LOG ARGS...: starts `shardpsi server --listen 127.0.0.1:0 ARGS` in
 # the background with stderr in LOG, waits for its "listening on" line and
 # sets $port and $spid.  Returns 1 if it did not come up.
 start_server() {
@@ -438,7 +438,7 @@ for k in server client; do
     fi
 done
 
-# --- prebuilt setups: psi setup, then psi server --setup (PROTOCOL.md §15.5) --
+# --- prebuilt setups: shardpsi setup, then shardpsi server --setup (PROTOCOL.md §15.5) --
 # The setup of each structure made offline, served to a plain client.  gcs
 # is made for more client values (200) than the client has (118), bloom for
 # exactly as many; bloom uses the fixed server key (see above).
@@ -457,7 +457,7 @@ for st in raw gcs bloom; do
     esac
     "$psi" setup --key-file "$key" --input "$tmp/server.txt" --structure "$st" \
         "${popts[@]}" --output "$tmp/pre.$st" 2>"$tmp/pre-$st.setup.err"
-    expect_rc "prebuilt $st: psi setup" 0 $? "$tmp/pre-$st.setup.err" || continue
+    expect_rc "prebuilt $st: shardpsi setup" 0 $? "$tmp/pre-$st.setup.err" || continue
     round "pre-$st-rows" --key-file "$key" --setup "$tmp/pre.$st" --reveal "${sopts[@]}" -- \
         --input "$tmp/client.txt" "${copts[@]}"
     if expect_rc "prebuilt $st rows: server" 0 "$src" "$tmp/pre-$st-rows.server.err" &&
@@ -474,7 +474,7 @@ for st in raw gcs bloom; do
         expect_grep "prebuilt $st count: server log" "size only" "$tmp/pre-$st-count.server.err"
     fi
 done
-# The association table from the permutation psi setup wrote.
+# The association table from the permutation shardpsi setup wrote.
 round pre-assoc --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --association \
     --permutation "$tmp/pre.raw.perm" -- --input "$tmp/client.txt" --association
 expect_rc "prebuilt association: client" 0 "$crc" "$tmp/pre-assoc.client.err" \
@@ -484,7 +484,7 @@ expect_rc "prebuilt association: client" 0 "$crc" "$tmp/pre-assoc.client.err" \
 "$psi" keygen --suite ristretto255 --output "$tmp/pre.r255.key" 2>/dev/null
 "$psi" setup --suite ristretto255 --key-file "$tmp/pre.r255.key" --input "$tmp/server.txt" \
     --structure gcs --num-client-inputs 118 --output "$tmp/pre.r255.gcs" 2>"$tmp/pre-r255.err"
-expect_rc "prebuilt ristretto255: psi setup" 0 $? "$tmp/pre-r255.err"
+expect_rc "prebuilt ristretto255: shardpsi setup" 0 $? "$tmp/pre-r255.err"
 start_server "$tmp/pre-keep.server.err" --suite ristretto255 --key-file "$tmp/pre.r255.key" \
     --setup "$tmp/pre.r255.gcs" --num-client-inputs 118 --reveal --keep-serving
 for i in 1 2; do
@@ -583,12 +583,12 @@ expect_grep "no output: message" "--output FILE is required" "$tmp/u5.err"
 "$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --fpr 2 2>"$tmp/u6.err"
 expect_rc "fpr out of range" 2 $? "$tmp/u6.err"
 "$psi" --help >"$tmp/help.out"
-expect_grep "psi --help lists --suite" "--suite NAME" "$tmp/help.out"
+expect_grep "shardpsi --help lists --suite" "--suite NAME" "$tmp/help.out"
 for c in server client; do
-    expect_grep "psi --help lists $c" "^  $c " "$tmp/help.out"
+    expect_grep "shardpsi --help lists $c" "^  $c " "$tmp/help.out"
     "$psi" help "$c" >"$tmp/help.$c" 2>&1
-    expect_rc "psi help $c" 0 $? "$tmp/help.$c"
-    expect_grep "psi help $c lists --suite" "^  --suite NAME" \
+    expect_rc "shardpsi help $c" 0 $? "$tmp/help.$c"
+    expect_grep "shardpsi help $c lists --suite" "^  --suite NAME" \
         "$tmp/help.$c"
 done
 

@@ -1,7 +1,7 @@
 /*
  * A misbehaving partner for tests/test_net.sh: speaks the frames of
  * cli/cli_net.h and the handshake of cli/cli_session.h, and breaks the
- * protocol in one chosen way, so that the real `psi server` and `psi client`
+ * protocol in one chosen way, so that the real `shardpsi server` and `shardpsi client`
  * can be checked to fail cleanly.
  *
  * Usage: test_net_peer MODE [HOST:PORT]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests of the offline commands `psi keygen|setup|request|response|match`
+# Tests of the offline commands `shardpsi keygen|setup|request|response|match`
 # (PROTOCOL.md §17): in each suite, rounds through message files for the
 # raw and gcs setups (and bloom once), with the intersection revealed (rows
 # and --indices) and count-only, checked against a plain comparison of the
@@ -29,7 +29,7 @@ fail() {
     failures=$((failures + 1))
 }
 
-# run WHAT WANT_RC LOG CMD...: runs `psi CMD` with stderr in LOG and checks
+# run WHAT WANT_RC LOG CMD...: runs `shardpsi CMD` with stderr in LOG and checks
 # its exit status.
 run() {
     local what=$1 want=$2 log=$3 rc
@@ -112,7 +112,7 @@ fixed_key() {
 # The help lists the commands.
 "$psi" --help >"$tmp/help.txt" 2>&1
 for c in keygen setup request response match; do
-    expect_grep "psi --help lists $c" "^  $c " "$tmp/help.txt"
+    expect_grep "shardpsi --help lists $c" "^  $c " "$tmp/help.txt"
     run "psi $c --help" 0 "$tmp/h.err" "$c" --help
 done
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `psi vectors check` for the JavaScript package: replays psi-wire-vectors/1
+// `shardpsi vectors check` for the JavaScript package: replays psi-wire-vectors/1
 // and shardpsi-extra-vectors/1 files (of any suite: a top-level "suite" names it,
 // PROTOCOL.md §16; absent = openmined-p256) through the JS API (js/index.mjs) and
 // prints the same lines as the C tool: "FAIL <file>: <case>: <what>" for each
@@ -20,7 +20,7 @@ const PROG = 'check-vectors';
 const USAGE = `Usage: node wasm/bin/check-vectors.mjs [--quiet | --verbose] [--workers N] FILE...
 
 Checks vector files against the shardpsi WebAssembly module through its
-JavaScript API, as \`psi vectors check\` does against the C library.
+JavaScript API, as \`shardpsi vectors check\` does against the C library.
 A file's top-level "suite" (openmined-p256, p256-sswu or ristretto255)
 names the ciphersuite of its cases; without it they are openmined-p256.
 

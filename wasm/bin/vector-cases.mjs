@@ -1,5 +1,5 @@
 // The cases of psi-wire-vectors/1 and shardpsi-extra-vectors/1 files, read and
-// replayed through the JS API (js/index.mjs) exactly as `psi vectors check`
+// replayed through the JS API (js/index.mjs) exactly as `shardpsi vectors check`
 // does in C (cli/cli_vector_case.c, cli_vector_run.c, cli_vector_extra.c):
 // same checks in the same order, same messages.  The replay functions are async:
 // the parties may be single instances (js/index.mjs) or worker pools (js/pool.mjs,

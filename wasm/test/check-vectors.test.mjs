@@ -1,6 +1,6 @@
-// bin/check-vectors.mjs prints what `psi vectors check` prints and exits with
+// bin/check-vectors.mjs prints what `shardpsi vectors check` prints and exits with
 // its status: on the CLI fixtures (tests/cli/), the extra vectors and usage
-// errors; compared line for line with the C tool when build/cli/psi exists.
+// errors; compared line for line with the C tool when build/cli/shardpsi exists.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tool = root + 'wasm/bin/check-vectors.mjs';
-const cPsi = root + 'build/cli/psi';
+const cPsi = root + 'build/cli/shardpsi';
 const fx = (f) => `${root}tests/cli/${f}.json`;
 const extra = root + 'vectors/shardpsi-extra.json';
 
@@ -57,7 +57,7 @@ test('CLI fixtures: exit status, FAIL lines and summary', () => {
   assert.match(run(fx('wrong_format')).err, /unknown format "psi-wire-vectors\/2"/);
 });
 
-test('same stdout and exit status as the C tool', { skip: !existsSync(cPsi) && 'build/cli/psi not built' }, () => {
+test('same stdout and exit status as the C tool', { skip: !existsSync(cPsi) && 'build/cli/shardpsi not built' }, () => {
   for (const [name] of FIXTURES) {
     const c = spawnSync(cPsi, ['vectors', 'check', '--verbose', fx(name)], { encoding: 'utf8' });
     const js = run('--verbose', fx(name));
@@ -124,7 +124,7 @@ function checkEverywhere(files) {
   assert.match(lastLine(one.out), /^[1-9][0-9]* passed, 0 failed$/);
   if (existsSync(cPsi)) {
     const c = spawnSync(cPsi, ['vectors', 'check', ...files], { encoding: 'utf8' });
-    assert.equal(one.out, c.stdout, 'check-vectors and psi vectors check print the same');
+    assert.equal(one.out, c.stdout, 'check-vectors and shardpsi vectors check print the same');
   }
   for (const n of ['1', '4']) {
     const pool = run('--workers', n, ...files);
@@ -148,7 +148,7 @@ test('the p256-sswu and ristretto255 vector files pass; without their "suite" th
     assert.match(lastLine(one.out), /^[1-9][0-9]* passed, 0 failed$/);
     if (existsSync(cPsi)) { // once the C tool reads "suite" too, both must print the same
       const c = spawnSync(cPsi, ['vectors', 'check', '--verbose', ...SUITE_FILES], { encoding: 'utf8' });
-      if (c.status === 0) assert.equal(one.out, c.stdout, 'check-vectors and psi vectors check print the same');
+      if (c.status === 0) assert.equal(one.out, c.stdout, 'check-vectors and shardpsi vectors check print the same');
     }
     const pool = run('--verbose', '--workers', '2', ...SUITE_FILES);
     assert.equal(pool.status, 0, pool.out + pool.err);

@@ -1,4 +1,4 @@
-/* The `psi` command line tool: dispatches to one file per command. */
+/* The `shardpsi` command line tool: dispatches to one file per command. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,7 +7,7 @@
 #include "psi.h"
 
 static const char psi_main_usage[] =
-    "Usage: psi <command> [options]\n"
+    "Usage: shardpsi <command> [options]\n"
     "\n"
     "ECDH private set intersection, wire-compatible with OpenMined PSI 2.0.6\n"
     "in its default suite.\n"
@@ -17,9 +17,9 @@ static const char psi_main_usage[] =
     "  demo [options]         run the protocol on generated sets and time it\n"
     "  bench [options]        values/s of every operation against the hardware\n"
     "                         limit, on one engine, shards and psi.js\n"
-    "  server [options]       answer a psi client over the network with the\n"
+    "  server [options]       answer a shardpsi client over the network with the\n"
     "                         values of a file (--listen HOST:PORT --input FILE)\n"
-    "  client [options]       run an intersection with a psi server and write\n"
+    "  client [options]       run an intersection with a shardpsi server and write\n"
     "                         the result (--connect HOST:PORT --input FILE\n"
     "                         --output FILE)\n"
     "  keygen --output KEY    write a new key file (mode 0600) for the offline\n"
@@ -29,8 +29,8 @@ static const char psi_main_usage[] =
     "  request [options]      client: mask a file's values into a request\n"
     "  response [options]     server: answer a request file with a response\n"
     "  match [options]        client: the intersection from the setup and the\n"
-    "                         response, written as 'psi client' writes it\n"
-    "  help [COMMAND]         show help for psi or for a command\n"
+    "                         response, written as 'shardpsi client' writes it\n"
+    "  help [COMMAND]         show help for shardpsi or for a command\n"
     "\n"
     "Both 'vectors check' and 'demo' take --shards N and --threads T to run\n"
     "every engine operation through the sharding layer: N engines per party\n"
@@ -84,13 +84,13 @@ static int psi_main_help(int argc, char **argv)
 static int psi_main_dispatch(int argc, char **argv)
 {
     if (argc < 2) {
-        psi_cli_error("missing command (see 'psi --help')");
+        psi_cli_error("missing command (see 'shardpsi --help')");
         return CLI_EXIT_USAGE;
     }
     if (psi_cli_is_help(argv[1]))
         return psi_main_help(1, argv + 1);
     if (strcmp(argv[1], "--version") == 0) {
-        printf("psi (shardpsi) %s\n", psi_version());
+        printf("shardpsi %s\n", psi_version());
         return CLI_EXIT_OK;
     }
     if (strcmp(argv[1], "help") == 0)
@@ -108,9 +108,9 @@ static int psi_main_dispatch(int argc, char **argv)
     if (psi_cli_offline_usage(NULL, argv[1]) == 0)
         return psi_cli_cmd_offline(argc - 1, argv + 1);
     if (argv[1][0] == '-')
-        psi_cli_error("unknown option '%s' (see 'psi --help')", argv[1]);
+        psi_cli_error("unknown option '%s' (see 'shardpsi --help')", argv[1]);
     else
-        psi_cli_error("unknown command '%s' (see 'psi --help')", argv[1]);
+        psi_cli_error("unknown command '%s' (see 'shardpsi --help')", argv[1]);
     return CLI_EXIT_USAGE;
 }
 

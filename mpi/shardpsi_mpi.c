@@ -1,6 +1,6 @@
 /*
- * psi-mpi: `mpirun -np R psi-mpi setup|request|response|match [options]`,
- * the offline commands of `psi` (PROTOCOL.md §17) on the ranks of an MPI job,
+ * shardpsi-mpi: `mpirun -np R shardpsi-mpi setup|request|response|match [options]`,
+ * the offline commands of `shardpsi` (PROTOCOL.md §17) on the ranks of an MPI job,
  * writing the same bytes (§18).  See mpi_run.h.
  */
 #define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
@@ -26,22 +26,22 @@
 
 static void mpi_usage(FILE *out)
 {
-    fputs("Usage: mpirun -np R psi-mpi setup|request|response|match [options]\n"
+    fputs("Usage: mpirun -np R shardpsi-mpi setup|request|response|match [options]\n"
           "\n"
-          "Runs one step of the offline protocol (psi setup, psi request, psi response,\n"
-          "psi match: see 'psi-mpi CMD --help') on R MPI ranks and writes the same bytes\n"
+          "Runs one step of the offline protocol (shardpsi setup, shardpsi request, shardpsi response,\n"
+          "shardpsi match: see 'shardpsi-mpi CMD --help') on R MPI ranks and writes the same bytes\n"
           "as the single-process command.  Each rank reads its own part of the input\n"
           "(byte ranges cut at line boundaries) and masks it on its own threads; rank 0\n"
           "reads the key file, sends the key to the other ranks once, and writes the\n"
           "outputs (PROTOCOL.md §18).\n"
           "\n"
-          "Unlike psi: --input must be a regular file every rank can read (not '-'),\n"
+          "Unlike shardpsi: --input must be a regular file every rank can read (not '-'),\n"
           "CSV (--column) is not supported, and --threads and --shards count per\n"
           "rank (default threads: the node's online CPUs shared among its ranks, at\n"
           "most the CPUs the rank is bound to: Open MPI binds each rank to one core\n"
           "when it starts one or two, so use mpirun --bind-to none to give one rank\n"
           "every core).\n"
-          "Make keys with 'psi keygen'.\n", out);
+          "Make keys with 'shardpsi keygen'.\n", out);
 }
 
 /* The command's options, parsed by psi's offline parser; messages from rank
@@ -80,7 +80,7 @@ static int mpi_parse(mpi_run *r, int argc, char **argv)
     if (rc != 0 && r->rank == 0)
         psi_cli_error(rc == -1 ? "%s: --input must be a file (every rank reads its own part "
                                  "of it), not stdin"
-                               : "%s: --column: psi-mpi reads one value per line only (a CSV "
+                               : "%s: --column: shardpsi-mpi reads one value per line only (a CSV "
                                  "record may span lines, so the file cannot be cut at line "
                                  "boundaries)", r->label);
     return rc != 0 ? -1 : 0;
@@ -132,11 +132,11 @@ static int mpi_main(mpi_run *r, int argc, char **argv)
             run = cmds[i].run;
     if (run == NULL) {
         if (r->rank == 0)
-            psi_cli_error("psi-mpi: unknown command '%s' (setup, request, response or "
-                          "match; keys come from 'psi keygen')", argv[1]);
+            psi_cli_error("shardpsi-mpi: unknown command '%s' (setup, request, response or "
+                          "match; keys come from 'shardpsi keygen')", argv[1]);
         return CLI_EXIT_USAGE;
     }
-    snprintf(r->label, sizeof r->label, "psi-mpi %s", argv[1]);
+    snprintf(r->label, sizeof r->label, "shardpsi-mpi %s", argv[1]);
     rc = mpi_parse(r, argc - 1, argv + 1);
     if (rc != 0)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
 
     // Before OpenSSL's first allocation, as psi does (psi.h).
     if (psi_openssl_wipe_on_free() != PSI_OK || sodium_init() < 0) {
-        fprintf(stderr, "psi-mpi: cannot set up the crypto libraries\n");
+        fprintf(stderr, "shardpsi-mpi: cannot set up the crypto libraries\n");
         return CLI_EXIT_FAIL;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
@@ -172,7 +172,7 @@ int main(int argc, char **argv)
     r.offsets = calloc((size_t)r.size, sizeof *r.offsets);
     r.status = calloc((size_t)r.size, sizeof *r.status);
     if (r.counts == NULL || r.offsets == NULL || r.status == NULL) {
-        fprintf(stderr, "psi-mpi: rank %d: out of memory\n", r.rank);
+        fprintf(stderr, "shardpsi-mpi: rank %d: out of memory\n", r.rank);
         MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
     }
     rc = mpi_main(&r, argc, argv);
