@@ -4,7 +4,6 @@
 
 #include "common.h"
 
-#define PSI_VERSION_STRING "0.1.0"
 
 static const char *const messages[] = {
     [0] = "success",
@@ -134,7 +133,7 @@ size_t psi_error_message(char *buf, size_t len, int code)
 
 const char *psi_version(void)
 {
-    return PSI_VERSION_STRING;
+    return SHARDPSI_VERSION_STRING;
 }
 
 size_t psi_element_bytes(void)

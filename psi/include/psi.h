@@ -200,12 +200,28 @@ PSI_API size_t psi_error_message(char *buf, size_t len, int code);
  *  (PROTOCOL.md §12.5).  Installs allocation functions with
  *  CRYPTO_set_mem_functions, which OpenSSL accepts only before its first
  *  allocation: call it first thing in main, before anything uses OpenSSL.
- *  The `psi` command does.  Returns: PSI_OK, or PSI_E_CRYPTO when OpenSSL
+ *  The `shardpsi` command does.  Returns: PSI_OK, or PSI_E_CRYPTO when OpenSSL
  *  has already allocated (nothing changed).  Thread-safety: call once,
  *  before other threads start. */
 PSI_API int psi_openssl_wipe_on_free(void);
 
-/** Returns: the library version, e.g. "0.1.0", a static string. */
+/* ---------------------------------------------------------------- version */
+
+/** The version of this header, in semantic versioning (README.md,
+ *  "Versions and the ABI"): while MAJOR is 0, a MINOR release may change
+ *  the API or ABI and then changes the SONAME; a PATCH release never does.
+ *  SHARDPSI_VERSION_NUMBER is 0xMMmmpp, for #if comparisons.  The build
+ *  refuses to configure when these differ from meson.build's version. */
+#define SHARDPSI_VERSION_MAJOR 0
+#define SHARDPSI_VERSION_MINOR 1
+#define SHARDPSI_VERSION_PATCH 0
+#define SHARDPSI_VERSION_STRING "0.1.0"
+#define SHARDPSI_VERSION_NUMBER \
+    ((SHARDPSI_VERSION_MAJOR << 16) | (SHARDPSI_VERSION_MINOR << 8) | SHARDPSI_VERSION_PATCH)
+
+/** Returns: the version of the library loaded at run time, e.g. "0.1.0", a
+ *  static string: SHARDPSI_VERSION_STRING of the header it was built with,
+ *  which may differ from the header a program was compiled against. */
 PSI_API const char *psi_version(void);
 
 /* --------------------------------------------------------------- settings */

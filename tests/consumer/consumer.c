@@ -45,8 +45,18 @@ int main(void)
     uint8_t setup[1024], request[1024], response[1024];
     size_t setup_len = sizeof setup, request_len = sizeof request;
     size_t response_len = sizeof response, idx[N], count = N, bound = 0;
-    int bad;
+    int bad = 0;
 
+#if !defined(SHARDPSI_VERSION_NUMBER) || SHARDPSI_VERSION_NUMBER != \
+    ((SHARDPSI_VERSION_MAJOR << 16) | (SHARDPSI_VERSION_MINOR << 8) | SHARDPSI_VERSION_PATCH)
+#error "psi.h: the SHARDPSI_VERSION_* macros are missing or disagree"
+#endif
+    // The header this program was built with and the library it loaded.
+    if (strcmp(psi_version(), SHARDPSI_VERSION_STRING) != 0) {
+        fprintf(stderr, "consumer: library %s, header %s\n", psi_version(),
+                SHARDPSI_VERSION_STRING);
+        return 1;
+    }
     to_values(cv, client_in);
     to_values(sv, server_in);
     psi_settings_default(&s);
