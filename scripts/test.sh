@@ -10,8 +10,10 @@
 # "N passed, M failed" over all suites.
 # Between the native suites and the JavaScript package it also runs every
 # suite once more under valgrind memcheck (`meson test --setup valgrind`,
-# tests/meson.build) and each libFuzzer harness for a short budget
-# (scripts/fuzz.sh; PSI_FUZZ_SECONDS, default 60).
+# tests/meson.build), installs the library into a fresh prefix and builds
+# and runs the examples against it (examples/run.sh), and runs each
+# libFuzzer harness for a short budget (scripts/fuzz.sh; PSI_FUZZ_SECONDS,
+# default 60).
 # Exit status 0 only if every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,10 +57,17 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export TSAN_OPTIONS=halt_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 status=0
+# Each stage's start, in seconds since this script began, to keep the whole
+# run within CI's time (README: under an hour on 2 cores).
+stage() { echo "== test.sh: $* (+${SECONDS}s)"; }
+stage "normal build"
 meson test -C build --print-errorlogs --num-processes 2 || status=1
+stage "AddressSanitizer + UndefinedBehaviorSanitizer"
 meson test -C build-sanitize --print-errorlogs --num-processes 2 --timeout-multiplier 4 || status=1
+stage "ThreadSanitizer"
 meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 2 \
     --timeout-multiplier 4 "${tsan_tests[@]}" || status=1
+stage "portable P-256"
 meson test -C build-portable --print-errorlogs --num-processes 2 --timeout-multiplier 2 \
     --no-suite mpi || status=1
 # valgrind memcheck over the normal build: every suite but those that run
@@ -69,6 +78,7 @@ meson test -C build-portable --print-errorlogs --num-processes 2 --timeout-multi
 # list (headers: a sh script, whose dash leaks by valgrind's measure), or
 # start mpirun (mpi: Open MPI's own blocks would drown the report; the
 # portable build skips it too, its engine being covered by the others).
+stage "valgrind"
 meson test -C build --setup valgrind --no-rebuild --print-errorlogs --num-processes 2 \
     --no-suite ctime --no-suite malloc_hooks --no-suite shard_matrix --no-suite demo \
     --no-suite headers --no-suite mpi || status=1
@@ -79,6 +89,7 @@ js_counts=()
 run_js() {   # NAME COMMAND...
     local name=$1 log last
     shift
+    stage "$name"
     log=$(mktemp) || return 1
     # the runner's own summary line is shown under its name, so that the
     # last line of this script stays the only bare one
@@ -97,6 +108,9 @@ run_js() {   # NAME COMMAND...
     [[ $rc -ne 0 && $3 -eq 0 ]] && { echo "failed: $name (exit status $rc)"; js_counts+=("$1 1"); return; }
     js_counts+=("$1 $3")
 }
+# The library as a user installs it: a fresh prefix, the C and CLI examples
+# built and run against it with pkg-config and no LD_LIBRARY_PATH.
+run_js "examples" bash examples/run.sh
 run_js "fuzz" bash scripts/fuzz.sh --seconds "${PSI_FUZZ_SECONDS:-60}"
 if [[ $js_setup -eq 0 ]]; then
     run_js "suite vectors" bash vectors/check-suites.sh
@@ -108,6 +122,7 @@ else
     status=1
 fi
 
+stage "done"
 # Count results from the meson runs' logs (meson writes one JSON object a
 # line) and add the JavaScript runners' counts.
 python3 - build/meson-logs/testlog.json build/meson-logs/testlog-valgrind.json \
