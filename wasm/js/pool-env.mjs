@@ -1,23 +1,17 @@
 // The environment adapter of the worker pool: one small surface over browser
 // module Workers (self / new Worker(url, { type: 'module' })) and Node
-// worker_threads (parentPort / new Worker(url)).  No Node-only import at the
-// top level: node:worker_threads and node:os are imported dynamically, only
-// under Node.
+// worker_threads (node-env.mjs, imported only under Node: no node: import is
+// reachable from a browser build).
 
-export const isNode =
-  typeof process === 'object' && process !== null && typeof process.versions === 'object' &&
-  typeof process.versions.node === 'string';
+import { isNode, nodeEnv } from './module.mjs';
+
+export { isNode };
 
 // Worker side: the channel to the page, { post(msg, transfer), onMessage(fn) }.
 export async function parentChannel() {
   if (isNode) {
-    const { parentPort } = await import('node:worker_threads');
-    if (parentPort) {
-      return {
-        post: (msg, transfer = []) => parentPort.postMessage(msg, transfer),
-        onMessage: (fn) => parentPort.on('message', fn),
-      };
-    }
+    const ch = (await nodeEnv()).parentChannel();
+    if (ch) return ch;
   }
   const g = globalThis;
   if (typeof g.postMessage !== 'function' || typeof g.addEventListener !== 'function') {
@@ -41,23 +35,15 @@ export function wrapPort(port) {
   };
 }
 
-// Page side: starts a module worker running url.  Returns { post, onMessage, onError,
-// onExit (Node: the exit event; browsers have none: only raw.terminate() is reported),
-// terminate, raw }.
+// Page side: starts a module worker running url, by default the package's pool-worker.mjs
+// (written literally below, so that a bundler builds it as a worker with its imports).
+// Returns { post, onMessage, onError, onExit (Node: the exit event; browsers have none: only
+// raw.terminate() is reported), terminate, raw }.
 export async function spawnWorker(url) {
-  if (isNode) {
-    const { Worker } = await import('node:worker_threads');
-    const w = new Worker(url);
-    return {
-      post: (msg, transfer = []) => w.postMessage(msg, transfer),
-      onMessage: (fn) => w.on('message', fn),
-      onError: (fn) => w.on('error', fn),
-      onExit: (fn) => w.on('exit', fn),
-      terminate: () => w.terminate().then(() => undefined),
-      raw: w,
-    };
-  }
-  const w = new Worker(url, { type: 'module' });
+  if (isNode) return (await nodeEnv()).spawnWorker(url);
+  const w = url === undefined || url === null
+    ? new Worker(new URL('./pool-worker.mjs', import.meta.url), { type: 'module' })
+    : new Worker(url, { type: 'module' });
   // Browsers give no exit event.  A terminate() called on the raw Worker (by the page, or
   // the pool's test hook onWorkers) is reported to onExit as an exit; the pool's own
   // terminate below uses the original method and reports nothing.
@@ -86,8 +72,7 @@ export async function defaultWorkers(cap) {
   if (typeof navigator === 'object' && navigator && Number.isInteger(navigator.hardwareConcurrency)) {
     n = navigator.hardwareConcurrency;
   } else if (isNode) {
-    const os = await import('node:os');
-    n = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+    n = (await nodeEnv()).cpuCount();
   }
   return Math.max(1, Math.min(n, cap));
 }

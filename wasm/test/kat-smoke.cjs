@@ -12,9 +12,14 @@
 const fs = require('fs');
 const path = require('path');
 
+// The glue is an ES module built for web and worker: it gets the wasm bytes and, for
+// libsodium, a random source (Node has no `self` for it to find one).
 async function load(dir) {
-  const factory = require(path.resolve(dir, 'shardpsi.js'));
-  return factory({ wasmBinary: fs.readFileSync(path.resolve(dir, 'shardpsi.wasm')) });
+  const { pathToFileURL } = require('url');
+  const { default: factory } = await import(pathToFileURL(path.resolve(dir, 'shardpsi.mjs')).href);
+  const word = new Uint32Array(1);
+  return factory({ wasmBinary: fs.readFileSync(path.resolve(dir, 'shardpsi.wasm')),
+    getRandomValue: () => require('crypto').getRandomValues(word)[0] });
 }
 
 function main(M) {

@@ -16,7 +16,7 @@ const SLICES = q.get('slices') ? q.get('slices').split(',').map(Number) : [undef
 const out = document.getElementById('out');
 const note = (s) => { out.textContent += `${s}\n`; };
 const base = new URL('/wasm/', location.href).href;
-const load = { jsUrl: `${base}shardpsi.js`, wasmUrl: `${base}shardpsi.wasm` };
+const load = { jsUrl: `${base}shardpsi.mjs`, wasmUrl: `${base}shardpsi.wasm` };
 const eq = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 const now = () => performance.now();
 const inputs = Array.from({ length: N }, (_, i) => `user-${i}@example.org`);

@@ -1,7 +1,6 @@
 // The browser test page of the worker pool (driven by run-browser.mjs).  Runs in the
 // page's main thread; the pool runs in browser module Workers (js/pool-worker.mjs), each
-// loading the module glue with fetch + new Function (module workers have no
-// importScripts) and instantiating the WebAssembly.Module compiled once here.
+// importing the ES module glue and instantiating the WebAssembly.Module compiled once here.
 // Results: window.__results = [{ ok, name, detail }], window.__info, window.__done.
 import { createPSI, compileModule, dataStructure, suites } from '/js/index.mjs';
 import { createPool, PoolError } from '/js/pool.mjs';
@@ -24,7 +23,7 @@ async function checkRejects(name, run, test) {
 }
 
 const base = new URL('/wasm/', location.href).href;
-const load = { jsUrl: `${base}shardpsi.js`, wasmUrl: `${base}shardpsi.wasm` }; // strings: posted to workers
+const load = { jsUrl: `${base}shardpsi.mjs`, wasmUrl: `${base}shardpsi.wasm` }; // strings: posted to workers
 const eq = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 const now = () => performance.now();
 

@@ -29,7 +29,7 @@ try {
   report(false, 'load playwright-core', `${e.message}; run \`npm install\` in wasm/`);
   finish();
 }
-for (const [f, what] of [[CHROMIUM, 'Chromium'], [path.join(WASM_DIR, 'shardpsi.wasm'), 'the built module'], [path.join(WASM_DIR, 'shardpsi.js'), 'the module glue']]) {
+for (const [f, what] of [[CHROMIUM, 'Chromium'], [path.join(WASM_DIR, 'shardpsi.wasm'), 'the built module'], [path.join(WASM_DIR, 'shardpsi.mjs'), 'the module glue']]) {
   if (!existsSync(f)) { report(false, `${what} exists`, f); finish(); }
 }
 

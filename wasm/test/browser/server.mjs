@@ -3,7 +3,7 @@
 //   /                      index.html (the test page)
 //   /test/<file>           files of wasm/test/browser/
 //   /js/<file>.mjs         the package's wasm/js/*.mjs
-//   /wasm/shardpsi.{js,wasm}  the built module from $SHARDPSI_WASM_DIR, else build-wasm/wasm
+//   /wasm/shardpsi.{mjs,wasm}  the built module from $SHARDPSI_WASM_DIR, else build-wasm/wasm
 //   /bench/<file>          files of wasm/bench/browser/ (bench.html is served for /bench/)
 //   /psijs/psi_wasm_web.js @openmined/psi.js 2.0.6's browser build, from vectors/node_modules
 // Run alone (to open the page by hand): SHARDPSI_SERVE=1 node wasm/test/browser/server.mjs
@@ -36,7 +36,7 @@ function resolve(urlPath) {
   if (m[1] === 'test') return path.join(HERE, m[2]);
   if (m[1] === 'bench') return path.join(BENCH_DIR, m[2]);
   if (m[1] === 'js') return m[2].endsWith('.mjs') ? path.join(JS_DIR, m[2]) : null;
-  return m[2] === 'shardpsi.js' || m[2] === 'shardpsi.wasm' ? path.join(WASM_DIR, m[2]) : null;
+  return m[2] === 'shardpsi.mjs' || m[2] === 'shardpsi.wasm' ? path.join(WASM_DIR, m[2]) : null;
 }
 
 export async function startServer({ log } = {}) {
