@@ -2,6 +2,9 @@
 // Messages are wire bytes (Uint8Array), byte-identical to OpenMined PSI 2.0.6's
 // serialized protobuf messages.
 
+import type { ShardPsiModule, ShardPsiFactoryOptions } from './glue.js';
+export type { ShardPsiModule, ShardPsiFactoryOptions };
+
 /** Where a library error found the bad input (psi_error_detail); each part null when unknown. */
 export interface PsiErrorDetail {
   /** The message field or argument, e.g. "Request.encrypted_elements", "ServerSetup.gcs.div", "key". */
@@ -143,12 +146,14 @@ export interface PSILibrary {
   readonly errorMessage: (code: number) => string;
 }
 
-/** Where the module comes from; all optional. In Node with no option the files are read
- *  from $SHARDPSI_WASM_DIR, else dist/ next to package.json, else ../build-wasm/wasm. */
+/** Where the module comes from; all optional.  With no option: in Node the files are read
+ *  from $SHARDPSI_WASM_DIR, else the package's dist/, else ../build-wasm/wasm (a clone of the
+ *  repository); in a browser the package's dist/shardpsi.{mjs,wasm} are loaded (a bundler
+ *  emits them with the page). */
 export interface LoadOptions {
-  /** Directory holding shardpsi.js and shardpsi.wasm (Node; a path or a file: URL). */
+  /** Directory holding shardpsi.mjs and shardpsi.wasm (Node; a path or a file: URL). */
   dir?: string | URL;
-  /** URL of the glue shardpsi.js (Node: a file: URL; browser classic worker: importScripts). */
+  /** URL of the ES module glue shardpsi.mjs (Node: a file: URL), loaded with import(). */
   jsUrl?: string | URL;
   /** URL of shardpsi.wasm. */
   wasmUrl?: string | URL;
@@ -156,8 +161,8 @@ export interface LoadOptions {
   wasmBinary?: Uint8Array | ArrayBuffer;
   /** A compiled module, e.g. posted to a worker; instantiated with instantiateWasm. */
   module?: WebAssembly.Module;
-  /** The createShardPsi factory, when the glue is already loaded (browser). */
-  factory?: (options: object) => Promise<unknown>;
+  /** The createShardPsi factory, when the glue is already loaded (its default export). */
+  factory?: (options: ShardPsiFactoryOptions) => Promise<ShardPsiModule>;
   print?: (text: string) => void;
   printErr?: (text: string) => void;
   /** The default suite of the library's parties (createPSI only); default openmined-p256. */
@@ -170,8 +175,8 @@ export { createPSI as PSI };
 export default createPSI;
 
 /** The library of an already loaded emscripten Module object. */
-export declare function createLibrary(module: unknown, options?: { suite?: SuiteName }): PSILibrary;
+export declare function createLibrary(module: ShardPsiModule, options?: { suite?: SuiteName }): PSILibrary;
 /** Loads the emscripten Module object itself (low level). */
-export declare function loadModule(options?: LoadOptions): Promise<unknown>;
+export declare function loadModule(options?: LoadOptions): Promise<ShardPsiModule>;
 /** Compiles shardpsi.wasm once, to hand to workers as { module }. */
 export declare function compileModule(options?: LoadOptions): Promise<WebAssembly.Module>;

@@ -16,3 +16,15 @@ test('TypeScript declarations type-check the documented usage, strictly',
     const r = spawnSync(process.execPath, [tsc, '-p', 'test/types/tsconfig.json'], { cwd: wasmDir, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stdout + r.stderr);
   });
+
+test('every entry of the exports map has declarations, and they exist', async () => {
+  const { readFileSync } = await import('node:fs');
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  for (const [entry, target] of Object.entries(pkg.exports)) {
+    if (entry === './package.json') continue;
+    assert.equal(typeof target, 'object', `${entry}: conditions with "types" first`);
+    assert.equal(Object.keys(target)[0], 'types', `${entry}: "types" must come first`);
+    assert.ok(existsSync(new URL(`../${target.types}`, import.meta.url)), `${entry}: ${target.types} exists`);
+    assert.ok(pkg.files.some((f) => target.default.slice(2).startsWith(f)), `${entry}: ${target.default} is in "files"`);
+  }
+});

@@ -1,6 +1,6 @@
 // Compiled (never run) by types.test.mjs with tsc --strict: the package's declarations
-// (js/index.d.ts, js/pool.d.ts) describe the API as used here, through the package's own
-// exports map ("shardpsi", "shardpsi/pool").  Each @ts-expect-error line must be an error.
+// (js/*.d.ts) describe the API as used here, through the package's own
+// exports map (every entry).  Each @ts-expect-error line must be an error.
 import createPSI, { PsiError, suites, type PSILibrary, type AssociationTable, type SuiteName } from 'shardpsi';
 import { createPool, PoolError, type ServerPool, type ClientPool } from 'shardpsi/pool';
 
@@ -74,3 +74,32 @@ export async function pooled(): Promise<number> {
 
 // @ts-expect-error: role is required
 void createPool({ reveal: true });
+
+// The other entries of the exports map: the low level, the loader, the glue, the worker
+// script and the wasm file.
+import { LowLevel, ROLE, STRUCTURE, SUITE, packValues, type PackedValues } from 'shardpsi/lowlevel';
+import { loadModule, compileModule, JS_FILE, type ShardPsiModule } from 'shardpsi/module';
+import createShardPsi from 'shardpsi/dist/shardpsi.mjs';
+import 'shardpsi/pool-worker';
+import 'shardpsi/dist/shardpsi.wasm';
+
+export async function low(): Promise<number> {
+  const M: ShardPsiModule = await loadModule({ module: await compileModule() });
+  const ll = new LowLevel(M);
+  const e: number = ll.engineCreate(ROLE.SERVER, true, SUITE.RISTRETTO255);
+  try {
+    const packed: PackedValues = packValues(['a', 'b']);
+    const { setup } = ll.createSetup(e, { structure: STRUCTURE.RAW, fpr: 0, numClientInputs: 0 }, packed);
+    const name: 'shardpsi.mjs' = JS_FILE; void name;
+    // @ts-expect-error: engines are numbers
+    ll.engineFree('e');
+    return setup.length + ll.ELEMENT_BYTES;
+  } finally { ll.engineFree(e); }
+}
+
+export async function glue(bytes: Uint8Array): Promise<number> {
+  const M = await createShardPsi({ wasmBinary: bytes, getRandomValue: () => 4 });
+  // @ts-expect-error: the factory's options are emscripten's, not the loader's
+  void createShardPsi({ dir: '.' });
+  return M._psi_version();
+}

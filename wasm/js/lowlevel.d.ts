@@ -1,0 +1,98 @@
+// TypeScript declarations of the low-level layer (js/lowlevel.mjs, package export
+// "shardpsi/lowlevel"): one method per C call over a loaded module (loadModule()).  Engines
+// are plain pointers (numbers) that the caller frees with engineFree; element arrays are
+// 33-byte slots (ELEMENT_BYTES) in every suite.  Every non-zero C code throws a PsiError.
+// The psi.js-like surface ("shardpsi") and the pool ("shardpsi/pool") build on it.
+
+import type { PsiError as PsiErrorClass, PsiErrorDetail, SuiteName } from './index.js';
+import type { ShardPsiModule } from './glue.js';
+
+export { PsiError } from './index.js';
+export declare const PSI_E_INVALID_ARG: -1;
+export declare const PSI_E_NOMEM: -2;
+export declare const SUITES: readonly ['openmined-p256', 'p256-sswu', 'ristretto255'];
+export declare const DEFAULT_SUITE: 'openmined-p256';
+export declare const ROLE: Readonly<{ CLIENT: 1; SERVER: 2 }>;
+export declare const STRUCTURE: Readonly<{ RAW: 0; GCS: 1; BLOOM_FILTER: 2 }>;
+export declare const STEP: Readonly<{ MASK: 1; MASK_SORT: 2; REMASK: 3; UNMASK: 4 }>;
+export declare const SUITE: Readonly<{ OPENMINED_P256: 0; P256_SSWU: 1; RISTRETTO255: 2 }>;
+
+/** Inputs packed as UTF-8 (strings) or bytes: data, and n + 1 offsets into it. */
+export interface PackedValues { data: Uint8Array; offsets: Uint32Array }
+export declare function packValues(values: readonly (string | Uint8Array)[], what?: string): PackedValues;
+export declare function packedCount(packed: PackedValues): number;
+export declare function asBytes(x: unknown, what: string): Uint8Array;
+export declare function toU32(arr: ArrayLike<number>, what: string): Uint32Array;
+
+/** A suite by id (SUITE) or name; undefined/null is openmined-p256. */
+export type SuiteArg = number | SuiteName | undefined | null;
+/** Setup parameters (psi_setup_params). */
+export interface SetupParams { structure: number; fpr: number; numClientInputs: number | bigint }
+/** Elements and, when asked for, the permutation (index of the input at each position). */
+export interface Sorted { elements: Uint8Array; perm: Uint32Array | null }
+
+export declare class LowLevel {
+  constructor(module: ShardPsiModule);
+  readonly M: ShardPsiModule;
+  /** Bytes of an element slot in memory (33), of a key (32), of a P-256 element on the wire. */
+  readonly ELEMENT_BYTES: number;
+  readonly KEY_BYTES: number;
+  readonly ELEMENT_WIRE_BYTES: number;
+  readonly heapBytes: number;
+
+  version(): string;
+  errorName(code: number): string | null;
+  strerror(code: number): string;
+  codeName(code: number): string;
+  errorMessage(code: number): string;
+  detail(): ({ code: number } & PsiErrorDetail) | null;
+  /** Throws the PsiError of code (with this thread's detail) unless code is 0. */
+  check(code: number, func: string): void;
+  error(code: number, func: string): PsiErrorClass;
+  errorAt(code: number, func: string, detail?: Partial<PsiErrorDetail>): PsiErrorClass;
+  jsError(code: number, func: string, note?: string): PsiErrorClass;
+  invalid(note: string, func?: string): PsiErrorClass;
+
+  suiteId(suite: SuiteArg): number;
+  suiteName(id: number): SuiteName | null;
+  suiteElementBytes(id: number): number;
+  requestBound(suite: number, n: number): number;
+  responseBound(suite: number, n: number): number;
+  messageElementBound(suite: number, len: number): number;
+
+  engineCreate(role: number, reveal: boolean, suite?: SuiteArg): number;
+  engineFromKey(role: number, reveal: boolean, key: Uint8Array, suite?: SuiteArg): number;
+  engineFree(engine: number): void;
+  engineRole(engine: number): number;
+  engineReveal(engine: number): boolean;
+  engineSuite(engine: number): number;
+  engineExportKey(engine: number): Uint8Array;
+
+  mask(engine: number, values: readonly (string | Uint8Array)[] | PackedValues): Uint8Array;
+  remask(engine: number, points: Uint8Array): Uint8Array;
+  unmask(engine: number, points: Uint8Array): Uint8Array;
+  pointCheck(point: Uint8Array, suite?: number): void;
+  setupParse(setup: Uint8Array, suite?: number): number;
+  setupBound(params: SetupParams, n: number, suite?: number): number;
+  createSetup(engine: number, params: SetupParams, values: readonly (string | Uint8Array)[] | PackedValues,
+    wantPerm?: boolean): { setup: Uint8Array; perm: Uint32Array | null };
+  processRequest(engine: number, request: Uint8Array): Uint8Array;
+  createRequest(engine: number, values: readonly (string | Uint8Array)[] | PackedValues): Uint8Array;
+  intersection(engine: number, setup: Uint8Array, response: Uint8Array): Uint32Array;
+  intersectionSize(engine: number, setup: Uint8Array, response: Uint8Array): number;
+  /** Pairs (client index, setup position), flattened. */
+  association(engine: number, setup: Uint8Array, response: Uint8Array): Uint32Array;
+  associationMap(pairs: ArrayLike<number>, perm: ArrayLike<number>): Uint32Array;
+
+  shardPlan(n: number, shards: number, k: number): { offset: number; count: number };
+  shardRunOne(engine: number, step: number, offset: number, input: Uint8Array | PackedValues):
+    { out: Uint8Array; perm: Uint32Array | null };
+  shardMergeSorted(elements: Uint8Array, perm: Uint32Array, n: number, shards: number):
+    { elements: Uint8Array; perm: Uint32Array };
+  elementsSort(elements: Uint8Array, wantPerm?: boolean): Sorted;
+  setupEncode(params: SetupParams, elements: Uint8Array, suite?: number): Uint8Array;
+  requestEncode(reveal: boolean, elements: Uint8Array, suite?: number): Uint8Array;
+  responseEncode(elements: Uint8Array, suite?: number): Uint8Array;
+  requestDecode(request: Uint8Array, suite?: number): { elements: Uint8Array; reveal: boolean };
+  responseDecode(response: Uint8Array, suite?: number): Uint8Array;
+}
