@@ -5,8 +5,10 @@
 # every suite on the portable P-256 arithmetic of the wasm build, and
 # then the WebAssembly package: its Node tests (wasm/test/run.sh, which builds
 # the wasm32 dependencies once into a cache outside the clone, then the
-# module) and its browser test in headless Chromium
-# (wasm/test/browser/run-browser.mjs), and ends with one line
+# module), its browser test in headless Chromium
+# (wasm/test/browser/run-browser.mjs) and the packed npm package installed
+# into fresh projects, in Node and in a Vite build in Chromium
+# (wasm/test/package/run.sh), and ends with one line
 # "N passed, M failed" over all suites.
 # Between the native suites and the JavaScript package it also runs every
 # suite once more under valgrind memcheck (`meson test --setup valgrind`,
@@ -116,6 +118,7 @@ if [[ $js_setup -eq 0 ]]; then
     run_js "suite vectors" bash vectors/check-suites.sh
     run_js "wasm Node tests" bash wasm/test/run.sh build-wasm
     run_js "wasm browser test" node wasm/test/browser/run-browser.mjs
+    run_js "npm package" bash wasm/test/package/run.sh
 else
     echo "failed: scripts/setup-js.sh"
     js_counts+=("0 1")
