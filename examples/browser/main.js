@@ -2,6 +2,9 @@
 // Vite: once with one instance (in the page), once with a pool of 2 Web Workers per party.
 // No configuration is needed: the bundler emits the wasm and the pool's worker itself, and
 // the page needs no cross-origin isolation (COOP/COEP).
+//   npm install && npx vite build && npx vite preview
+// package.json takes the package from the tarball `npm pack` makes in wasm/ of the repository
+// (cd ../../wasm && npm run build && npm pack); in your own project, depend on "shardpsi".
 import PSI from 'shardpsi';
 import { createPool } from 'shardpsi/pool';
 

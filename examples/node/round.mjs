@@ -2,6 +2,8 @@
 // instance, once with a worker pool of 2 threads per party.  The client learns which of its
 // inputs the server also has; the server learns nothing.
 //   npm install && node round.mjs
+// package.json takes the package from the tarball `npm pack` makes in wasm/ of the repository
+// (cd ../../wasm && npm run build && npm pack); in your own project, depend on "shardpsi".
 import PSI from 'shardpsi';
 import { createPool } from 'shardpsi/pool';
 

@@ -50,6 +50,8 @@ const gitStatus = () => run('git', ['status', '--porcelain', '--untracked-files=
 const before = gitStatus();
 
 // ------------------------------------------------------------------ build and pack
+// The package ships the repository's licence: prepack refuses to pack without it.
+if (!report(existsSync(path.join(REPO, 'LICENSE')), 'the repository has a LICENSE (the package ships it; npm pack refuses without)')) finish();
 const build = run('npm', ['run', 'build', '--silent'], { cwd: WASM, timeoutS: 600 });
 if (!report(build.ok, 'npm run build', `${build.ms} ms`)) finish();
 const pack = run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: WASM, timeoutS: 120 });
