@@ -238,9 +238,7 @@ static int net_peer_error(psi_cli_conn *c, const uint8_t *msg, size_t len)
 
     // c->err holds the prefix and PSI_CLI_NET_MSG_MAX bytes (checked before)
     memcpy(c->err, prefix, n);
-    for (size_t i = 0; i < len; i++)
-        c->err[n + i] = msg[i] < 0x20 || msg[i] == 0x7f ? '?' : (char)msg[i];
-    c->err[n + len] = '\0';
+    psi_cli_clean_text(c->err + n, sizeof c->err - n, msg, len, len);
     return PSI_CLI_NET_EPEER;
 }
 

@@ -206,6 +206,31 @@ double psi_cli_peak_mib(void)
     return (double)ru.ru_maxrss / 1024.0;
 }
 
+size_t psi_cli_clean_text(char *dst, size_t cap, const uint8_t *src, size_t len,
+                          size_t max)
+{
+    size_t keep = len, n;
+    int cut = 0;
+
+    if (cap == 0)
+        return 0;
+    if (keep > max || keep > cap - 1) {
+        cut = 1;
+        keep = max < cap - 1 ? max : cap - 1;
+        keep = keep > 3 ? keep - 3 : 0;     // room for "..."
+        // Not inside a UTF-8 sequence: back to its lead byte (at most 3).
+        for (int k = 0; k < 3 && keep > 0 && (src[keep] & 0xC0) == 0x80; k++)
+            keep--;
+    }
+    for (n = 0; n < keep; n++)
+        dst[n] = src[n] < 0x20 || src[n] == 0x7f ? '?' : (char)src[n];
+    if (cut)
+        for (int k = 0; k < 3 && n + 1 < cap; k++)
+            dst[n++] = '.';
+    dst[n] = '\0';
+    return n;
+}
+
 void *psi_cli_alloc(size_t n, size_t size)
 {
     if (n == 0)

@@ -76,6 +76,15 @@ double psi_cli_now_ms(void);
  *  getrusage), or -1 when unknown. */
 double psi_cli_peak_mib(void);
 
+/** Copies text from outside (a peer's message, a line of an input file) into
+ *  dst (cap bytes, NUL-terminated if cap > 0) for a one-line message:
+ *  bytes below 0x20 and 0x7f become '?', other bytes are kept as they are.
+ *  At most `max` bytes of src[0, len) are kept (fewer if dst is smaller);
+ *  a shortened copy ends in "..." and is not cut inside a UTF-8 sequence.
+ *  Returns: the length written. */
+size_t psi_cli_clean_text(char *dst, size_t cap, const uint8_t *src, size_t len,
+                          size_t max);
+
 /** Returns: malloc(n ? n : 1) times `size`, or NULL on overflow/failure. */
 void *psi_cli_alloc(size_t n, size_t size);
 
