@@ -58,9 +58,13 @@ void psi_cli_client_usage(FILE *out)
         "\n"
         "Input:\n"
         "  --input FILE         one value per line (bytes as they are; CRLF handled),\n"
-        "                       or '-' for stdin\n"
+        "                       or '-' for stdin; a FILE that looks like CSV (a ','\n"
+        "                       in its first line, or a name ending in .csv) is\n"
+        "                       refused unless --column or --lines says how to read it\n"
         "  --column NAME        read FILE as CSV (RFC 4180, header row) and take the\n"
         "                       values of column NAME\n"
+        "  --lines              read every line as a value (the header too), even if\n"
+        "                       FILE looks like CSV\n"
         "Output (one of):\n"
         "  (default)            the intersecting rows of FILE, in input order (for\n"
         "                       CSV: the header, then the whole rows as written)\n"
@@ -448,8 +452,8 @@ int psi_cli_cmd_client(int argc, char **argv)
     s.conn.fd = -1;
     psi_cli_progress_init(&s.prog, "shardpsi client", o.net.progress, NULL, o.net.timeout_ms);
     signal(SIGPIPE, SIG_IGN);
-    if (psi_cli_input_read(&s.in, o.net.input, o.net.column, s.err, sizeof s.err) !=
-        PSI_CLI_INPUT_OK) {
+    if (psi_cli_input_read(&s.in, o.net.input, o.net.column, o.net.lines, s.err,
+                           sizeof s.err) != PSI_CLI_INPUT_OK) {
         psi_cli_error("client: %s", s.err);
         rc = CLI_EXIT_USAGE;
     } else if (psi_cli_output_open(&s.out, o.output, s.err, sizeof s.err) != 0) {

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_util.h"
+
 /* First buffer for stdin and pipes, whose size is not known: doubled as
  * often as needed. */
 #define INPUT_PIPE_CHUNK ((size_t)1 << 16)
@@ -551,10 +553,55 @@ static int input_csv(const input_ctx *c, psi_cli_input *in, size_t start,
     return csv_unescape(c, in, extra_len);
 }
 
+/* ---- The CSV guard of line mode ---------------------------------------- */
+
+/* Returns: 1 if path ends in ".csv", in any case. */
+static int input_named_csv(const char *path)
+{
+    size_t n = strlen(path);
+
+    if (n < 4 || path[n - 4] != '.')
+        return 0;
+    for (size_t i = 0; i < 3; i++)
+        if ((path[n - 3 + i] | 0x20) != "csv"[i])
+            return 0;
+    return 1;
+}
+
+/* Refuses data[start, len) as lines if it looks like CSV (see the header). */
+static int input_guard(const input_ctx *c, const char *path, const uint8_t *data,
+                       size_t start, size_t len)
+{
+    const uint8_t *p = data + start, *end = data + len;
+    const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+    const uint8_t *e = nl != NULL ? nl : end;
+    char shown[PSI_CLI_INPUT_EXCERPT + 4];
+
+    if (memchr(p, ',', (size_t)(e - p)) == NULL) {
+        if (strcmp(path, "-") == 0 || !input_named_csv(path))
+            return PSI_CLI_INPUT_OK;
+        return input_fail(c, PSI_CLI_INPUT_ELOOKS_CSV, "looks like CSV (its name ends "
+                          "in .csv); add --column NAME to read a column, or --lines to "
+                          "read every line as a value");
+    }
+    if (nl != NULL && e > p && e[-1] == '\r')
+        e--;
+    psi_cli_clean_text(shown, sizeof shown, p, (size_t)(e - p), PSI_CLI_INPUT_EXCERPT);
+    return input_fail(c, PSI_CLI_INPUT_ELOOKS_CSV, "looks like CSV (first line \"%s\"); "
+                      "add --column NAME to read a column, or --lines to read every "
+                      "line as a value", shown);
+}
+
+/* Returns: 3 if data[0, len) starts with a UTF-8 byte order mark, else 0. */
+static size_t input_bom(const uint8_t *data, size_t len)
+{
+    return len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+}
+
 /* ---- Public functions -------------------------------------------------- */
 
 int psi_cli_input_read(psi_cli_input *in, const char *path, const char *column,
-                       char *err, size_t err_len)
+                       int lines, char *err, size_t err_len)
 {
     input_ctx c = {strcmp(path, "-") == 0 ? "stdin" : path, err, err_len};
     size_t start = 0;
@@ -566,14 +613,27 @@ int psi_cli_input_read(psi_cli_input *in, const char *path, const char *column,
     rc = input_load(&c, path, in);
     if (rc == 0) {
         // A UTF-8 byte order mark is not part of the first value or name.
-        if (in->data_len >= 3 && memcmp(in->data, "\xEF\xBB\xBF", 3) == 0)
-            start = 3;
-        rc = column != NULL ? input_csv(&c, in, start, column)
-                            : input_lines(&c, in, start);
+        start = input_bom(in->data, in->data_len);
+        if (column != NULL)
+            rc = input_csv(&c, in, start, column);
+        else if (!lines)
+            rc = input_guard(&c, path, in->data, start, in->data_len);
+        if (rc == 0 && column == NULL)
+            rc = input_lines(&c, in, start);
     }
     if (rc != 0)
         psi_cli_input_free(in);
     return rc;
+}
+
+int psi_cli_input_guard(const char *path, const uint8_t *data, size_t len, char *err,
+                        size_t err_len)
+{
+    input_ctx c = {strcmp(path, "-") == 0 ? "stdin" : path, err, err_len};
+
+    if (err != NULL && err_len > 0)
+        err[0] = '\0';
+    return input_guard(&c, path, data, input_bom(data, len), len);
 }
 
 int psi_cli_input_lines(psi_cli_input *in, uint8_t *data, size_t len, int at_start,
@@ -588,8 +648,8 @@ int psi_cli_input_lines(psi_cli_input *in, uint8_t *data, size_t len, int at_sta
         err[0] = '\0';
     in->data = data;
     in->data_len = len;
-    if (at_start && len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0)
-        start = 3;
+    if (at_start)
+        start = input_bom(data, len);
     rc = input_lines(&c, in, start);
     if (rc != 0)
         psi_cli_input_free(in);

@@ -24,6 +24,17 @@
  * where its quote opens) and, for errors inside a record, the field number.
  * A file holding only the header row is valid and has no values.
  *
+ * The CSV guard of line mode (lines == 0): an input that looks like CSV is
+ * refused (PSI_CLI_INPUT_ELOOKS_CSV) instead of being read as lines, where
+ * its header and whole rows would be hashed and silently match nothing.
+ * It looks like CSV when its first line (up to the first "\n"; after a byte
+ * order mark) contains a ',' -- the only delimiter CSV mode reads -- or when
+ * path, not stdin, ends in ".csv" in any case.  Nothing else is looked at:
+ * quotes, the other lines and the number of fields do not matter.  The
+ * message names the input, quotes the first line (cleaned, at most
+ * PSI_CLI_INPUT_EXCERPT bytes) and says to add --column NAME or --lines.
+ * lines == 1 reads lines without the guard.
+ *
  * Both modes: a UTF-8 byte order mark (EF BB BF) at the very start is not
  * part of the input: spreadsheets write one before the header, and it would
  * otherwise stick to the first value or column name.  The span fields and
@@ -72,15 +83,30 @@ typedef struct psi_cli_input {
                                    // bare field, text after a closing quote, wrong
                                    // field count, no header, column not found or
                                    // named twice
+#define PSI_CLI_INPUT_ELOOKS_CSV (-5) // line mode without lines = 1 on an input
+                                      // that looks like CSV (see the guard above)
+
+/* The most bytes of the first line the guard's message quotes. */
+#define PSI_CLI_INPUT_EXCERPT 60
 
 /** Reads the whole input.  path "-" reads stdin.  column: NULL for line mode,
- *  else the CSV column's name.  Returns: PSI_CLI_INPUT_OK or an error above,
- *  with a one-line message in err (naming the path and, for CSV, the line
- *  number and what is wrong, e.g. "data.csv: line 7: 3 fields, the header has
- *  4").  Out: *in (zeroed on failure; free it with psi_cli_input_free in any
- *  case). */
+ *  else the CSV column's name.  lines: in line mode, 1 to read every line
+ *  as a value whatever the input looks like (--lines), 0 to refuse an input
+ *  that looks like CSV (the guard above); column and lines are not both
+ *  given (the commands refuse it; here column wins).  Returns:
+ *  PSI_CLI_INPUT_OK or an error above, with a one-line message in err
+ *  (naming the path and, for CSV, the line number and what is wrong, e.g.
+ *  "data.csv: line 7: 3 fields, the header has 4").  Out: *in (zeroed on
+ *  failure; free it with psi_cli_input_free in any case). */
 int psi_cli_input_read(psi_cli_input *in, const char *path, const char *column,
-                       char *err, size_t err_len);
+                       int lines, char *err, size_t err_len);
+
+/** The guard alone, on the start of an input already read: data[0, len)
+ *  holds at least the whole first line (psi-mpi reads only that much);
+ *  path as for psi_cli_input_read.  Returns: PSI_CLI_INPUT_OK, or
+ *  PSI_CLI_INPUT_ELOOKS_CSV with its message in err. */
+int psi_cli_input_guard(const char *path, const uint8_t *data, size_t len, char *err,
+                        size_t err_len);
 
 /** Line mode over bytes already read: data[0, len) is a run of whole lines
  *  of a file (the last one with or without its "\n"), such as a slice cut

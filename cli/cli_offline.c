@@ -23,7 +23,7 @@
 /* Which options a command takes. */
 enum {
     OPT_KEY = 1 << 0,       // --key-file, --suite, --shards, --threads, --progress
-    OPT_INPUT = 1 << 1,     // --input, --column
+    OPT_INPUT = 1 << 1,     // --input, --column, --lines
     OPT_OUTPUT = 1 << 2,    // --output
     OPT_SETUP = 1 << 3,     // --structure, --fpr, --num-client-inputs, --permutation
     OPT_COUNT = 1 << 4,     // --count-only
@@ -52,8 +52,13 @@ static int offline_keygen(psi_cli_offline *s);
     "  --progress           progress lines on stderr even when it is not a\n" \
     "                       terminal (--no-progress: never)\n"
 #define OFFLINE_INPUT_HELP \
-    "  --input FILE         one value per line (CRLF handled), or '-' for stdin\n" \
-    "  --column NAME        read FILE as CSV (header row), values of column NAME\n"
+    "  --input FILE         one value per line (CRLF handled), or '-' for stdin;\n" \
+    "                       a FILE that looks like CSV (a ',' in its first line,\n" \
+    "                       or a name ending in .csv) is refused unless --column\n" \
+    "                       or --lines says how to read it\n" \
+    "  --column NAME        read FILE as CSV (header row), values of column NAME\n" \
+    "  --lines              read every line as a value (the header too), even if\n" \
+    "                       FILE looks like CSV\n"
 #define OFFLINE_EXIT_HELP \
     "\n" \
     "Exit status: 0 success, 1 when a message is refused or the step fails at\n" \
@@ -223,6 +228,8 @@ static int offline_other_opt(psi_cli_offline_opts *o, unsigned opts, int argc, c
     if ((opts & OPT_SETUP) && psi_cli_opt_value(argc, argv, i, "--num-client-inputs", &v))
         return v && psi_cli_parse_count(&o->num_client, v, (size_t)INT64_MAX, what) == 0
                    ? 1 : -1;
+    if ((opts & OPT_INPUT) && strcmp(a, "--lines") == 0)
+        return o->lines = 1, 1;
     if ((opts & OPT_REQUEST) && strcmp(a, "--reveal") == 0)
         return o->reveal = 1, 1;
     if (((opts & OPT_COUNT) && strcmp(a, "--count-only") == 0) ||
@@ -258,6 +265,11 @@ static int offline_check(const psi_cli_offline_opts *o, unsigned opts)
         missing = "--output FILE";
     if (missing != NULL) {
         psi_cli_error("%s: %s is required (see 'shardpsi %s --help')", o->cmd, missing, o->cmd);
+        return -1;
+    }
+    if (o->lines && o->column != NULL) {
+        psi_cli_error("%s: give --column NAME (read a CSV column) or --lines (read every "
+                      "line as a value), not both", o->cmd);
         return -1;
     }
     if (!(opts & OPT_SETUP))
@@ -359,8 +371,8 @@ int psi_cli_offline_key(psi_cli_offline *s)
 
 int psi_cli_offline_input(psi_cli_offline *s)
 {
-    if (psi_cli_input_read(&s->in, s->o.input, s->o.column, s->err, sizeof s->err) !=
-        PSI_CLI_INPUT_OK)
+    if (psi_cli_input_read(&s->in, s->o.input, s->o.column, s->o.lines, s->err,
+                           sizeof s->err) != PSI_CLI_INPUT_OK)
         return psi_cli_offline_fail(s, "%s", s->err);
     return 0;
 }

@@ -32,6 +32,7 @@ typedef struct psi_cli_offline_opts {
     const char *key_file;       // --key-file
     const char *input;          // --input ("-": stdin)
     const char *column;         // --column (CSV)
+    int lines;                  // --lines: line mode even if it looks like CSV
     const char *output;         // --output
     const char *setup;          // match: --setup
     const char *request;        // response: --request

@@ -59,9 +59,13 @@ void psi_cli_server_usage(FILE *out)
         "\n"
         "Input (--input or --setup):\n"
         "  --input FILE         one value per line (bytes as they are; CRLF handled),\n"
-        "                       or '-' for stdin\n"
+        "                       or '-' for stdin; a FILE that looks like CSV (a ','\n"
+        "                       in its first line, or a name ending in .csv) is\n"
+        "                       refused unless --column or --lines says how to read it\n"
         "  --column NAME        read FILE as CSV (RFC 4180, header row) and take the\n"
         "                       values of column NAME\n"
+        "  --lines              read every line as a value (the header too), even if\n"
+        "                       FILE looks like CSV\n"
         "  --setup SETUP        serve the setup file `shardpsi setup --key-file KEY` wrote\n"
         "                       (its structure is the file's); needs --key-file KEY\n"
         "                       with the key it was made with.  Another key gives\n"
@@ -379,8 +383,8 @@ static int server_load(server_ctx *s)
     s->prebuilt = s->o->pre.setup != NULL;
     s->what = s->prebuilt ? s->pre.what : s->in_what;
     if (!s->prebuilt) {
-        if (psi_cli_input_read(&s->in, s->o->net.input, s->o->net.column, s->err,
-                               sizeof s->err) != PSI_CLI_INPUT_OK) {
+        if (psi_cli_input_read(&s->in, s->o->net.input, s->o->net.column,
+                               s->o->net.lines, s->err, sizeof s->err) != PSI_CLI_INPUT_OK) {
             psi_cli_error("server: %s", s->err);
             return CLI_EXIT_USAGE;
         }

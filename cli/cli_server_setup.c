@@ -60,7 +60,7 @@ int psi_cli_server_setup_check_opts(const psi_cli_server_setup_opts *so,
         else if (so->num_client != 0)
             msg = "--num-client-inputs is for --setup (without it each round's setup is "
                   "sized for the client's own count)";
-    } else if (net->input != NULL || net->column != NULL) {
+    } else if (net->input != NULL || net->column != NULL || net->lines) {
         msg = "give --input FILE or --setup SETUP, not both: the setup already holds the "
               "server's values";
     } else if (net->key_file == NULL) {

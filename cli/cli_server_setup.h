@@ -35,7 +35,7 @@ typedef struct psi_cli_server_setup {
 int psi_cli_server_setup_opt(psi_cli_server_setup_opts *so, psi_cli_net_opts *net,
                              int argc, char **argv, int *i);
 
-/** The combinations of --setup and its companions (--input, --column,
+/** The combinations of --setup and its companions (--input, --column, --lines,
  *  --key-file, --association) that the command line alone refuses.
  *  Returns: 0, or -1 after a usage message. */
 int psi_cli_server_setup_check_opts(const psi_cli_server_setup_opts *so,

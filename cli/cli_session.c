@@ -136,6 +136,8 @@ static int session_common_opt(psi_cli_net_opts *o, int argc, char **argv, int *i
         o->progress = argv[*i][2] == 'p';
         return 1;
     }
+    if (strcmp(argv[*i], "--lines") == 0)
+        return o->lines = 1, 1;
 #define SESSION_OPT(name) (snprintf(what, sizeof what, "%s: %s", cmd, name), \
                            psi_cli_opt_value(argc, argv, i, name, &v))
     if (SESSION_OPT("--input"))
@@ -198,6 +200,11 @@ int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cm
         psi_cli_error("%s: %s%s is required (see 'shardpsi %s --help')", cmd,
                       o->addr == NULL ? addr_opt : "--input",
                       o->addr == NULL ? " HOST:PORT" : " FILE", cmd);
+        return -1;
+    }
+    if (o->lines && o->column != NULL) {
+        psi_cli_error("%s: give --column NAME (read a CSV column) or --lines (read every "
+                      "line as a value), not both", cmd);
         return -1;
     }
     if (psi_cli_net_parse_addr(host, sizeof host, port, sizeof port, o->addr, err,

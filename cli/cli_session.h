@@ -71,6 +71,7 @@ typedef struct psi_cli_net_opts {
     const char *addr;         // --listen / --connect
     const char *input;        // --input (required; "-" = stdin)
     const char *column;       // --column: CSV mode
+    int lines;                // --lines: line mode even if it looks like CSV
     const char *key_file;     // --key-file
     size_t threads;           // --threads; 0 = online CPUs
     int timeout_ms;           // --timeout (seconds on the command line)
@@ -89,11 +90,12 @@ typedef int (*psi_cli_own_opt_fn)(void *arg, int argc, char **argv, int *i);
 
 /** Parses a network command's line into *o, which it first fills with the
  *  defaults (the client's: any structure and fpr; the server picks its own
- *  after): the common options (--input, --column, --key-file, --threads,
+ *  after): the common options (--input, --column, --lines, --key-file, --threads,
  *  --timeout, --progress, --no-progress, --max-peer-values, --structure,
  *  --fpr, --suite), -h/--help (prints `usage`), `addr_opt` ("--listen" or "--connect") and the command's own
  *  options through `own`; then requires the address (checked to be
- *  HOST:PORT) and --input, unless `own` set o->input_replaced.  Returns: 0,
+ *  HOST:PORT) and --input, unless `own` set o->input_replaced, and refuses
+ *  --lines with --column.  Returns: 0,
  *  1 after --help, -1 after a usage message naming `cmd`. */
 int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cmd,
                       const char *addr_opt, void (*usage)(FILE *out),

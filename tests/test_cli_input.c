@@ -1,6 +1,6 @@
 /* The network commands' input reader and output files (cli/cli_input.c,
  * cli/cli_output.c): line and CSV modes, every CSV error with its line
- * number, stdin, rows written back, and outputs that appear only on commit
+ * number, the CSV guard of line mode, stdin, rows written back, and outputs that appear only on commit
  * (also when a signal ends the process). */
 #include <dirent.h>
 #include <errno.h>
@@ -75,13 +75,14 @@ static void assert_contains(const char *hay, const char *needle)
     }
 }
 
-/* Reads len bytes as file `name` in the given mode; the read must succeed. */
+/* Reads len bytes as a file in the given mode (column NULL: --lines); the
+ * read must succeed. */
 static void read_ok(psi_cli_input *in, const char *content, size_t len,
                     const char *column)
 {
     char err[256];
-    int rc = psi_cli_input_read(in, put_file("in.txt", content, len), column, err,
-                                sizeof err);
+    int rc = psi_cli_input_read(in, put_file("in.txt", content, len), column,
+                                column == NULL, err, sizeof err);
 
     if (rc != PSI_CLI_INPUT_OK) {
         print_error("unexpected error %d: %s\n", rc, err);
@@ -99,7 +100,7 @@ static void read_fails(const char *content, const char *column, int code, ...)
     const char *sub;
     va_list ap;
     int rc = psi_cli_input_read(&in, put_file("bad.csv", content, strlen(content)),
-                                column, err, sizeof err);
+                                column, column == NULL, err, sizeof err);
 
     assert_int_equal(rc, code);
     assert_null(in.data);
@@ -493,6 +494,157 @@ static void test_cli_input_csv_errors(void **state)
     read_fails("\"id\",x,id\n", "id", e, "fields 1 and 3", NULL);
 }
 
+/* ---- The CSV guard of line mode ---------------------------------------- */
+
+/* The tail every guard message ends with. */
+#define GUARD_ADVICE "add --column NAME to read a column, or --lines to read every line " \
+                     "as a value"
+
+/* Reads literal `lit` as file `name` in line mode without --lines: it must
+ * be refused, with err exactly "<path>: looks like CSV (<why>); <advice>". */
+#define GUARD_REFUSES(name, lit, why) guard_refuses(name, lit, sizeof lit - 1, why)
+static void guard_refuses(const char *name, const char *content, size_t len,
+                          const char *why)
+{
+    char err[512], want[512];
+    psi_cli_input in;
+    const char *path = put_file(name, content, len);
+
+    assert_int_equal(psi_cli_input_read(&in, path, NULL, 0, err, sizeof err),
+                     PSI_CLI_INPUT_ELOOKS_CSV);
+    assert_null(in.data);
+    assert_null(in.values);
+    assert_int_equal(in.n, 0);
+    snprintf(want, sizeof want, "%s: looks like CSV (%s); " GUARD_ADVICE, path, why);
+    assert_string_equal(err, want);
+    psi_cli_input_free(&in);
+}
+
+/* Reads literal `lit` as file `name` with lines and column as given; the
+ * read must succeed.  Out: *in. */
+#define GUARD_READS(in, name, lit, column, lines) \
+    guard_reads(in, name, lit, sizeof lit - 1, column, lines)
+static void guard_reads(psi_cli_input *in, const char *name, const char *content,
+                        size_t len, const char *column, int lines)
+{
+    char err[512];
+    int rc = psi_cli_input_read(in, put_file(name, content, len), column, lines, err,
+                                sizeof err);
+
+    if (rc != PSI_CLI_INPUT_OK) {
+        print_error("unexpected error %d: %s\n", rc, err);
+        fail();
+    }
+}
+
+static void test_cli_input_guard_header_line(void **state)
+{
+    static const char leads[] = "email,name\na@example.com,Ann\nb@example.com,Bo\n";
+    psi_cli_input in;
+
+    (void)state;
+    // A comma in the first line, whatever the name.
+    GUARD_REFUSES("leads.txt", leads, "first line \"email,name\"");
+    GUARD_REFUSES("leads", "a,b", "first line \"a,b\"");
+    GUARD_REFUSES("q.txt", "\"x\",\"y\"\r\n1,2\r\n", "first line \"\"x\",\"y\"\"");
+    GUARD_REFUSES("bom.txt", BOM "id,v\n", "first line \"id,v\"");
+    GUARD_REFUSES("one.txt", ",\n", "first line \",\"");
+    // --lines reads the same file as lines, header and all.
+    GUARD_READS(&in, "leads.txt", leads, NULL, 1);
+    VALUES(&in, "email,name", "a@example.com,Ann", "b@example.com,Bo");
+    assert_null(in.records);
+    psi_cli_input_free(&in);
+    // --column still reads the column.
+    GUARD_READS(&in, "leads.txt", leads, "email", 0);
+    VALUES(&in, "a@example.com", "b@example.com");
+    psi_cli_input_free(&in);
+}
+
+static void test_cli_input_guard_csv_name(void **state)
+{
+    psi_cli_input in;
+
+    (void)state;
+    // A name ending in .csv, in any case, is refused even without a comma.
+    GUARD_REFUSES("one.csv", "email\na@example.com\n", "its name ends in .csv");
+    GUARD_REFUSES("ONE.CSV", "email\n", "its name ends in .csv");
+    GUARD_REFUSES("e.Csv", "", "its name ends in .csv");
+    // A comma still shows the first line.
+    GUARD_REFUSES("two.csv", "a,b\n", "first line \"a,b\"");
+    GUARD_READS(&in, "one.csv", "email\na@example.com\n", NULL, 1);
+    VALUES(&in, "email", "a@example.com");
+    psi_cli_input_free(&in);
+    GUARD_READS(&in, "one.csv", "email\na@example.com\n", "email", 0);
+    VALUES(&in, "a@example.com");
+    psi_cli_input_free(&in);
+    // Only the end of the name counts.
+    GUARD_READS(&in, "one.csv.txt", "a\nb\n", NULL, 0);
+    VALUES(&in, "a", "b");
+    psi_cli_input_free(&in);
+    GUARD_READS(&in, "onecsv", "a\n", NULL, 0);
+    VALUES(&in, "a");
+    psi_cli_input_free(&in);
+}
+
+static void test_cli_input_guard_plain_lines(void **state)
+{
+    psi_cli_input in;
+
+    (void)state;
+    // No comma in the first line: lines, without any flag.
+    GUARD_READS(&in, "plain.txt", "alice\nbob\ncarol\n", NULL, 0);
+    VALUES(&in, "alice", "bob", "carol");
+    psi_cli_input_free(&in);
+    GUARD_READS(&in, "tabs.txt", "a\tb;c\n", NULL, 0);
+    VALUES(&in, "a\tb;c");
+    psi_cli_input_free(&in);
+    // Only the first line is looked at.
+    GUARD_READS(&in, "late.txt", "alice\nbob,x\n", NULL, 0);
+    VALUES(&in, "alice", "bob,x");
+    psi_cli_input_free(&in);
+    GUARD_READS(&in, "empty.txt", "", NULL, 0);
+    assert_int_equal(in.n, 0);
+    psi_cli_input_free(&in);
+}
+
+static void test_cli_input_guard_excerpt(void **state)
+{
+    char line[200], want[200], err[512];
+    psi_cli_input in;
+
+    (void)state;
+    // Control characters become '?'; a '\r' before the '\n' is not shown.
+    GUARD_REFUSES("ctl.txt", "\x1b[31ma,b\tc\x7f\r\n", "first line \"?[31ma,b?c?\"");
+    GUARD_REFUSES("cr.txt", "a,b\rc\n", "first line \"a,b?c\"");
+    // A long first line is cut to PSI_CLI_INPUT_EXCERPT bytes with "...".
+    memset(line, 'x', 100);
+    line[0] = ',';
+    line[100] = '\0';
+    snprintf(want, sizeof want, "first line \"%.*s...\"", PSI_CLI_INPUT_EXCERPT - 3, line);
+    guard_refuses("long.txt", line, 100, want);
+    // ... never inside a UTF-8 sequence ("é" is 2 bytes).
+    memset(line, 'x', 56);
+    memcpy(line + 56, "\xC3\xA9,yyyy", 7);
+    snprintf(want, sizeof want, "first line \"%.56s...\"", line);
+    guard_refuses("utf8.txt", line, 63, want);
+    // The guard alone, on the first line only (psi-mpi).
+    assert_int_equal(psi_cli_input_guard("x.txt", (const uint8_t *)"a,b", 3, err,
+                                         sizeof err), PSI_CLI_INPUT_ELOOKS_CSV);
+    assert_string_equal(err, "x.txt: looks like CSV (first line \"a,b\"); " GUARD_ADVICE);
+    assert_int_equal(psi_cli_input_guard("-", (const uint8_t *)"ab\n", 3, err, sizeof err),
+                     PSI_CLI_INPUT_OK);
+    assert_string_equal(err, "");
+    assert_int_equal(psi_cli_input_guard("-", (const uint8_t *)BOM "a,b", 6, err,
+                                         sizeof err), PSI_CLI_INPUT_ELOOKS_CSV);
+    assert_string_equal(err, "stdin: looks like CSV (first line \"a,b\"); " GUARD_ADVICE);
+    assert_int_equal(psi_cli_input_guard("y.csv", (const uint8_t *)"", 0, NULL, 0),
+                     PSI_CLI_INPUT_ELOOKS_CSV);
+    // A message longer than err is cut, still terminated.
+    assert_int_equal(psi_cli_input_read(&in, put_file("cut.txt", "a,b\n", 4), NULL, 0,
+                                        err, 8), PSI_CLI_INPUT_ELOOKS_CSV);
+    assert_int_equal(strlen(err), 7);
+}
+
 /* ---- Opening, stdin, rows --------------------------------------------- */
 
 static void test_cli_input_open_errors(void **state)
@@ -501,21 +653,22 @@ static void test_cli_input_open_errors(void **state)
     char err[256];
 
     (void)state;
-    assert_int_equal(psi_cli_input_read(&in, tpath("missing.txt"), NULL, err, sizeof err),
+    assert_int_equal(psi_cli_input_read(&in, tpath("missing.txt"), NULL, 1, err,
+                                        sizeof err),
                      PSI_CLI_INPUT_EOPEN);
     assert_contains(err, "missing.txt: cannot open: No such file or directory");
     assert_null(in.data);
     psi_cli_input_free(&in);
-    assert_int_equal(psi_cli_input_read(&in, scratch, "x", err, sizeof err),
+    assert_int_equal(psi_cli_input_read(&in, scratch, "x", 0, err, sizeof err),
                      PSI_CLI_INPUT_EOPEN);
     assert_contains(err, scratch);
     assert_contains(err, "cannot open: Is a directory");
     psi_cli_input_free(&in);
     // No room for a message is fine.
-    assert_int_equal(psi_cli_input_read(&in, tpath("missing.txt"), NULL, NULL, 0),
+    assert_int_equal(psi_cli_input_read(&in, tpath("missing.txt"), NULL, 1, NULL, 0),
                      PSI_CLI_INPUT_EOPEN);
     // A message longer than err is cut, still terminated.
-    assert_int_equal(psi_cli_input_read(&in, tpath("missing.txt"), NULL, err, 8),
+    assert_int_equal(psi_cli_input_read(&in, tpath("missing.txt"), NULL, 1, err, 8),
                      PSI_CLI_INPUT_EOPEN);
     assert_true(strlen(err) == 7);
 }
@@ -547,7 +700,8 @@ static int read_stdin(psi_cli_input *in, const char *column, const char *bytes,
     close(fds[1]);
     assert_int_equal(dup2(fds[0], 0), 0);
     close(fds[0]);
-    rc = psi_cli_input_read(in, "-", column, err, err_len);
+    // Line mode without --lines: stdin follows the header rule only.
+    rc = psi_cli_input_read(in, "-", column, 0, err, err_len);
     assert_int_equal(dup2(saved, 0), 0);
     close(saved);
     assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -581,6 +735,12 @@ static void test_cli_input_stdin(void **state)
     assert_int_equal(read_stdin(&in, NULL, "", 0, err, sizeof err), 0);
     assert_int_equal(in.n, 0);
     psi_cli_input_free(&in);
+    // The CSV guard: a header-looking first line is refused on stdin too.
+    assert_int_equal(read_stdin(&in, NULL, "c,d\n1,2\n", 8, err, sizeof err),
+                     PSI_CLI_INPUT_ELOOKS_CSV);
+    assert_string_equal(err, "stdin: looks like CSV (first line \"c,d\"); add --column "
+                        "NAME to read a column, or --lines to read every line as a value");
+    assert_null(in.data);
     free(text);
 }
 
@@ -839,6 +999,10 @@ int main(void)
         cmocka_unit_test(test_cli_input_csv_one_column_empty_lines),
         cmocka_unit_test(test_cli_input_csv_bom),
         cmocka_unit_test(test_cli_input_csv_errors),
+        cmocka_unit_test(test_cli_input_guard_header_line),
+        cmocka_unit_test(test_cli_input_guard_csv_name),
+        cmocka_unit_test(test_cli_input_guard_plain_lines),
+        cmocka_unit_test(test_cli_input_guard_excerpt),
         cmocka_unit_test(test_cli_input_open_errors),
         cmocka_unit_test(test_cli_input_stdin),
         cmocka_unit_test(test_cli_input_write_rows),
