@@ -95,6 +95,17 @@ expect_grep() {
     return 0
 }
 
+# expect_fixed WHAT TEXT FILE: checks that FILE holds TEXT (grep -F).
+expect_fixed() {
+    checks=$((checks + 1))
+    if ! grep -Fq -- "$2" "$3"; then
+        fail "$1: '$2' not in $(basename "$3")"
+        show "$3"
+        return 1
+    fi
+    return 0
+}
+
 # expect_same WHAT GOT WANT: checks that two files are equal.
 expect_same() {
     checks=$((checks + 1))
@@ -518,6 +529,8 @@ pre_fault pre-no-key "--setup needs --key-file KEY, the key file the setup was m
     --setup "$tmp/pre.raw"
 pre_fault pre-input "give --input FILE or --setup SETUP, not both" \
     --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --input "$tmp/server.txt"
+pre_fault pre-lines "give --input FILE or --setup SETUP, not both" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --lines
 pre_fault pre-suite "setup file .*pre\.r255\.gcs is a setup of suite ristretto255, and the key file and this run are of suite openmined-p256" \
     --key-file "$tmp/pre.key" --setup "$tmp/pre.r255.gcs" --num-client-inputs 118
 head -c 1000 "$tmp/pre.raw" >"$tmp/pre.cut"
@@ -564,6 +577,42 @@ expect_grep "input is a directory: message" "cannot open: Is a directory" "$tmp/
 "$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" \
     --output "$tmp/nodir/out" 2>"$tmp/f5.err"
 expect_rc "output directory missing" 2 $? "$tmp/f5.err"
+# The CSV guard (cli/cli_input.h): the README's example one option short --
+# a .csv without --column -- is refused before any connection, with exit 2,
+# a message naming the file and both options, and no output file; so is a
+# header line in a file of another name, on either side, and from stdin.
+guard="looks like CSV (first line \"id,name,note\"); add --column NAME to read a column, or --lines to read every line as a value"
+cp "$tmp/client.csv" "$tmp/leads.txt"
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.csv" --output "$tmp/g1.out" \
+    2>"$tmp/g1.err"
+expect_rc "guard: client .csv" 2 $? "$tmp/g1.err"
+checks=$((checks + 1))
+grep -qxF "psi: client: $tmp/client.csv: $guard" "$tmp/g1.err" ||
+    fail "guard: client .csv: message: $(head -c 400 "$tmp/g1.err")"
+expect_no_output "guard: client .csv" "$tmp/g1.out"
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/leads.txt" --reveal 2>"$tmp/g2.err"
+expect_rc "guard: server header line" 2 $? "$tmp/g2.err"
+expect_fixed "guard: server header line: message" "server: $tmp/leads.txt: $guard" "$tmp/g2.err"
+"$psi" server --listen 127.0.0.1:0 --input - --reveal <"$tmp/client.csv" 2>"$tmp/g3.err"
+expect_rc "guard: server stdin" 2 $? "$tmp/g3.err"
+expect_fixed "guard: server stdin: message" "server: stdin: $guard" "$tmp/g3.err"
+both="give --column NAME (read a CSV column) or --lines (read every line as a value), not both"
+"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.csv" --lines --column name \
+    --output "$tmp/g4.out" 2>"$tmp/g4.err"
+expect_rc "guard: client --lines --column" 2 $? "$tmp/g4.err"
+expect_fixed "guard: client --lines --column: message" "client: $both" "$tmp/g4.err"
+expect_no_output "guard: client --lines --column" "$tmp/g4.out"
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/client.csv" --column name --lines \
+    2>"$tmp/g5.err"
+expect_rc "guard: server --column --lines" 2 $? "$tmp/g5.err"
+expect_fixed "guard: server --column --lines: message" "server: $both" "$tmp/g5.err"
+# --lines reads both as lines, the header too: every client row matches.
+round lines --input "$tmp/leads.txt" --lines --reveal -- --input "$tmp/client.csv" --lines \
+    --indices
+expect_rc "guard: --lines: server" 0 "$src" "$tmp/lines.server.err" &&
+    expect_rc "guard: --lines: client" 0 "$crc" "$tmp/lines.client.err" &&
+    expect_same "guard: --lines reads every line" "$tmp/lines.out" \
+        <(seq 0 $(($(wc -l <"$tmp/client.csv") - 1)))
 
 # Usage errors: exit 2.
 "$psi" client --connect nowhere --input "$tmp/client.txt" --output "$tmp/u1.out" 2>"$tmp/u1.err"

@@ -272,6 +272,58 @@ fault "keygen over an existing file" 2 "not overwritten" "$f/nothing" keygen \
 expect_same "keygen over an existing file: untouched" "$f/exists.key" "$d/sk"
 fault "unknown suite" 2 "suite" "$f/o18" keygen --output "$f/o18" --suite p384
 
+# The CSV guard (cli/cli_input.h): an input that looks like CSV (a ',' in
+# its first line, or a name ending in .csv) is refused as lines with exit 2,
+# a message naming the file and both options, and no output; --lines reads
+# it as lines, --column as CSV; a plain list needs neither.
+guard="looks like CSV (first line \"id,name,note\"); add --column NAME to read a column, or --lines to read every line as a value"
+cp "$tmp/client.csv" "$f/leads.txt"
+printf 'name\r\nvalue-200\r\nvalue-5\r\n' >"$f/one.CSV"
+run "guard: request of a .csv" 2 "$f/err" request "${C[@]}" --input "$tmp/client.csv" \
+    --output "$f/g1" && {
+    checks=$((checks + 1))
+    grep -qxF "psi request: error: $tmp/client.csv: $guard" "$f/err" ||
+        fail "guard: request of a .csv: message: $(head -c 400 "$f/err")"
+}
+expect_no_output "guard: request of a .csv" "$f/g1"
+fault "guard: setup of a header line in a .txt" 2 "leads.txt: $guard" "$f/g2" setup \
+    "${K[@]}" --input "$f/leads.txt" --structure raw --output "$f/g2"
+fault "guard: match of a .csv" 2 "client.csv: $guard" "$f/g3" match "${C[@]}" \
+    --input "$tmp/client.csv" --setup "$d/raw.0.setup" --response "$d/raw.0.resp" \
+    --output "$f/g3"
+fault "guard: a .csv name without a comma" 2 "one.CSV: looks like CSV (its name ends in .csv); add --column NAME" \
+    "$f/g4" request "${C[@]}" --input "$f/one.CSV" --output "$f/g4"
+"$psi" request "${C[@]}" --input - --output "$f/g5" <"$tmp/client.csv" 2>"$f/err" >/dev/null
+rc=$?
+checks=$((checks + 1))
+[ "$rc" -eq 2 ] || fail "guard: request from stdin: exit status $rc, expected 2"
+expect_grep "guard: request from stdin: message" "error: stdin: $guard" "$f/err"
+expect_no_output "guard: request from stdin" "$f/g5"
+both="give --column NAME (read a CSV column) or --lines (read every line as a value), not both"
+fault "guard: setup --lines --column" 2 "setup: $both" "$f/g6" setup "${K[@]}" \
+    --input "$tmp/client.csv" --lines --column name --structure raw --output "$f/g6"
+fault "guard: request --column --lines" 2 "request: $both" "$f/g7" request "${C[@]}" \
+    --input "$tmp/client.csv" --column name --lines --output "$f/g7"
+fault "guard: match --lines --column" 2 "match: $both" "$f/g8" match "${C[@]}" \
+    --input "$tmp/client.csv" --lines --column name --setup "$d/raw.0.setup" \
+    --response "$d/raw.0.resp" --output "$f/g8"
+# --column still reads the .csv (above, with the keygen keys); the plain
+# lists (a comma only in later lines) need no flag (above).  --lines reads
+# both files as lines, the header too: the setup of the .txt and the
+# request of the .csv hold the same lines, so every client row matches.
+run "guard: setup --lines" 0 "$f/err" setup "${K[@]}" --input "$f/leads.txt" --lines \
+    --structure raw --output "$f/l.setup" &&
+run "guard: request --lines" 0 "$f/err" request "${C[@]}" --input "$tmp/client.csv" \
+    --lines --output "$f/l.req" &&
+run "guard: response" 0 "$f/err" response "${K[@]}" --request "$f/l.req" --reveal \
+    --output "$f/l.resp" &&
+run "guard: match --lines" 0 "$f/err" match "${C[@]}" --input "$tmp/client.csv" --lines \
+    --setup "$f/l.setup" --response "$f/l.resp" --indices --output "$f/l.idx" &&
+    expect_same "guard: --lines reads every line" "$f/l.idx" \
+        <(seq 0 $(($(wc -l <"$tmp/client.csv") - 1)))
+run "guard: request --lines of a .csv name" 0 "$f/err" request "${C[@]}" \
+    --input "$f/one.CSV" --lines --output "$f/l2.req"
+
 # The key never appears in an output, a message or a log (key files
 # end in k or .key).
 for su in openmined-p256 p256-sswu ristretto255; do
