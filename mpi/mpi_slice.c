@@ -87,6 +87,44 @@ static int slice_open(mpi_run *r, const char *what, const char *path, uint64_t *
     return fd;
 }
 
+/* Rank 0's part of psi's CSV guard (cli_input.h): the file's first line,
+ * bytes [0, e), is refused if it looks like a CSV header, unless --lines.
+ * head: the rank's own slice [0, head_len), which holds that line unless the
+ * file is smaller than the ranks (then it is read here).  Returns: 0, or an
+ * exit code with the message in r->s.err. */
+static int slice_guard(mpi_run *r, int fd, uint64_t size, const uint8_t *head,
+                       size_t head_len)
+{
+    uint64_t e = 0;
+    uint8_t *line = NULL;
+    int rc;
+
+    if (r->s.o.lines)
+        return 0;
+    if (slice_line_start(fd, size, 1, &e) != 0) {
+        psi_cli_offline_fail(&r->s, "%s: cannot read: %s", r->s.o.input,
+                             errno ? strerror(errno) : "the file shrank");
+        return CLI_EXIT_USAGE;
+    }
+    if (e > head_len) {
+        if (e > SIZE_MAX - 1 || (line = psi_cli_alloc((size_t)e, 1)) == NULL) {
+            psi_cli_offline_fail(&r->s, "%s: out of memory for its first line",
+                                 r->s.o.input);
+            return CLI_EXIT_FAIL;
+        }
+        if (slice_pread(fd, line, (size_t)e, 0) != 0) {
+            psi_cli_offline_fail(&r->s, "%s: cannot read: %s", r->s.o.input,
+                                 errno ? strerror(errno) : "the file shrank");
+            free(line);
+            return CLI_EXIT_USAGE;
+        }
+        head = line;
+    }
+    rc = psi_cli_input_guard(r->s.o.input, head, (size_t)e, r->s.err, sizeof r->s.err);
+    free(line);
+    return rc == PSI_CLI_INPUT_OK ? 0 : CLI_EXIT_USAGE;
+}
+
 int mpi_read_input(mpi_run *r)
 {
     const char *path = r->s.o.input;
@@ -112,6 +150,10 @@ int mpi_read_input(mpi_run *r)
         psi_cli_offline_fail(&r->s, "%s: cannot read bytes %llu to %llu: %s", path,
                              (unsigned long long)a, (unsigned long long)b,
                              errno ? strerror(errno) : "the file shrank");
+        free(buf);
+        goto done;
+    }
+    if (r->rank == 0 && (status = slice_guard(r, fd, size, buf, (size_t)(b - a))) != 0) {
         free(buf);
         goto done;
     }

@@ -36,11 +36,12 @@ static void mpi_usage(FILE *out)
           "outputs (PROTOCOL.md §18).\n"
           "\n"
           "Unlike shardpsi: --input must be a regular file every rank can read (not '-'),\n"
-          "CSV (--column) is not supported, and --threads and --shards count per\n"
-          "rank (default threads: the node's online CPUs shared among its ranks, at\n"
-          "most the CPUs the rank is bound to: Open MPI binds each rank to one core\n"
-          "when it starts one or two, so use mpirun --bind-to none to give one rank\n"
-          "every core).\n"
+          "CSV (--column) is not supported (a file that looks like CSV is refused\n"
+          "as shardpsi refuses it; --lines reads it as lines), and --threads and\n"
+          "--shards count per rank (default threads: the node's online CPUs shared\n"
+          "among its ranks, at most the CPUs the rank is bound to: Open MPI binds\n"
+          "each rank to one core when it starts one or two, so use mpirun --bind-to\n"
+          "none to give one rank every core).\n"
           "Make keys with 'shardpsi keygen'.\n", out);
 }
 

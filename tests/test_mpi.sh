@@ -43,7 +43,9 @@
 #      as psi does.
 #   d. Faults, each with its exit status, a message naming the command
 #      (and its cause) and no output or <output>.tmp.* file left: a missing
-#      input; --input -; --column; a key file readable by others; a
+#      input; --input -; --column; a header line read as lines without
+#      --lines (also with rank 0's slice empty), and --lines reading it as
+#      psi does; a key file readable by others; a
 #      truncated request; a request whose only bad point is its last
 #      element (in rank 3's slice under -np 4: the message must name
 #      rank 3), once more with an existing file at the output path (left
@@ -602,6 +604,19 @@ part_d() {
         >"$d/client.csv"
     fault "--column" 2 "column" "$f/o3" 2 request "${C[@]}" --input "$d/client.csv" \
         --column name --output "$f/o3"
+    # psi's CSV guard (cli/cli_input.h): a header line is refused unless
+    # --lines, also when rank 0's slice is empty (a file smaller than -np).
+    fault "header line as lines" 2 "client.csv: looks like CSV (first line \"id,name\"); add --column NAME to read a column, or --lines" \
+        "$f/g1" 2 request "${C[@]}" --input "$d/client.csv" --output "$f/g1"
+    printf 'a,' >"$f/tiny.txt"
+    fault "header line as lines, rank 0 empty" 2 "tiny.txt: looks like CSV (first line \"a,\")" \
+        "$f/g2" 4 request "${C[@]}" --input "$f/tiny.txt" --output "$f/g2"
+    if run "--lines: psi request" 0 "$f/err" "$psi" request "${C[@]}" --input "$d/client.csv" \
+        --lines --output "$f/lines.req" &&
+        run "--lines: psi-mpi request" 0 "$f/err" mpi 2 30 request "${C[@]}" \
+            --input "$d/client.csv" --lines --output "$f/lines.mpi.req"; then
+        expect_same "--lines: psi-mpi request as psi's" "$f/lines.mpi.req" "$f/lines.req"
+    fi
     cp "$d/sk" "$f/open.key"
     chmod 644 "$f/open.key"
     fault "key file readable by others" 2 "accessible to others" "$f/o4" 2 setup \
