@@ -107,6 +107,11 @@ test_help() {
     has_out '--shards N' && has_out '--threads T'
     run 0 --help && has_out '--shards N and --threads T'
     run 0 --version && has_out '^shardpsi [0-9]+\.[0-9]+' && empty_err
+    # Every command that reads --input explains the CSV guard and --lines.
+    for args in server client setup request match; do
+        run 0 "$args" --help && has_out '^  --lines  ' && has_out 'looks like CSV \(a' &&
+            has_out '^  --column NAME  '
+    done
 }
 
 test_usage_errors() {
