@@ -581,6 +581,8 @@ expect_rc "output directory missing" 2 $? "$tmp/f5.err"
 # a .csv without --column -- is refused before any connection, with exit 2,
 # a message naming the file and both options, and no output file; so is a
 # header line in a file of another name, on either side, and from stdin.
+# (A server that wrongly took its input would wait for a client: each runs
+# under `timeout`, so a regression fails here instead of hanging.)
 guard="looks like CSV (first line \"id,name,note\"); add --column NAME to read a column, or --lines to read every line as a value"
 cp "$tmp/client.csv" "$tmp/leads.txt"
 "$psi" client --connect 127.0.0.1:1 --input "$tmp/client.csv" --output "$tmp/g1.out" \
@@ -590,10 +592,10 @@ checks=$((checks + 1))
 grep -qxF "psi: client: $tmp/client.csv: $guard" "$tmp/g1.err" ||
     fail "guard: client .csv: message: $(head -c 400 "$tmp/g1.err")"
 expect_no_output "guard: client .csv" "$tmp/g1.out"
-"$psi" server --listen 127.0.0.1:0 --input "$tmp/leads.txt" --reveal 2>"$tmp/g2.err"
+timeout 20 "$psi" server --listen 127.0.0.1:0 --input "$tmp/leads.txt" --reveal 2>"$tmp/g2.err"
 expect_rc "guard: server header line" 2 $? "$tmp/g2.err"
 expect_fixed "guard: server header line: message" "server: $tmp/leads.txt: $guard" "$tmp/g2.err"
-"$psi" server --listen 127.0.0.1:0 --input - --reveal <"$tmp/client.csv" 2>"$tmp/g3.err"
+timeout 20 "$psi" server --listen 127.0.0.1:0 --input - --reveal <"$tmp/client.csv" 2>"$tmp/g3.err"
 expect_rc "guard: server stdin" 2 $? "$tmp/g3.err"
 expect_fixed "guard: server stdin: message" "server: stdin: $guard" "$tmp/g3.err"
 both="give --column NAME (read a CSV column) or --lines (read every line as a value), not both"
@@ -602,7 +604,7 @@ both="give --column NAME (read a CSV column) or --lines (read every line as a va
 expect_rc "guard: client --lines --column" 2 $? "$tmp/g4.err"
 expect_fixed "guard: client --lines --column: message" "client: $both" "$tmp/g4.err"
 expect_no_output "guard: client --lines --column" "$tmp/g4.out"
-"$psi" server --listen 127.0.0.1:0 --input "$tmp/client.csv" --column name --lines \
+timeout 20 "$psi" server --listen 127.0.0.1:0 --input "$tmp/client.csv" --column name --lines \
     2>"$tmp/g5.err"
 expect_rc "guard: server --column --lines" 2 $? "$tmp/g5.err"
 expect_fixed "guard: server --column --lines: message" "server: $both" "$tmp/g5.err"
