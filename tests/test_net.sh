@@ -519,7 +519,8 @@ disagree pre-limit "the client announces 118 values, more than the 100 this serv
 pre_fault() {
     local name=$1 pattern=$2
     shift 2
-    "$psi" server --listen 127.0.0.1:0 "$@" 2>"$tmp/$name.err" </dev/null
+    # (under timeout: a server that wrongly starts would wait for a client)
+    timeout 20 "$psi" server --listen 127.0.0.1:0 "$@" 2>"$tmp/$name.err" </dev/null
     expect_rc "$name" 2 $? "$tmp/$name.err"
     expect_grep "$name: message" "$pattern" "$tmp/$name.err"
     checks=$((checks + 1))
