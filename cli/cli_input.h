@@ -102,7 +102,7 @@ int psi_cli_input_read(psi_cli_input *in, const char *path, const char *column,
                        int lines, char *err, size_t err_len);
 
 /** The guard alone, on the start of an input already read: data[0, len)
- *  holds at least the whole first line (psi-mpi reads only that much);
+ *  holds at least the whole first line (shardpsi-mpi reads only that much);
  *  path as for psi_cli_input_read.  Returns: PSI_CLI_INPUT_OK, or
  *  PSI_CLI_INPUT_ELOOKS_CSV with its message in err. */
 int psi_cli_input_guard(const char *path, const uint8_t *data, size_t len, char *err,

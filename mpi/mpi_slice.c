@@ -87,7 +87,7 @@ static int slice_open(mpi_run *r, const char *what, const char *path, uint64_t *
     return fd;
 }
 
-/* Rank 0's part of psi's CSV guard (cli_input.h): the file's first line,
+/* Rank 0's part of shardpsi's CSV guard (cli_input.h): the file's first line,
  * bytes [0, e), is refused if it looks like a CSV header, unless --lines.
  * head: the rank's own slice [0, head_len), which holds that line unless the
  * file is smaller than the ranks (then it is read here).  Returns: 0, or an

@@ -627,7 +627,7 @@ static void test_cli_input_guard_excerpt(void **state)
     memcpy(line + 56, "\xC3\xA9,yyyy", 7);
     snprintf(want, sizeof want, "first line \"%.56s...\"", line);
     guard_refuses("utf8.txt", line, 63, want);
-    // The guard alone, on the first line only (psi-mpi).
+    // The guard alone, on the first line only (shardpsi-mpi).
     assert_int_equal(psi_cli_input_guard("x.txt", (const uint8_t *)"a,b", 3, err,
                                          sizeof err), PSI_CLI_INPUT_ELOOKS_CSV);
     assert_string_equal(err, "x.txt: looks like CSV (first line \"a,b\"); " GUARD_ADVICE);

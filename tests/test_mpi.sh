@@ -604,7 +604,7 @@ part_d() {
         >"$d/client.csv"
     fault "--column" 2 "column" "$f/o3" 2 request "${C[@]}" --input "$d/client.csv" \
         --column name --output "$f/o3"
-    # psi's CSV guard (cli/cli_input.h): a header line is refused unless
+    # shardpsi's CSV guard (cli/cli_input.h): a header line is refused unless
     # --lines, also when rank 0's slice is empty (a file smaller than -np).
     fault "header line as lines" 2 "client.csv: looks like CSV (first line \"id,name\"); add --column NAME to read a column, or --lines" \
         "$f/g1" 2 request "${C[@]}" --input "$d/client.csv" --output "$f/g1"
@@ -613,9 +613,9 @@ part_d() {
         "$f/g2" 4 request "${C[@]}" --input "$f/tiny.txt" --output "$f/g2"
     if run "--lines: psi request" 0 "$f/err" "$psi" request "${C[@]}" --input "$d/client.csv" \
         --lines --output "$f/lines.req" &&
-        run "--lines: psi-mpi request" 0 "$f/err" mpi 2 30 request "${C[@]}" \
+        run "--lines: shardpsi-mpi request" 0 "$f/err" mpi 2 30 request "${C[@]}" \
             --input "$d/client.csv" --lines --output "$f/lines.mpi.req"; then
-        expect_same "--lines: psi-mpi request as psi's" "$f/lines.mpi.req" "$f/lines.req"
+        expect_same "--lines: shardpsi-mpi request as shardpsi's" "$f/lines.mpi.req" "$f/lines.req"
     fi
     cp "$d/sk" "$f/open.key"
     chmod 644 "$f/open.key"

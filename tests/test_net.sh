@@ -590,7 +590,7 @@ cp "$tmp/client.csv" "$tmp/leads.txt"
     2>"$tmp/g1.err"
 expect_rc "guard: client .csv" 2 $? "$tmp/g1.err"
 checks=$((checks + 1))
-grep -qxF "psi: client: $tmp/client.csv: $guard" "$tmp/g1.err" ||
+grep -qxF "shardpsi: client: $tmp/client.csv: $guard" "$tmp/g1.err" ||
     fail "guard: client .csv: message: $(head -c 400 "$tmp/g1.err")"
 expect_no_output "guard: client .csv" "$tmp/g1.out"
 timeout 20 "$psi" server --listen 127.0.0.1:0 --input "$tmp/leads.txt" --reveal 2>"$tmp/g2.err"

@@ -282,7 +282,7 @@ printf 'name\r\nvalue-200\r\nvalue-5\r\n' >"$f/one.CSV"
 run "guard: request of a .csv" 2 "$f/err" request "${C[@]}" --input "$tmp/client.csv" \
     --output "$f/g1" && {
     checks=$((checks + 1))
-    grep -qxF "psi request: error: $tmp/client.csv: $guard" "$f/err" ||
+    grep -qxF "shardpsi request: error: $tmp/client.csv: $guard" "$f/err" ||
         fail "guard: request of a .csv: message: $(head -c 400 "$f/err")"
 }
 expect_no_output "guard: request of a .csv" "$f/g1"
