@@ -142,11 +142,24 @@ for (const suite of SUITES) {
         for (const m of [r.setup, r.request, r.response]) assertHeader(m, suite);
         assert.equal(r.size, EXPECTED.length, `${what}: size`);
         if (reveal) assert.deepEqual(sorted(r.intersection), EXPECTED, `${what}: intersection`);
-        // random keys give the same result
+        // random keys give the same result, except that a Bloom filter may add a non-member:
+        // its double hashing (PROTOCOL.md §7.3) gives some elements only a few distinct probes,
+        // so at these sizes about one server key in 160 yields a false positive in every suite
+        // (§12.8 item 2; tests/test_suites.c has two such keys), far above fpr 1e-9
         const s = psi.server.createWithNewKey(reveal, { suite }), c = psi.client.createWithNewKey(reveal, { suite });
         try {
           const q = roundApi(suite, ds, reveal, { server: s, client: c });
-          assert.equal(q.size, EXPECTED.length, `${what}: size (random keys)`);
+          if (ds !== psi.dataStructure.BloomFilter) {
+            assert.equal(q.size, EXPECTED.length, `${what}: size (random keys)`);
+          } else {
+            assert.ok(q.size >= EXPECTED.length && q.size <= EXPECTED.length + 2, `${what}: size ${q.size} (random keys)`);
+            if (reveal) {
+              const got = new Set(q.intersection);
+              assert.equal(got.size, q.size, `${what}: each index once (random keys)`);
+              for (const i of EXPECTED) assert.ok(got.has(i), `${what}: member ${i} found (random keys)`);
+              for (const i of got) assert.ok(EXPECTED.includes(i) || !serverSet.has(CLIENT_IN[i]), `${what}: extra ${i} is a non-member`);
+            }
+          }
         } finally { s.delete(); c.delete(); }
       }
     }

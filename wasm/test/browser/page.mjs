@@ -32,6 +32,12 @@ const SERVER_IN = Array.from({ length: N }, (_, i) => `server-${i}`);
 const CLIENT_IN = Array.from({ length: N }, (_, i) => (i % 3 === 0 ? `server-${i}` : `client-${i}`));
 const EXPECTED = CLIENT_IN.map((v, i) => [v, i]).filter(([v]) => v.startsWith('server-')).map(([, i]) => i);
 const FPR = 1e-6;
+// Bloom hits: every member of want, each index once, and at most two extras, all non-members.
+const bloomHitsOk = (hits, want, cIn) => {
+  const got = [...hits].sort((a, b) => a - b), extra = got.filter((i) => !want.includes(i));
+  return new Set(got).size === got.length && want.every((i) => got.includes(i)) &&
+    extra.length <= 2 && extra.every((i) => !cIn[i].startsWith('server-'));
+};
 
 async function main() {
   info.crossOriginIsolated = globalThis.crossOriginIsolated;
@@ -125,7 +131,9 @@ async function main() {
           same = same && eq(setup, s1.createSetupMessage(FPR, n, sIn, ds));
           const hits = await client.getIntersection(setup, response);
           same = same && eq(hits, c1.getIntersection(setup, response));
-          hitsOk = hitsOk && eq([...hits].sort((a, b) => a - b), want);
+          // a Bloom filter may add non-members with a random key (PROTOCOL.md §12.8 item 2:
+          // about one key in 70 at these sizes), never drop a member
+          hitsOk = hitsOk && (ds === dataStructure.BloomFilter ? bloomHitsOk(hits, want, cIn) : eq([...hits].sort((a, b) => a - b), want));
         }
         check(server.suite === suite && same, `${tag}: request, raw/GCS/Bloom setups, response and intersections byte for byte as the single instance`);
         check(hitsOk, `${tag}: intersection equals the plain set comparison for every data structure`, `${want.length} hits`);
