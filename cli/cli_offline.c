@@ -267,11 +267,8 @@ static int offline_check(const psi_cli_offline_opts *o, unsigned opts)
         psi_cli_error("%s: %s is required (see 'shardpsi %s --help')", o->cmd, missing, o->cmd);
         return -1;
     }
-    if (o->lines && o->column != NULL) {
-        psi_cli_error("%s: give --column NAME (read a CSV column) or --lines (read every "
-                      "line as a value), not both", o->cmd);
+    if (psi_cli_check_input_mode(o->cmd, o->column, o->lines) != 0)
         return -1;
-    }
     if (!(opts & OPT_SETUP))
         return 0;
     if (o->structure == PSI_STRUCTURE_RAW && (o->fpr != 0 || o->num_client != 0)) {

@@ -202,11 +202,8 @@ int psi_cli_net_parse(psi_cli_net_opts *o, int argc, char **argv, const char *cm
                       o->addr == NULL ? " HOST:PORT" : " FILE", cmd);
         return -1;
     }
-    if (o->lines && o->column != NULL) {
-        psi_cli_error("%s: give --column NAME (read a CSV column) or --lines (read every "
-                      "line as a value), not both", cmd);
+    if (psi_cli_check_input_mode(cmd, o->column, o->lines) != 0)
         return -1;
-    }
     if (psi_cli_net_parse_addr(host, sizeof host, port, sizeof port, o->addr, err,
                                sizeof err) != 0) {
         psi_cli_error("%s: %s", cmd, err);

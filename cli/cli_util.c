@@ -206,6 +206,15 @@ double psi_cli_peak_mib(void)
     return (double)ru.ru_maxrss / 1024.0;
 }
 
+int psi_cli_check_input_mode(const char *cmd, const char *column, int lines)
+{
+    if (!lines || column == NULL)
+        return 0;
+    psi_cli_error("%s: give --column NAME (read a CSV column) or --lines (read every "
+                  "line as a value), not both", cmd);
+    return -1;
+}
+
 size_t psi_cli_clean_text(char *dst, size_t cap, const uint8_t *src, size_t len,
                           size_t max)
 {

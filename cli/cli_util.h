@@ -76,6 +76,11 @@ double psi_cli_now_ms(void);
  *  getrusage), or -1 when unknown. */
 double psi_cli_peak_mib(void);
 
+/** Refuses --column NAME together with --lines (the two ways of reading an
+ *  --input), with a usage message naming cmd.  Returns: 0, or -1 after the
+ *  message. */
+int psi_cli_check_input_mode(const char *cmd, const char *column, int lines);
+
 /** Copies text from outside (a peer's message, a line of an input file) into
  *  dst (cap bytes, NUL-terminated if cap > 0) for a one-line message:
  *  bytes below 0x20 and 0x7f become '?', other bytes are kept as they are.
