@@ -7,9 +7,8 @@ import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import os from 'node:os';
 import { Worker, parentPort } from 'node:worker_threads';
+import { JS_FILE, WASM_FILE } from './module.mjs';
 
-export const JS_FILE = 'shardpsi.mjs';
-export const WASM_FILE = 'shardpsi.wasm';
 const PACKAGE_URL = new URL('../', import.meta.url);
 const DIST_URL = new URL('dist/', PACKAGE_URL);
 const BUILD_URL = new URL('../build-wasm/wasm/', PACKAGE_URL);

@@ -100,8 +100,8 @@ export async function createPool(options = {}) {
   let key = null;
   if (options.key !== undefined && options.key !== null) key = bytesOf(options.key, 'key').slice();
 
-  // undefined: the package's pool-worker.mjs (pool-env.mjs names it where bundlers see it)
-  const url = options.workerUrl ?? undefined;
+  // undefined or null: the package's pool-worker.mjs (pool-env.mjs names it where bundlers see it)
+  const url = options.workerUrl;
   const workers = [];
   let failure = null; // the PoolError that broke the pool
   let closed = false;
