@@ -20,7 +20,7 @@ that the script no longer produces are removed; other names (README,
 dotfiles) are left alone.  Python 3 standard library only.
 
 Usage: fuzz/make-corpus.py [--testdata DIR]
-       (default DIR: ../shared/testdata next to the repository)
+       (default DIR: tests/data, the repository's copy of those files)
 """
 
 import argparse
@@ -247,7 +247,7 @@ def frame_seeds(c, psijs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--testdata', default=os.path.join(ROOT, '..', 'shared', 'testdata'))
+    ap.add_argument('--testdata', default=os.path.join(ROOT, 'tests', 'data'))
     args = ap.parse_args()
     psijs = load(os.path.join(args.testdata, 'openmined-psi-js', 'psi_js_2.0.6_vectors.json'))
     om = load(os.path.join(ROOT, 'vectors', 'openmined-psi-2.0.6.json'))

@@ -17,7 +17,7 @@ fi
 psi=$1
 root=$2
 fixtures=$root/tests/cli
-sample=$root/../shared/reference/sample-vectors.json
+sample=$root/vectors/reference/sample-vectors.json
 extra=$root/vectors/shardpsi-extra.json
 
 tmp=$(mktemp -d) || exit 2

@@ -12,7 +12,7 @@
 #include "psi.h"
 #include "test_util.h"
 
-#define REF PSI_SOURCE_ROOT "/../shared/reference/openmined-psi-vectors.json"
+#define REF PSI_SOURCE_ROOT "/vectors/reference/openmined-psi-vectors.json"
 #define WYCHEPROOF PSI_TESTDATA "/wycheproof/ecdh_secp256r1_ecpoint_test.json"
 
 static const char order_hex[] =

@@ -13,7 +13,7 @@
 #include "psi.h"
 #include "test_util.h"
 
-#define REF PSI_SOURCE_ROOT "/../shared/reference/openmined-psi-vectors.json"
+#define REF PSI_SOURCE_ROOT "/vectors/reference/openmined-psi-vectors.json"
 
 static psi_engine *make(psi_role role, int reveal, const char *key_hex)
 {

@@ -17,7 +17,7 @@
 #include "test_util.h"
 
 #define VEC_OPENMINED PSI_SOURCE_ROOT "/vectors/openmined-psi-2.0.6.json"
-#define VEC_SAMPLE PSI_SOURCE_ROOT "/../shared/reference/sample-vectors.json"
+#define VEC_SAMPLE PSI_SOURCE_ROOT "/vectors/reference/sample-vectors.json"
 #define VEC_EXTRA PSI_SOURCE_ROOT "/vectors/shardpsi-extra.json"
 
 /* cJSON decodes \u0000 into valuestring but keeps no length.  The files are

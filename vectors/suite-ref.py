@@ -812,11 +812,11 @@ def selftest(testdata, sample):
     return counts, fails
 
 def main():
-    shared = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--selftest", action="store_true")
-    ap.add_argument("--testdata", default=os.path.normpath(os.path.join(shared, "testdata")))
-    ap.add_argument("--sample", default=os.path.normpath(os.path.join(shared, "reference", "sample-vectors.json")))
+    ap.add_argument("--testdata", default=os.path.join(root, "tests", "data"))
+    ap.add_argument("--sample", default=os.path.join(root, "vectors", "reference", "sample-vectors.json"))
     ap.add_argument("--generate", nargs=2, metavar=("SUITE", "OUT"))
     ap.add_argument("--check", metavar="FILE")
     args = ap.parse_args()

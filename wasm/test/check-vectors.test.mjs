@@ -116,7 +116,7 @@ test('--workers N: the worker pool prints what the single instance prints', () =
 // Every committed vector file, single instance and pool at 1 and 4 workers, prints what the C
 // tool prints for it (when built) and passes every case.
 const COMMITTED = ['vectors/openmined-psi-2.0.6.json', 'vectors/shardpsi-extra.json',
-  '../shared/reference/sample-vectors.json'].map((f) => root + f);
+  'vectors/reference/sample-vectors.json'].map((f) => root + f);
 
 function checkEverywhere(files) {
   const one = run(...files);

@@ -64,7 +64,7 @@ function main(M) {
     const root = path.resolve(__dirname, '../..');
     dir = process.env.SHARDPSI_WASM_DIR || path.join(root, 'build-wasm/wasm');
     files = [path.join(root, 'vectors/openmined-psi-2.0.6.json'),
-      path.join(root, '../shared/reference/sample-vectors.json'),
+      path.join(root, 'vectors/reference/sample-vectors.json'),
       ...['vectors/shardpsi-p256-sswu.json', 'vectors/shardpsi-ristretto255.json']
         .map((f) => path.join(root, f)).filter((f) => fs.existsSync(f))];
   }

@@ -13,7 +13,7 @@ import { createPool, PoolError } from '../js/pool.mjs';
 import { readWireCase, runCase } from '../bin/vector-cases.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const FILES = ['vectors/openmined-psi-2.0.6.json', '../shared/reference/sample-vectors.json'];
+const FILES = ['vectors/openmined-psi-2.0.6.json', 'vectors/reference/sample-vectors.json'];
 const psi = await createPSI();
 const module = await compileModule();
 

@@ -10,7 +10,7 @@ import { createPSI } from '../js/index.mjs';
 import { readRejectCase, runReject } from '../bin/vector-cases.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const WIRE_FILES = ['vectors/openmined-psi-2.0.6.json', '../shared/reference/sample-vectors.json'];
+const WIRE_FILES = ['vectors/openmined-psi-2.0.6.json', 'vectors/reference/sample-vectors.json'];
 const SUITE_FILES = { 'p256-sswu': 'vectors/shardpsi-p256-sswu.json', ristretto255: 'vectors/shardpsi-ristretto255.json' };
 const EXTRA_FILE = 'vectors/shardpsi-extra.json';
 const load = (f) => JSON.parse(readFileSync(root + f, 'utf8'));
