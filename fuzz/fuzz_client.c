@@ -1,8 +1,8 @@
 /* Fuzzes the client's results (PROTOCOL.md §9, §9.6).  The input is a
  * ServerSetup and a Response: its first 4 bytes, little-endian, give the
  * setup's length (clamped to what follows), the rest is the response.
- * Client engines from a fixed key (psi.js's client key of
- * /work/shared/testdata/openmined-psi-js, whose messages seed the corpus),
+ * Client engines from a fixed key (psi.js's client key of the psi.js 2.0.6
+ * vectors, tests/data/openmined-psi-js/, whose messages seed the corpus),
  * reveal on and off, run psi_client_get_intersection, _size and
  * psi_client_get_association.  Checked: documented codes, outputs cleared
  * on failure, indices below the response's element count, the size equal

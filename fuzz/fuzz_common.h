@@ -29,9 +29,9 @@
  * -Werror=missing-prototypes. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The keys of /work/shared/testdata/openmined-psi-js (32 x 07 for the
- * server, 32 x 09 for the client): the seed corpus holds psi.js's setups,
- * requests and responses made with them, so matches are reachable. */
+/* The keys of the psi.js 2.0.6 vectors, tests/data/openmined-psi-js/ (32 x
+ * 07 for the server, 32 x 09 for the client): the seed corpus holds psi.js's
+ * setups, requests and responses made with them, so matches are reachable. */
 #define FUZZ_SERVER_KEY_BYTE 0x07
 #define FUZZ_CLIENT_KEY_BYTE 0x09
 

@@ -1,9 +1,10 @@
 /* Fuzzes the ServerSetup parser and the matchers (PROTOCOL.md §7, §9,
  * §9.4, §10): psi_setup_parse, then psi_setup_match, psi_setup_count and
  * psi_setup_associate against a fixed list of masked elements (psi.js's
- * client values of /work/shared/testdata/openmined-psi-js masked with its
- * server key, so the seed setups from that file match some) and, for a
- * raw setup, against the setup's own elements (each matches itself).
+ * client values of the psi.js 2.0.6 vectors, tests/data/openmined-psi-js/,
+ * masked with its server key, so the seed setups from that file match
+ * some) and, for a raw setup, against the setup's own elements (each
+ * matches itself).
  * Results are checked against a reference where one is cheap: raw by
  * brute force, GCS by the decoded value set (this harness reads the
  * parsed setup through psi/setup.h). */

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Tests of the `shardpsi` command line tool: help and usage errors, `vectors
-# check` on the shared sample vectors, on shardpsi's extra vectors
-# (vectors/shardpsi-extra.json) and on the fixtures in tests/cli/, small
-# `shardpsi demo` runs, and small `shardpsi bench` runs without psi.js, also in the
-# suites p256-sswu and ristretto255 with their vector files
+# check` on psi.js's sample vectors (vectors/reference/sample-vectors.json),
+# on shardpsi's extra vectors (vectors/shardpsi-extra.json) and on the
+# fixtures in tests/cli/, small `shardpsi demo` runs, and small `shardpsi
+# bench` runs without psi.js, also in the suites p256-sswu and ristretto255
+# with their vector files
 # (tests/test_bench_psijs.sh runs it with psi.js).
 #
 # Usage: tests/test_cli.sh PSI_BINARY REPO_ROOT

@@ -21,8 +21,9 @@
 
 /* ------------------------------------------------------------ vectors */
 
-/* §11 small example (reference/openmined-psi-vectors.json, small_example):
- * request with reveal on, response with reveal off (sorted), raw setup. */
+/* §11 small example (vectors/reference/openmined-psi-vectors.json,
+ * small_example): request with reveal on, response with reveal off
+ * (sorted), raw setup. */
 static const char SMALL_REQUEST[] =
     "0801122102df6bda232f6c5ecc7bfec2ada5049777a41c4547b29fa57e7c2294e80bcecadb1221024f67bdba"
     "5ec73447834e58a52f8553b36939229ba465a0334b4cd85e1aae2b801221028efbd69d77a25d6a31e770682e"
@@ -44,7 +45,7 @@ static const char SMALL_SETUP_RAW[] =
 static const char SMALL_SETUP_GCS[] = "120e0809108f1c1a07958b4233a5bb09";
 static const char SMALL_SETUP_BLOOM[] = "1a0e080a120a785a48495c584c4ae9c8";
 
-/* testdata/openmined-psi-js (protocol[1]: request with reveal off;
+/* tests/data/openmined-psi-js (protocol[1]: request with reveal off;
  * setups for fpr 1e-6 and 6 client inputs). */
 static const char JS_REQUEST[] =
     "1221020e7a6bf4333a29ede6a10cc2a027618f59eefe9c67a17cce6dedd4c1bef85255122103dbb0216772e9"

@@ -2,9 +2,9 @@
 """suite-ref.py - independent pure-Python reference for shardpsi's PSI ciphersuites.
 
 Not derived from shardpsi's C code: written from RFC 9380 (hash-to-curve), RFC 9496
-(ristretto255), SEC 1, the suite spec and ../shared/reference/openmined-psi-algorithms.md
-(OpenMined PSI 2.0.6), with the Python standard library only (hashlib, int and float
-arithmetic). Nothing here is constant time; it only generates and cross-checks
+(ristretto255), SEC 1, the suite spec (PROTOCOL.md) and OpenMined PSI 2.0.6's source
+(https://github.com/OpenMined/PSI), with the Python standard library only (hashlib, int
+and float arithmetic). Nothing here is constant time; it only generates and cross-checks
 known-answer vector files.
 
 Suites: openmined-p256 (id 0, no header, psi.js bytes), p256-sswu (id 1) and

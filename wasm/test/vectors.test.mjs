@@ -1,6 +1,6 @@
 // Every committed vector file through the JS API (js/index.mjs), byte for byte:
-// psi-wire-vectors/1 (OpenMined psi.js 2.0.6 and the shared sample; the p256-sswu and
-// ristretto255 suites' files, whose top-level "suite" names their suite) and
+// psi-wire-vectors/1 (OpenMined psi.js 2.0.6 and its sample, vectors/reference/; the
+// p256-sswu and ristretto255 suites' files, whose top-level "suite" names their suite) and
 // shardpsi-extra-vectors/1 (association tables and rejections).
 import test from 'node:test';
 import assert from 'node:assert/strict';
