@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // SPDX-License-Identifier: Apache-2.0
 //
-// The psi.js column of `shardpsi bench` (cli/cli_bench_psijs.c starts it once):
+// The psi.js column of `shardpsi bench` (bench/bench_cmd_psijs.c starts it once):
 //
 //   node --expose-gc bench/psijs-bench.mjs SERVER_FILE CLIENT_FILE
 //

@@ -9,13 +9,16 @@
 #include <string.h>
 
 #include "cli_commands.h"
-#include "cli_input.h"
-#include "cli_keyfile.h"
-#include "cli_net.h"
-#include "cli_output.h"
-#include "cli_progress.h"
-#include "cli_session.h"
-#include "cli_util.h"
+#include "app_input.h"
+#include "app_keyfile.h"
+#include "net.h"
+#include "app_output.h"
+#include "app_progress.h"
+#include "app_party.h"
+#include "cli_round.h"
+#include "net_progress.h"
+#include "app_clock.h"
+#include "app_util.h"
 #include "psi_shard.h"
 
 typedef enum client_mode {
@@ -26,7 +29,7 @@ typedef enum client_mode {
 } client_mode;
 
 typedef struct client_opts {
-    psi_cli_net_opts net;
+    psi_cli_round_opts net;
     const char *output;
     client_mode mode;
 } client_opts;
@@ -34,16 +37,16 @@ typedef struct client_opts {
 /* One round's state. */
 typedef struct client_ctx {
     const client_opts *o;
-    psi_cli_input in;
-    psi_cli_output out;
-    psi_cli_conn conn;
-    psi_cli_progress prog;
+    psi_app_input in;
+    psi_app_output out;
+    psi_net_conn conn;
+    psi_app_progress prog;
     psi_engine *key;       // from --key-file; NULL: a fresh key
     psi_shards *g;
-    psi_cli_handshake hello, accept;
+    psi_net_handshake hello, accept;
     uint8_t *setup, *response, *perm;
     size_t setup_len, response_len, perm_len;
-    char err[PSI_CLI_NET_MSG_MAX + 200];
+    char err[PSI_NET_MSG_MAX + 200];
 } client_ctx;
 
 void psi_cli_client_usage(FILE *out)
@@ -95,7 +98,7 @@ void psi_cli_client_usage(FILE *out)
         "\n"
         "Exit status: 0 success, 1 when the round failed (the message says why; no\n"
         "output file is written), 2 for a usage error or unreadable input.\n",
-        PSI_CLI_DEFAULT_MAX_PEER, PSI_CLI_DEFAULT_TIMEOUT_S);
+        PSI_NET_DEFAULT_MAX_PEER, PSI_NET_DEFAULT_TIMEOUT_S);
 }
 
 /* The client's own options (psi_cli_own_opt_fn): --output and one output
@@ -106,13 +109,13 @@ static int client_own_opt(void *arg, int argc, char **argv, int *i)
     client_opts *o = arg;
     const char *v = NULL;
 
-    if (psi_cli_opt_value(argc, argv, i, "--output", &v))
+    if (psi_app_opt_value(argc, argv, i, "--output", &v))
         return v != NULL ? (o->output = v, 1) : -1;
     for (int m = CLIENT_INDICES; m <= CLIENT_ASSOCIATION; m++) {
         if (strcmp(argv[*i], modes[m]) != 0)
             continue;
         if (o->mode != CLIENT_ROWS && o->mode != (client_mode)m) {
-            psi_cli_error("client: give only one of --indices, --count-only and "
+            psi_app_error("client: give only one of --indices, --count-only and "
                           "--association");
             return -1;
         }
@@ -128,17 +131,17 @@ static int client_parse(client_opts *o, int argc, char **argv)
     int rc;
 
     memset(o, 0, sizeof *o);
-    rc = psi_cli_net_parse(&o->net, argc, argv, "client", "--connect", psi_cli_client_usage,
+    rc = psi_cli_round_parse(&o->net, argc, argv, "client", "--connect", psi_cli_client_usage,
                            client_own_opt, o);
     if (rc != 0)
         return rc;
     if (o->output == NULL) {
-        psi_cli_error("client: --output FILE is required (see 'shardpsi client --help')");
+        psi_app_error("client: --output FILE is required (see 'shardpsi client --help')");
         return -1;
     }
-    if (o->mode == CLIENT_ASSOCIATION && o->net.structure != PSI_CLI_STRUCTURE_ANY &&
+    if (o->mode == CLIENT_ASSOCIATION && o->net.structure != PSI_NET_STRUCTURE_ANY &&
         o->net.structure != PSI_STRUCTURE_RAW) {
-        psi_cli_error("client: --association needs the raw setup");
+        psi_app_error("client: --association needs the raw setup");
         return -1;
     }
     return 0;
@@ -149,8 +152,8 @@ static int client_parse(client_opts *o, int argc, char **argv)
 static int client_fail(client_ctx *s, int tell_peer, const char *msg)
 {
     if (tell_peer && s->conn.fd >= 0)
-        psi_cli_net_send_error(&s->conn, msg);
-    psi_cli_progress_note(&s->prog, "error: %s", msg);
+        psi_net_send_error(&s->conn, msg);
+    psi_app_progress_note(&s->prog, "error: %s", msg);
     return -1;
 }
 
@@ -171,7 +174,7 @@ static int client_fail_net(client_ctx *s, int rc)
 {
     char msg[sizeof s->err];
 
-    psi_cli_session_net_error(msg, sizeof msg, &s->conn, rc, "server");
+    psi_net_session_error(msg, sizeof msg, &s->conn, rc, "server");
     return client_fail(s, 0, msg);
 }
 
@@ -183,12 +186,12 @@ static int client_key(client_ctx *s)
 
     if (s->o->net.key_file == NULL)
         return 0;
-    if (psi_cli_keyfile_engine_suite(&s->key, &created, s->o->net.key_file,
+    if (psi_app_keyfile_engine_suite(&s->key, &created, s->o->net.key_file,
                                      s->o->net.suite, s->err, sizeof s->err) != 0) {
-        psi_cli_error("client: %s", s->err);
+        psi_app_error("client: %s", s->err);
         return -1;
     }
-    psi_cli_progress_note(&s->prog, "%s key file %s", created ? "created" : "using the key of",
+    psi_app_progress_note(&s->prog, "%s key file %s", created ? "created" : "using the key of",
                           s->o->net.key_file);
     return 0;
 }
@@ -196,42 +199,47 @@ static int client_key(client_ctx *s)
 /* Makes the client's shards: the key file's key or a fresh one. */
 static int client_shards(client_ctx *s)
 {
+    psi_app_party_spec spec = {
+        .key = s->key, .suite = s->o->net.suite, .role = PSI_ROLE_CLIENT,
+        .reveal = s->o->mode != CLIENT_COUNT,
+        .shard = {.sharded = 1, .threads = s->o->net.threads},
+        .progress = psi_app_progress_update, .progress_arg = &s->prog};
+    psi_app_party p;
     const char *what = NULL;
-    int rc = psi_cli_session_shards(&s->g, &what, s->key, s->o->net.suite, PSI_ROLE_CLIENT,
-                                    s->o->mode != CLIENT_COUNT, s->o->net.threads,
-                                    psi_cli_progress_update, &s->prog);
+    int rc = psi_app_party_build(&p, &spec, &what);
 
+    s->g = p.shards;
     return rc != PSI_OK ? client_fail_psi(s, what, rc) : 0;
 }
 
 /* Connects, sends the HELLO, receives and checks the ACCEPT. */
 static int client_handshake(client_ctx *s)
 {
-    uint8_t hello[PSI_CLI_HANDSHAKE_MAX_BYTES], *buf = NULL;
+    uint8_t hello[PSI_NET_HANDSHAKE_MAX_BYTES], *buf = NULL;
     size_t len = 0, hello_len;
     int rc;
 
-    if ((rc = psi_cli_net_connect(&s->conn, s->o->net.addr, s->o->net.timeout_ms)) != 0)
+    if ((rc = psi_net_connect(&s->conn, s->o->net.addr, s->o->net.timeout_ms)) != 0)
         return client_fail_net(s, rc);
-    s->prog.conn = &s->conn;
-    s->hello.version = PSI_CLI_PROTOCOL_VERSION;
+    psi_net_progress_attach(&s->prog, &s->conn);
+    s->hello.version = PSI_NET_PROTOCOL_VERSION;
     s->hello.reveal = s->o->mode != CLIENT_COUNT;
     s->hello.association = s->o->mode == CLIENT_ASSOCIATION;
     s->hello.structure = s->o->net.structure;
     s->hello.fpr = s->o->net.fpr;
     s->hello.n = s->in.n;
     s->hello.suite = s->o->net.suite;
-    hello_len = psi_cli_handshake_encode(hello, &s->hello);
-    rc = psi_cli_net_send(&s->conn, PSI_CLI_FRAME_HELLO, hello, hello_len, NULL, NULL);
+    hello_len = psi_net_handshake_encode(hello, &s->hello);
+    rc = psi_net_send(&s->conn, PSI_NET_FRAME_HELLO, hello, hello_len, NULL, NULL);
     if (rc == 0)
-        rc = psi_cli_net_recv(&s->conn, PSI_CLI_FRAME_ACCEPT, PSI_CLI_NET_MSG_MAX, &buf,
+        rc = psi_net_recv(&s->conn, PSI_NET_FRAME_ACCEPT, PSI_NET_MSG_MAX, &buf,
                               &len, NULL, NULL);
     if (rc != 0)
         return client_fail_net(s, rc);
-    rc = psi_cli_handshake_decode(&s->accept, buf, len, "the server", s->err, sizeof s->err);
+    rc = psi_net_handshake_decode(&s->accept, buf, len, "the server", s->err, sizeof s->err);
     free(buf);
     if (rc == 0)
-        rc = psi_cli_session_check_accept(&s->accept, &s->hello, s->o->net.max_peer,
+        rc = psi_net_session_check_accept(&s->accept, &s->hello, s->o->net.max_peer,
                                           s->err, sizeof s->err);
     return rc != 0 ? client_fail(s, 1, s->err) : 0;
 }
@@ -240,7 +248,7 @@ static int client_handshake(client_ctx *s)
 static int client_recv(client_ctx *s, int type, size_t max, const char *step,
                        uint8_t **buf, size_t *len)
 {
-    int rc = psi_cli_progress_recv(&s->prog, &s->conn, type, max, buf, len, step);
+    int rc = psi_net_progress_recv(&s->prog, &s->conn, type, max, buf, len, step);
 
     return rc != 0 ? client_fail_net(s, rc) : 0;
 }
@@ -253,38 +261,38 @@ static int client_exchange(client_ctx *s)
     psi_setup_params p;
     int suite = s->o->net.suite;
     size_t cap = psi_request_bound_suite(suite, s->in.n), len = cap, setup_cap = 0;
-    uint8_t *req = psi_cli_alloc(cap, 1);
+    uint8_t *req = psi_app_alloc(cap, 1);
     int rc;
 
     if (req == NULL)
         return client_fail(s, 1, "out of memory for the request");
-    psi_cli_progress_begin(&s->prog, "masking the request", s->in.n);
+    psi_app_progress_begin(&s->prog, "masking the request", s->in.n);
     rc = psi_shards_client_create_request(s->g, req, &len, s->in.values, s->in.n);
-    psi_cli_progress_end(&s->prog);
+    psi_app_progress_end(&s->prog);
     if (rc != PSI_OK) {
         free(req);
         return client_fail_psi(s, "cannot build the request", rc);
     }
-    psi_cli_session_params(&p, &s->accept, s->in.n);
+    psi_net_session_params(&p, &s->accept, s->in.n);
     if ((rc = psi_setup_bound_suite(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK) {
         free(req);
         return client_fail_psi(s, "the server's setup parameters", rc);
     }
-    if (client_recv(s, PSI_CLI_FRAME_SETUP, setup_cap, "receiving the setup", &s->setup,
+    if (client_recv(s, PSI_NET_FRAME_SETUP, setup_cap, "receiving the setup", &s->setup,
                     &s->setup_len) != 0) {
         free(req);
         return -1;
     }
-    rc = psi_cli_progress_send(&s->prog, &s->conn, PSI_CLI_FRAME_REQUEST, req, len,
+    rc = psi_net_progress_send(&s->prog, &s->conn, PSI_NET_FRAME_REQUEST, req, len,
                                "sending the request");
     free(req);
     if (rc != 0)
         return client_fail_net(s, rc);
-    if (client_recv(s, PSI_CLI_FRAME_RESPONSE, psi_response_bound_suite(suite, s->in.n),
+    if (client_recv(s, PSI_NET_FRAME_RESPONSE, psi_response_bound_suite(suite, s->in.n),
                     "receiving the response", &s->response, &s->response_len) != 0)
         return -1;
     if (s->accept.association &&
-        client_recv(s, PSI_CLI_FRAME_PERM, (size_t)s->accept.n * 8,
+        client_recv(s, PSI_NET_FRAME_PERM, (size_t)s->accept.n * 8,
                     "receiving the association table", &s->perm, &s->perm_len) != 0)
         return -1;
     if (s->accept.association && s->perm_len != (size_t)s->accept.n * 8) {
@@ -317,7 +325,7 @@ static int client_cmp_pair(const void *a, const void *b)
 static int client_write_matches(client_ctx *s, size_t *count)
 {
     size_t cap = s->in.n, k = cap;
-    size_t *idx = psi_cli_alloc(cap, sizeof *idx);
+    size_t *idx = psi_app_alloc(cap, sizeof *idx);
     FILE *f = s->out.f;
     int rc;
 
@@ -331,10 +339,10 @@ static int client_write_matches(client_ctx *s, size_t *count)
     }
     qsort(idx, k, sizeof *idx, client_cmp_index);
     if (s->o->mode == CLIENT_ROWS)
-        psi_cli_input_write_header(f, &s->in);
+        psi_app_input_write_header(f, &s->in);
     for (size_t i = 0; i < k; i++) {
         if (s->o->mode == CLIENT_ROWS)
-            psi_cli_input_write_row(f, &s->in, idx[i]);
+            psi_app_input_write_row(f, &s->in, idx[i]);
         else
             fprintf(f, "%zu\n", idx[i]);
     }
@@ -348,7 +356,7 @@ static int client_write_matches(client_ctx *s, size_t *count)
 static int client_decode_perm(client_ctx *s, size_t *perm, size_t n_server)
 {
     for (size_t i = 0; i < n_server; i++) {
-        uint64_t v = psi_cli_load_be(s->perm + 8 * i, 8);
+        uint64_t v = psi_app_load_be(s->perm + 8 * i, 8);
         if (v >= n_server) {
             snprintf(s->err, sizeof s->err, "the server's association table: entry %zu "
                      "names row %llu of %zu", i, (unsigned long long)v, n_server);
@@ -363,8 +371,8 @@ static int client_decode_perm(client_ctx *s, size_t *perm, size_t n_server)
 static int client_write_association(client_ctx *s, size_t *count)
 {
     size_t n_server = (size_t)s->accept.n, k = s->in.n;
-    psi_pair *pairs = psi_cli_alloc(s->in.n, sizeof *pairs);
-    size_t *perm = psi_cli_alloc(n_server, sizeof *perm);
+    psi_pair *pairs = psi_app_alloc(s->in.n, sizeof *pairs);
+    size_t *perm = psi_app_alloc(n_server, sizeof *perm);
     int rc = PSI_E_NOMEM;
 
     if (pairs != NULL && perm != NULL && client_decode_perm(s, perm, n_server) != 0) {
@@ -394,7 +402,7 @@ static int client_result(client_ctx *s, size_t *count)
 {
     int rc;
 
-    psi_cli_progress_begin(&s->prog, "matching", s->in.n);
+    psi_app_progress_begin(&s->prog, "matching", s->in.n);
     if (s->o->mode == CLIENT_COUNT) {
         rc = psi_shards_client_get_intersection_size(s->g, count, s->setup, s->setup_len,
                                                      s->response, s->response_len);
@@ -407,7 +415,7 @@ static int client_result(client_ctx *s, size_t *count)
     } else {
         rc = client_write_matches(s, count);
     }
-    psi_cli_progress_end(&s->prog);
+    psi_app_progress_end(&s->prog);
     return rc;
 }
 
@@ -415,27 +423,27 @@ static int client_result(client_ctx *s, size_t *count)
 static int client_round(client_ctx *s)
 {
     size_t count = 0;
-    double t0 = psi_cli_now_ms();
+    double t0 = psi_app_now_ms();
     int rc;
 
     if (client_handshake(s) != 0 || client_exchange(s) != 0 || client_result(s, &count) != 0)
         return -1;
-    if (psi_cli_output_commit(&s->out, s->err, sizeof s->err) != 0)
+    if (psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0)
         return client_fail(s, 1, s->err);
     // DONE last: the server's exit status says whether the client got its
     // result, and a bad response is reported to it as an ERROR instead.
-    if ((rc = psi_cli_net_send(&s->conn, PSI_CLI_FRAME_DONE, NULL, 0, NULL, NULL)) != 0)
+    if ((rc = psi_net_send(&s->conn, PSI_NET_FRAME_DONE, NULL, 0, NULL, NULL)) != 0)
         return client_fail_net(s, rc);
-    psi_cli_net_close(&s->conn);
-    s->prog.conn = NULL;
-    psi_cli_progress_note(&s->prog, "%zu of %zu values in the intersection (server: %llu "
+    psi_net_close(&s->conn);
+    psi_net_progress_detach(&s->prog);
+    psi_app_progress_note(&s->prog, "%zu of %zu values in the intersection (server: %llu "
                           "values, %s setup, suite %s); %s in %.1f s; peak memory "
                           "%.1f MiB", count, s->in.n,
                           (unsigned long long)s->accept.n,
-                          psi_cli_structure_name(s->accept.structure),
-                          psi_cli_suite_label(s->accept.suite),
+                          psi_app_structure_name(s->accept.structure),
+                          psi_app_suite_label(s->accept.suite),
                           strcmp(s->o->output, "-") == 0 ? "written to stdout" : "written",
-                          (psi_cli_now_ms() - t0) / 1000.0, psi_cli_peak_mib());
+                          (psi_app_now_ms() - t0) / 1000.0, psi_app_peak_mib());
     return 0;
 }
 
@@ -446,36 +454,36 @@ int psi_cli_cmd_client(int argc, char **argv)
     int rc = client_parse(&o, argc, argv);
 
     if (rc != 0)
-        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        return rc > 0 ? PSI_APP_EXIT_OK : PSI_APP_EXIT_USAGE;
     memset(&s, 0, sizeof s);
     s.o = &o;
     s.conn.fd = -1;
-    psi_cli_progress_init(&s.prog, "shardpsi client", o.net.progress, NULL, o.net.timeout_ms);
+    psi_app_progress_init(&s.prog, "shardpsi client", o.net.progress);
     signal(SIGPIPE, SIG_IGN);
-    if (psi_cli_input_read(&s.in, o.net.input, o.net.column, o.net.lines, s.err,
-                           sizeof s.err) != PSI_CLI_INPUT_OK) {
-        psi_cli_error("client: %s", s.err);
-        rc = CLI_EXIT_USAGE;
-    } else if (psi_cli_output_open(&s.out, o.output, s.err, sizeof s.err) != 0) {
-        psi_cli_error("client: %s", s.err);
-        rc = CLI_EXIT_USAGE;
+    if (psi_app_input_read(&s.in, o.net.input, o.net.column, o.net.lines, s.err,
+                           sizeof s.err) != PSI_APP_INPUT_OK) {
+        psi_app_error("client: %s", s.err);
+        rc = PSI_APP_EXIT_USAGE;
+    } else if (psi_app_output_open(&s.out, o.output, s.err, sizeof s.err) != 0) {
+        psi_app_error("client: %s", s.err);
+        rc = PSI_APP_EXIT_USAGE;
     } else if (client_key(&s) != 0) {
-        rc = CLI_EXIT_USAGE;
-        psi_cli_output_abort(&s.out);
+        rc = PSI_APP_EXIT_USAGE;
+        psi_app_output_abort(&s.out);
     } else if (client_shards(&s) != 0) {
-        rc = CLI_EXIT_FAIL;
-        psi_cli_output_abort(&s.out);
+        rc = PSI_APP_EXIT_FAIL;
+        psi_app_output_abort(&s.out);
     } else {
-        psi_cli_output_cleanup_on_signal();
-        rc = client_round(&s) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
-        psi_cli_output_abort(&s.out);
+        psi_app_output_cleanup_on_signal();
+        rc = client_round(&s) == 0 ? PSI_APP_EXIT_OK : PSI_APP_EXIT_FAIL;
+        psi_app_output_abort(&s.out);
     }
-    psi_cli_net_close(&s.conn);
+    psi_net_close(&s.conn);
     psi_shards_free(s.g);
     psi_engine_free(s.key);
     free(s.setup);
     free(s.response);
     free(s.perm);
-    psi_cli_input_free(&s.in);
+    psi_app_input_free(&s.in);
     return rc;
 }

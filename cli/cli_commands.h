@@ -1,7 +1,7 @@
 /*
  * The commands of the `shardpsi` tool.  Each takes the arguments from its own
  * name on (argv[0] is the command name) and returns the process exit code
- * (CLI_EXIT_* of cli_util.h).
+ * (PSI_APP_EXIT_* of app_util.h).
  */
 #ifndef PSI_CLI_COMMANDS_H
 #define PSI_CLI_COMMANDS_H
@@ -18,11 +18,6 @@ int psi_cli_cmd_demo(int argc, char **argv);
 /** Prints the help of `shardpsi demo` to `out`. */
 void psi_cli_demo_usage(FILE *out);
 
-/** `shardpsi bench ...` (cli_bench.c). */
-int psi_cli_cmd_bench(int argc, char **argv);
-/** Prints the help of `shardpsi bench` to `out`. */
-void psi_cli_bench_usage(FILE *out);
-
 /** `shardpsi server ...` (cli_server.c). */
 int psi_cli_cmd_server(int argc, char **argv);
 /** Prints the help of `shardpsi server` to `out`. */
@@ -36,8 +31,6 @@ void psi_cli_client_usage(FILE *out);
 /** `shardpsi keygen|setup|request|response|match ...`, the offline commands
  *  (cli_offline.c); argv[0] names the command. */
 int psi_cli_cmd_offline(int argc, char **argv);
-/** Prints the help of offline command `cmd` to `out`.  Returns: 0, or -1
- *  when `cmd` is not one (out NULL: only the test). */
-int psi_cli_offline_usage(FILE *out, const char *cmd);
+/* Their help: psi_app_offline_usage (app_offline.h). */
 
 #endif /* PSI_CLI_COMMANDS_H */

@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include "cli_commands.h"
-#include "cli_demo.h"
-#include "cli_util.h"
+#include "app_sets.h"
+#include "app_clock.h"
+#include "app_util.h"
 
 // Set sizes above this would take gigabytes; the demo refuses them.
 #define DEMO_MAX_SIZE ((size_t)20000000)
@@ -39,11 +40,11 @@ static const char demo_usage[] =
     "  --count-only       reveal only the intersection size\n"
     "  --suite NAME       ciphersuite of both parties: openmined-p256 (default),\n"
     "                     p256-sswu or ristretto255\n"
-    "  --shards N         engines per party, 1 to " PSI_CLI_STR(PSI_SHARD_MAX_SHARDS)
+    "  --shards N         engines per party, 1 to " PSI_APP_STR(PSI_SHARD_MAX_SHARDS)
     " (default: 4 a\n"
     "                     worker thread, 1 without)\n"
     "  --threads T        worker threads per party, 1 to "
-    PSI_CLI_STR(PSI_SHARD_MAX_THREADS) "; 1 runs the\n"
+    PSI_APP_STR(PSI_SHARD_MAX_THREADS) "; 1 runs the\n"
     "                     shards in turn on the calling thread (default: the\n"
     "                     online CPUs, at most N)\n"
     "  --single-engine    run each party on one engine (psi.h), without the\n"
@@ -67,19 +68,19 @@ static int demo_parse_structure(psi_structure *out, const char *text)
             return 0;
         }
     }
-    psi_cli_error("demo: --structure: unknown structure '%s' "
+    psi_app_error("demo: --structure: unknown structure '%s' "
                   "(raw, gcs or bloom_filter)", text);
     return -1;
 }
 
 /* Parses argv[*i] (and its value).  Returns: 0, 1 after the help, -1 on a
  * usage error. */
-static int demo_parse_one(psi_cli_demo_opts *o, int argc, char **argv, int *i)
+static int demo_parse_one(psi_app_demo_opts *o, int argc, char **argv, int *i)
 {
     const char *v = NULL;
     int rc;
 
-    if (psi_cli_is_help(argv[*i])) {
+    if (psi_app_is_help(argv[*i])) {
         psi_cli_demo_usage(stdout);
         return 1;
     }
@@ -91,34 +92,34 @@ static int demo_parse_one(psi_cli_demo_opts *o, int argc, char **argv, int *i)
         o->single = 1;
         return 0;
     }
-    if ((rc = psi_cli_shard_opt(&o->shard, argc, argv, i, "demo")) != 0)
+    if ((rc = psi_app_shard_opt(&o->shard, argc, argv, i, "demo")) != 0)
         return rc > 0 ? 0 : -1;
-    if (psi_cli_opt_value(argc, argv, i, "--seed", &v))
-        return v ? psi_cli_parse_u64(&o->seed, v, "demo: --seed") : -1;
-    if (psi_cli_opt_value(argc, argv, i, "--server-size", &v))
-        return v ? psi_cli_parse_size(&o->server_size, v, DEMO_MAX_SIZE,
+    if (psi_app_opt_value(argc, argv, i, "--seed", &v))
+        return v ? psi_app_parse_u64(&o->seed, v, "demo: --seed") : -1;
+    if (psi_app_opt_value(argc, argv, i, "--server-size", &v))
+        return v ? psi_app_parse_size(&o->server_size, v, DEMO_MAX_SIZE,
                                       "demo: --server-size") : -1;
-    if (psi_cli_opt_value(argc, argv, i, "--client-size", &v))
-        return v ? psi_cli_parse_size(&o->client_size, v, DEMO_MAX_SIZE,
+    if (psi_app_opt_value(argc, argv, i, "--client-size", &v))
+        return v ? psi_app_parse_size(&o->client_size, v, DEMO_MAX_SIZE,
                                       "demo: --client-size") : -1;
-    if (psi_cli_opt_value(argc, argv, i, "--overlap", &v))
-        return v ? psi_cli_parse_double(&o->overlap, v, 0, 0, 1, 0,
+    if (psi_app_opt_value(argc, argv, i, "--overlap", &v))
+        return v ? psi_app_parse_double(&o->overlap, v, 0, 0, 1, 0,
                                         "demo: --overlap") : -1;
-    if (psi_cli_opt_value(argc, argv, i, "--fpr", &v))
-        return v ? psi_cli_parse_double(&o->fpr, v, 0, 1, 1, 1, "demo: --fpr") : -1;
-    if (psi_cli_opt_value(argc, argv, i, "--structure", &v))
+    if (psi_app_opt_value(argc, argv, i, "--fpr", &v))
+        return v ? psi_app_parse_double(&o->fpr, v, 0, 1, 1, 1, "demo: --fpr") : -1;
+    if (psi_app_opt_value(argc, argv, i, "--structure", &v))
         return v ? demo_parse_structure(&o->structure, v) : -1;
-    if (psi_cli_opt_value(argc, argv, i, "--suite", &v))
-        return v ? psi_cli_parse_suite(&o->suite, v, "demo: --suite") : -1;
+    if (psi_app_opt_value(argc, argv, i, "--suite", &v))
+        return v ? psi_app_parse_suite(&o->suite, v, "demo: --suite") : -1;
     if (argv[*i][0] == '-')
-        psi_cli_error("demo: unknown option '%s' (see 'shardpsi demo --help')", argv[*i]);
+        psi_app_error("demo: unknown option '%s' (see 'shardpsi demo --help')", argv[*i]);
     else
-        psi_cli_error("demo: unexpected argument '%s' (see 'shardpsi demo --help')",
+        psi_app_error("demo: unexpected argument '%s' (see 'shardpsi demo --help')",
                       argv[*i]);
     return -1;
 }
 
-static int demo_parse(psi_cli_demo_opts *o, int argc, char **argv)
+static int demo_parse(psi_app_demo_opts *o, int argc, char **argv)
 {
     size_t k;
 
@@ -141,14 +142,14 @@ static int demo_parse(psi_cli_demo_opts *o, int argc, char **argv)
             return rc;
     }
     if (o->single && (o->shard.shards > 0 || o->shard.threads > 0)) {
-        psi_cli_error("demo: --single-engine excludes --shards and --threads");
+        psi_app_error("demo: --single-engine excludes --shards and --threads");
         return -1;
     }
     if (o->single)
         o->shard.sharded = 0;
-    k = psi_cli_demo_shared(o);
+    k = psi_app_demo_shared(o);
     if (k > o->server_size) {
-        psi_cli_error("demo: --overlap %g of %zu client values needs %zu shared "
+        psi_app_error("demo: --overlap %g of %zu client values needs %zu shared "
                       "values, but the server set has %zu", o->overlap,
                       o->client_size, k, o->server_size);
         return -1;
@@ -158,9 +159,9 @@ static int demo_parse(psi_cli_demo_opts *o, int argc, char **argv)
 
 /* The state of one run: both parties and the three messages. */
 typedef struct demo_run {
-    const psi_cli_demo_opts *o;
-    const psi_cli_demo_sets *s;
-    psi_cli_party server, client;
+    const psi_app_demo_opts *o;
+    const psi_app_demo_sets *s;
+    psi_app_party server, client;
     uint8_t *setup, *request, *response;
     size_t setup_len, request_len, response_len;
     size_t *idx;
@@ -183,28 +184,23 @@ static void demo_step_line(const char *step, size_t values, size_t bytes, double
 
 static int demo_fail(const char *step, int rc)
 {
-    psi_cli_error("demo: %s: %s (error %d)", step, psi_strerror(rc), rc);
+    psi_app_error("demo: %s: %s (error %d)", step, psi_strerror(rc), rc);
     return -1;
 }
 
 /* Random keys; each engine then becomes a party (on shards if asked). */
-static int demo_party(psi_cli_party *p, const psi_cli_demo_opts *o, psi_role role)
+static int demo_party(psi_app_party *p, const psi_app_demo_opts *o, psi_role role)
 {
-    psi_settings st;
-    psi_engine *e = NULL;
+    psi_app_party_spec spec = {.suite = o->suite, .role = role, .reveal = o->reveal,
+                               .shard = o->shard};
     const char *who = role == PSI_ROLE_SERVER ? "server" : "client";
-    int rc;
+    const char *step = NULL;
+    int rc = psi_app_party_build(p, &spec, &step);
 
-    psi_settings_default(&st);
-    st.reveal_intersection = o->reveal;
-    st.role = role;
-    st.suite = (psi_suite)o->suite;
-    if ((rc = psi_engine_create(&e, &st)) != PSI_OK) {
-        psi_cli_error("demo: %s engine: %s (error %d)", who, psi_strerror(rc), rc);
-        return -1;
-    }
-    if ((rc = psi_cli_party_init(p, e, &o->shard)) != PSI_OK) {
-        psi_cli_error("demo: %s shards: %s (error %d)", who, psi_strerror(rc), rc);
+    if (rc != PSI_OK) {
+        psi_app_error("demo: %s %s: %s (error %d)", who,
+                      strcmp(step, PSI_APP_PARTY_E_ENGINE) == 0 ? "engine" : "shards",
+                      psi_strerror(rc), rc);
         return -1;
     }
     return 0;
@@ -212,15 +208,15 @@ static int demo_party(psi_cli_party *p, const psi_cli_demo_opts *o, psi_role rol
 
 static int demo_engines(demo_run *r)
 {
-    double t0 = psi_cli_now_ms();
+    double t0 = psi_app_now_ms();
     char what[96];
 
     if (demo_party(&r->server, r->o, PSI_ROLE_SERVER) != 0 ||
         demo_party(&r->client, r->o, PSI_ROLE_CLIENT) != 0)
         return -1;
-    psi_cli_party_describe(&r->server, what, sizeof what);
+    psi_app_party_describe(&r->server, what, sizeof what);
     printf("parties: server and client each on %s, made in %.1f ms\n", what,
-           psi_cli_now_ms() - t0);
+           psi_app_now_ms() - t0);
     return 0;
 }
 
@@ -238,15 +234,15 @@ static int demo_setup(demo_run *r)
     p.num_client_inputs = (int64_t)(r->s->n_client ? r->s->n_client : 1);
     if ((rc = psi_setup_bound_suite(&bound, r->o->suite, &p, r->s->n_server)) != PSI_OK)
         return demo_fail("server setup", rc);
-    if ((r->setup = psi_cli_alloc(bound, 1)) == NULL)
+    if ((r->setup = psi_app_alloc(bound, 1)) == NULL)
         return demo_fail("server setup", PSI_E_NOMEM);
     r->setup_len = bound;
-    t0 = psi_cli_now_ms();
-    rc = psi_cli_party_create_setup(&r->server, r->setup, &r->setup_len, NULL, &p,
+    t0 = psi_app_now_ms();
+    rc = psi_app_party_create_setup(&r->server, r->setup, &r->setup_len, NULL, &p,
                                     r->s->server, r->s->n_server);
     if (rc != PSI_OK)
         return demo_fail("server setup", rc);
-    demo_step_line("server setup", r->s->n_server, r->setup_len, psi_cli_now_ms() - t0);
+    demo_step_line("server setup", r->s->n_server, r->setup_len, psi_app_now_ms() - t0);
     return 0;
 }
 
@@ -256,15 +252,15 @@ static int demo_request(demo_run *r)
     int rc;
 
     r->request_len = psi_request_bound_suite(r->o->suite, r->s->n_client);
-    if ((r->request = psi_cli_alloc(r->request_len, 1)) == NULL)
+    if ((r->request = psi_app_alloc(r->request_len, 1)) == NULL)
         return demo_fail("client request", PSI_E_NOMEM);
-    t0 = psi_cli_now_ms();
-    rc = psi_cli_party_create_request(&r->client, r->request, &r->request_len,
+    t0 = psi_app_now_ms();
+    rc = psi_app_party_create_request(&r->client, r->request, &r->request_len,
                                       r->s->client, r->s->n_client);
     if (rc != PSI_OK)
         return demo_fail("client request", rc);
     demo_step_line("client request", r->s->n_client, r->request_len,
-                   psi_cli_now_ms() - t0);
+                   psi_app_now_ms() - t0);
     return 0;
 }
 
@@ -275,15 +271,15 @@ static int demo_response(demo_run *r)
 
     r->response_len = psi_response_bound_suite(
         r->o->suite, psi_message_element_bound_suite(r->o->suite, r->request_len));
-    if ((r->response = psi_cli_alloc(r->response_len, 1)) == NULL)
+    if ((r->response = psi_app_alloc(r->response_len, 1)) == NULL)
         return demo_fail("server response", PSI_E_NOMEM);
-    t0 = psi_cli_now_ms();
-    rc = psi_cli_party_process_request(&r->server, r->response, &r->response_len,
+    t0 = psi_app_now_ms();
+    rc = psi_app_party_process_request(&r->server, r->response, &r->response_len,
                                        r->request, r->request_len);
     if (rc != PSI_OK)
         return demo_fail("server response", rc);
     demo_step_line("server response", r->s->n_client, r->response_len,
-                   psi_cli_now_ms() - t0);
+                   psi_app_now_ms() - t0);
     return 0;
 }
 
@@ -291,29 +287,29 @@ static int demo_response(demo_run *r)
 static int demo_result(demo_run *r)
 {
     size_t n = psi_message_element_bound_suite(r->o->suite, r->response_len);
-    double t0 = psi_cli_now_ms();
+    double t0 = psi_app_now_ms();
     int rc;
 
     if (r->o->reveal) {
-        if ((r->idx = psi_cli_alloc(n, sizeof *r->idx)) == NULL)
+        if ((r->idx = psi_app_alloc(n, sizeof *r->idx)) == NULL)
             return demo_fail("client intersection", PSI_E_NOMEM);
-        rc = psi_cli_party_intersection(&r->client, r->idx, &n, r->setup,
+        rc = psi_app_party_intersection(&r->client, r->idx, &n, r->setup,
                                         r->setup_len, r->response, r->response_len);
     } else {
-        rc = psi_cli_party_intersection_size(&r->client, &n, r->setup, r->setup_len,
+        rc = psi_app_party_intersection_size(&r->client, &n, r->setup, r->setup_len,
                                              r->response, r->response_len);
     }
     if (rc != PSI_OK)
         return demo_fail(r->o->reveal ? "client intersection" : "client size", rc);
     demo_step_line(r->o->reveal ? "client intersection" : "client size",
-                   r->s->n_client, SIZE_MAX, psi_cli_now_ms() - t0);
+                   r->s->n_client, SIZE_MAX, psi_app_now_ms() - t0);
     printf("intersection size: %zu\n", n);
     if (r->o->reveal)
-        return psi_cli_demo_check_indices(r->o, r->s, r->idx, n) != 0;
-    return psi_cli_demo_check_count(r->o, r->s, n) != 0;
+        return psi_app_demo_check_indices(r->o, r->s, r->idx, n) != 0;
+    return psi_app_demo_check_count(r->o, r->s, n) != 0;
 }
 
-static int demo_protocol(const psi_cli_demo_opts *o, const psi_cli_demo_sets *s)
+static int demo_protocol(const psi_app_demo_opts *o, const psi_app_demo_sets *s)
 {
     demo_run r;
     int rc;
@@ -330,8 +326,8 @@ static int demo_protocol(const psi_cli_demo_opts *o, const psi_cli_demo_sets *s)
         rc = demo_response(&r);
     if (rc == 0)
         rc = demo_result(&r);
-    psi_cli_party_free(&r.server);
-    psi_cli_party_free(&r.client);
+    psi_app_party_free(&r.server);
+    psi_app_party_free(&r.client);
     free(r.setup);
     free(r.request);
     free(r.response);
@@ -343,7 +339,7 @@ static int demo_protocol(const psi_cli_demo_opts *o, const psi_cli_demo_sets *s)
  * party's temporaries, for the sizes the demo is run at. */
 static void demo_peak_memory(void)
 {
-    double mib = psi_cli_peak_mib();
+    double mib = psi_app_peak_mib();
 
     if (mib > 0)
         printf("peak memory: %.1f MiB (VmHWM)\n", mib);
@@ -351,32 +347,32 @@ static void demo_peak_memory(void)
 
 int psi_cli_cmd_demo(int argc, char **argv)
 {
-    psi_cli_demo_opts o;
-    psi_cli_demo_sets s;
+    psi_app_demo_opts o;
+    psi_app_demo_sets s;
     double t0;
     int rc = demo_parse(&o, argc, argv);
 
     if (rc != 0)
-        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        return rc > 0 ? PSI_APP_EXIT_OK : PSI_APP_EXIT_USAGE;
     printf("shardpsi demo: seed %" PRIu64 ", server set %zu values, client set %zu values "
            "(%zu shared), structure %s, fpr %g, %s, suite %s\n", o.seed, o.server_size,
-           o.client_size, psi_cli_demo_shared(&o), demo_structures[o.structure],
+           o.client_size, psi_app_demo_shared(&o), demo_structures[o.structure],
            o.fpr, o.reveal ? "intersection revealed" : "size only",
            psi_suite_name(o.suite));
-    t0 = psi_cli_now_ms();
-    if (psi_cli_demo_sets_make(&s, &o) != 0) {
-        psi_cli_demo_sets_free(&s);
-        psi_cli_error("demo: out of memory for the sets");
-        return CLI_EXIT_FAIL;
+    t0 = psi_app_now_ms();
+    if (psi_app_demo_sets_make(&s, &o) != 0) {
+        psi_app_demo_sets_free(&s);
+        psi_app_error("demo: out of memory for the sets");
+        return PSI_APP_EXIT_FAIL;
     }
     printf("generated the sets and their plain intersection in %.1f ms\n",
-           psi_cli_now_ms() - t0);
+           psi_app_now_ms() - t0);
     rc = demo_protocol(&o, &s);
-    psi_cli_demo_sets_free(&s);
+    psi_app_demo_sets_free(&s);
     demo_peak_memory();
     if (rc == 0)
         printf("result: OK\n");
     else if (rc > 0)
         printf("result: WRONG\n");
-    return rc == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    return rc == 0 ? PSI_APP_EXIT_OK : PSI_APP_EXIT_FAIL;
 }

@@ -1,507 +1,75 @@
-/*
- * `shardpsi keygen`, and what the offline steps share: options, help, key file,
- * message files, shards and messages.  See cli_offline.h.
- */
+/* `shardpsi keygen` and the offline steps' command; see cli_offline.h. */
 #include "cli_offline.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app_keyfile.h"
+#include "app_util.h"
 #include "cli_commands.h"
-#include "cli_keyfile.h"
-#include "cli_session.h"
-#include "cli_util.h"
-
-/* Which options a command takes. */
-enum {
-    OPT_KEY = 1 << 0,       // --key-file, --suite, --shards, --threads, --progress
-    OPT_INPUT = 1 << 1,     // --input, --column, --lines
-    OPT_OUTPUT = 1 << 2,    // --output
-    OPT_SETUP = 1 << 3,     // --structure, --fpr, --num-client-inputs, --permutation
-    OPT_COUNT = 1 << 4,     // --count-only
-    OPT_REQUEST = 1 << 5,   // --request, --reveal
-    OPT_MATCH = 1 << 6,     // --setup, --response, --indices
-    OPT_SUITE = 1 << 7      // --suite (keygen)
-};
-
-typedef struct offline_cmd {
-    const char *name;
-    unsigned opts;
-    int (*run)(psi_cli_offline *s);
-    const char *usage;
-} offline_cmd;
-
-static int offline_keygen(psi_cli_offline *s);
-
-#define OFFLINE_COMMON_HELP \
-    "  --key-file KEY       this party's key (from shardpsi keygen; mode 0600)\n" \
-    "  --suite NAME         openmined-p256 (default), p256-sswu or ristretto255;\n" \
-    "                       the key file's suite must be the same\n" \
-    "  --threads N          worker threads (default: every online CPU)\n" \
-    "  --shards N           engines the values are split over (default: the\n" \
-    "                       library's for the threads); the bytes written are the\n" \
-    "                       same for every --threads and --shards\n" \
-    "  --progress           progress lines on stderr even when it is not a\n" \
-    "                       terminal (--no-progress: never)\n"
-#define OFFLINE_INPUT_HELP \
-    "  --input FILE         one value per line (CRLF handled), or '-' for stdin;\n" \
-    "                       a FILE that looks like CSV (a ',' in its first line,\n" \
-    "                       or a name ending in .csv) is refused unless --column\n" \
-    "                       or --lines says how to read it\n" \
-    "  --column NAME        read FILE as CSV (header row), values of column NAME\n" \
-    "  --lines              read every line as a value (the header too), even if\n" \
-    "                       FILE looks like CSV\n"
-#define OFFLINE_EXIT_HELP \
-    "\n" \
-    "Exit status: 0 success, 1 when a message is refused or the step fails at\n" \
-    "run time, 2 for a usage error or a file that cannot be used (missing,\n" \
-    "unreadable, a key file others can read).  No output file is left behind\n" \
-    "on failure: outputs are written under a temporary name and renamed.\n"
-
-static const offline_cmd offline_cmds[] = {
-    {"keygen", OPT_OUTPUT | OPT_SUITE, offline_keygen,
-     "Usage: shardpsi keygen --output KEY [--suite NAME]\n"
-     "\n"
-     "Writes a fresh random key to the new file KEY (mode 0600; an existing file\n"
-     "is never overwritten): 64 hex digits and, for a suite other than\n"
-     "openmined-p256, the suite's name.  Each party makes its own and keeps it\n"
-     "for all the steps of a round; the key never leaves the file otherwise.\n"
-     "\n"
-     "  --output KEY         the key file to create\n"
-     "  --suite NAME         openmined-p256 (default), p256-sswu or ristretto255\n"
-     OFFLINE_EXIT_HELP},
-    {"setup", OPT_KEY | OPT_INPUT | OPT_OUTPUT | OPT_SETUP, psi_cli_offline_setup,
-     "Usage: shardpsi setup --key-file KEY --input FILE --structure S --output SETUP\n"
-     "                 [options]\n"
-     "\n"
-     "Server step 1: masks the values of FILE and writes the ServerSetup message\n"
-     "to SETUP, for the client's `shardpsi match`.\n"
-     "\n"
-     OFFLINE_INPUT_HELP
-     "  --structure S        raw (exact), gcs or bloom_filter (also bloom): smaller,\n"
-     "                       with false positives at rate --fpr\n"
-     "  --fpr F              gcs and bloom: false-positive rate for the whole\n"
-     "                       client set, in (0, 1) (default 1e-09)\n"
-     "  --num-client-inputs N  gcs and bloom: the client's number of values\n"
-     "                       (required for them: the rate is split over them)\n"
-     "  --output SETUP       the setup message file\n"
-     "  --permutation PERM   raw only: also write the setup's sorting permutation,\n"
-     "                       one 0-based input row index per line (line j: the\n"
-     "                       row of the setup's element j; PROTOCOL.md §17)\n"
-     OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
-    {"request", OPT_KEY | OPT_INPUT | OPT_OUTPUT | OPT_COUNT, psi_cli_offline_request,
-     "Usage: shardpsi request --key-file KEY --input FILE [--count-only] --output REQUEST\n"
-     "                   [options]\n"
-     "\n"
-     "Client step 1: masks the values of FILE and writes the Request message to\n"
-     "REQUEST, for the server's `shardpsi response`.\n"
-     "\n"
-     OFFLINE_INPUT_HELP
-     "  --count-only         a request that lets the client learn only the size of\n"
-     "                       the intersection (reveal off); `shardpsi match` must then\n"
-     "                       be run with --count-only, and `shardpsi response` without\n"
-     "                       --reveal\n"
-     "  --output REQUEST     the request message file\n"
-     OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
-    {"response", OPT_KEY | OPT_OUTPUT | OPT_REQUEST, psi_cli_offline_response,
-     "Usage: shardpsi response --key-file KEY --request REQUEST [--reveal] --output RESPONSE\n"
-     "                    [options]\n"
-     "\n"
-     "Server step 2: re-masks the client's request with the server's key (the\n"
-     "key of its `shardpsi setup`) and writes the Response message to RESPONSE.\n"
-     "\n"
-     "  --request REQUEST    the client's request message file\n"
-     "  --reveal             answer a request that reveals the intersection (made\n"
-     "                       without --count-only); without it only count-only\n"
-     "                       requests are answered, and the other kind refused\n"
-     "  --output RESPONSE    the response message file\n"
-     OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
-    {"match", OPT_KEY | OPT_INPUT | OPT_OUTPUT | OPT_COUNT | OPT_MATCH, psi_cli_offline_match,
-     "Usage: shardpsi match --key-file KEY --input FILE --setup SETUP --response RESPONSE\n"
-     "                 --output OUT [--indices | --count-only] [options]\n"
-     "\n"
-     "Client step 2: computes the intersection of FILE (the input of its `shardpsi\n"
-     "request`) with the server's set and writes it as `shardpsi client` does.\n"
-     "\n"
-     OFFLINE_INPUT_HELP
-     "  --setup SETUP        the server's setup message file\n"
-     "  --response RESPONSE  the server's response to this input's request\n"
-     "  --output OUT         the result ('-': stdout): by default the rows of FILE\n"
-     "                       that are in the intersection, in input order (with\n"
-     "                       the CSV header); --indices: their 0-based indices;\n"
-     "                       --count-only: the size of the intersection (for a\n"
-     "                       request made with --count-only)\n"
-     OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
-};
-
-#define OFFLINE_NCMDS (sizeof offline_cmds / sizeof offline_cmds[0])
-
-static const offline_cmd *offline_find(const char *name)
-{
-    for (size_t i = 0; i < OFFLINE_NCMDS; i++)
-        if (strcmp(offline_cmds[i].name, name) == 0)
-            return &offline_cmds[i];
-    return NULL;
-}
-
-int psi_cli_offline_usage(FILE *out, const char *cmd)
-{
-    const offline_cmd *c = offline_find(cmd);
-
-    if (c == NULL)
-        return -1;
-    if (out != NULL)
-        fputs(c->usage, out);
-    return 0;
-}
-
-/* Parses one value option of the table below. */
-static int offline_value_opt(psi_cli_offline_opts *o, unsigned opts, int argc, char **argv,
-                             int *i)
-{
-    static const struct {
-        const char *name;
-        unsigned opt;
-        size_t field;
-    } vals[] = {
-        {"--key-file", OPT_KEY, offsetof(psi_cli_offline_opts, key_file)},
-        {"--input", OPT_INPUT, offsetof(psi_cli_offline_opts, input)},
-        {"--column", OPT_INPUT, offsetof(psi_cli_offline_opts, column)},
-        {"--output", OPT_OUTPUT, offsetof(psi_cli_offline_opts, output)},
-        {"--permutation", OPT_SETUP, offsetof(psi_cli_offline_opts, permutation)},
-        {"--request", OPT_REQUEST, offsetof(psi_cli_offline_opts, request)},
-        {"--setup", OPT_MATCH, offsetof(psi_cli_offline_opts, setup)},
-        {"--response", OPT_MATCH, offsetof(psi_cli_offline_opts, response)},
-    };
-    const char *v = NULL;
-
-    for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++) {
-        if (!(opts & vals[k].opt) || !psi_cli_opt_value(argc, argv, i, vals[k].name, &v))
-            continue;
-        if (v == NULL)
-            return -1;
-        *(const char **)((char *)o + vals[k].field) = v;
-        return 1;
-    }
-    return 0;
-}
-
-/* Parses the options with a parsed value (numbers, names) and the flags. */
-static int offline_other_opt(psi_cli_offline_opts *o, unsigned opts, int argc, char **argv,
-                             int *i)
-{
-    char what[64];
-    const char *a = argv[*i], *v = NULL;
-    int rc;
-
-    snprintf(what, sizeof what, "%s: %s", o->cmd, a);
-    if ((opts & (OPT_KEY | OPT_SUITE)) && psi_cli_opt_value(argc, argv, i, "--suite", &v))
-        return v && psi_cli_parse_suite(&o->suite, v, what) == 0 ? 1 : -1;
-    if ((opts & OPT_KEY) && (rc = psi_cli_shard_opt(&o->shard, argc, argv, i, o->cmd)) != 0)
-        return rc;
-    if ((opts & OPT_KEY) && (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0))
-        return o->progress = a[2] == 'p', 1;
-    if ((opts & OPT_SETUP) && psi_cli_opt_value(argc, argv, i, "--structure", &v)) {
-        if (v == NULL)
-            return -1;
-        if (strcmp(v, "raw") == 0)
-            o->structure = PSI_STRUCTURE_RAW;
-        else if (strcmp(v, "gcs") == 0)
-            o->structure = PSI_STRUCTURE_GCS;
-        else if (strcmp(v, "bloom_filter") == 0 || strcmp(v, "bloom") == 0)
-            o->structure = PSI_STRUCTURE_BLOOM_FILTER;
-        else
-            return psi_cli_error("%s: --structure: '%s' is not raw, gcs or bloom_filter",
-                                 o->cmd, v), -1;
-        return 1;
-    }
-    if ((opts & OPT_SETUP) && psi_cli_opt_value(argc, argv, i, "--fpr", &v))
-        return v && psi_cli_parse_double(&o->fpr, v, 0, 1, 1, 1, what) == 0 ? 1 : -1;
-    if ((opts & OPT_SETUP) && psi_cli_opt_value(argc, argv, i, "--num-client-inputs", &v))
-        return v && psi_cli_parse_count(&o->num_client, v, (size_t)INT64_MAX, what) == 0
-                   ? 1 : -1;
-    if ((opts & OPT_INPUT) && strcmp(a, "--lines") == 0)
-        return o->lines = 1, 1;
-    if ((opts & OPT_REQUEST) && strcmp(a, "--reveal") == 0)
-        return o->reveal = 1, 1;
-    if (((opts & OPT_COUNT) && strcmp(a, "--count-only") == 0) ||
-        ((opts & OPT_MATCH) && strcmp(a, "--indices") == 0)) {
-        offline_mode m = a[2] == 'c' ? OFFLINE_COUNT : OFFLINE_INDICES;
-        if (o->mode != OFFLINE_ROWS && o->mode != m)
-            return psi_cli_error("%s: give only one of --indices and --count-only",
-                                 o->cmd), -1;
-        o->mode = m;
-        return 1;
-    }
-    return 0;
-}
-
-/* The options a command requires, and the combinations it refuses. */
-static int offline_check(const psi_cli_offline_opts *o, unsigned opts)
-{
-    const char *missing = NULL;
-
-    if ((opts & OPT_KEY) && o->key_file == NULL)
-        missing = "--key-file KEY";
-    else if ((opts & OPT_INPUT) && o->input == NULL)
-        missing = "--input FILE";
-    else if ((opts & OPT_SETUP) && o->structure < 0)
-        missing = "--structure raw|gcs|bloom_filter";
-    else if ((opts & OPT_REQUEST) && o->request == NULL)
-        missing = "--request REQUEST";
-    else if ((opts & OPT_MATCH) && o->setup == NULL)
-        missing = "--setup SETUP";
-    else if ((opts & OPT_MATCH) && o->response == NULL)
-        missing = "--response RESPONSE";
-    else if ((opts & OPT_OUTPUT) && o->output == NULL)
-        missing = "--output FILE";
-    if (missing != NULL) {
-        psi_cli_error("%s: %s is required (see 'shardpsi %s --help')", o->cmd, missing, o->cmd);
-        return -1;
-    }
-    if (psi_cli_check_input_mode(o->cmd, o->column, o->lines) != 0)
-        return -1;
-    if (!(opts & OPT_SETUP))
-        return 0;
-    if (o->structure == PSI_STRUCTURE_RAW && (o->fpr != 0 || o->num_client != 0)) {
-        psi_cli_error("setup: --fpr and --num-client-inputs are for gcs and bloom_filter");
-        return -1;
-    }
-    if (o->structure != PSI_STRUCTURE_RAW && o->num_client == 0) {
-        psi_cli_error("setup: --num-client-inputs N is required for %s (the client's "
-                      "number of values)", psi_cli_structure_name(o->structure));
-        return -1;
-    }
-    if (o->structure != PSI_STRUCTURE_RAW && o->permutation != NULL) {
-        psi_cli_error("setup: --permutation is for the raw setup only");
-        return -1;
-    }
-    return 0;
-}
-
-int psi_cli_offline_parse(psi_cli_offline *s, int argc, char **argv)
-{
-    psi_cli_offline_opts *o = &s->o;
-    const offline_cmd *c = offline_find(argv[0]);
-
-    memset(o, 0, sizeof *o);
-    o->cmd = c->name;
-    o->progress = -1;
-    o->structure = -1;
-    o->shard.sharded = 1;
-    for (int i = 1; i < argc; i++) {
-        int rc = offline_value_opt(o, c->opts, argc, argv, &i);
-
-        if (rc == 0)
-            rc = offline_other_opt(o, c->opts, argc, argv, &i);
-        if (rc == 0 && psi_cli_is_help(argv[i])) {
-            fputs(c->usage, stdout);
-            return 1;
-        }
-        if (rc == 0)
-            psi_cli_error("%s: unknown argument '%s' (see 'shardpsi %s --help')", o->cmd,
-                          argv[i], o->cmd);
-        if (rc <= 0)
-            return -1;
-    }
-    return offline_check(o, c->opts);
-}
-
-int psi_cli_offline_fail(psi_cli_offline *s, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (s->capture)
-        snprintf(s->err, sizeof s->err, "%s", msg);
-    else
-        psi_cli_progress_note(&s->prog, "error: %s", msg);
-    return -1;
-}
-
-int psi_cli_offline_fail_psi(psi_cli_offline *s, const char *what, const char *file, int rc)
-{
-    char detail[PSI_ERROR_MESSAGE_BYTES];
-
-    psi_error_message(detail, sizeof detail, rc);
-    if (rc == PSI_E_SUITE_MISMATCH && file != NULL)
-        return psi_cli_offline_fail(s, "%s (%s): not a message of suite %s (%s): run every "
-                                    "step with the --suite its key and messages were made "
-                                    "with", what, file, psi_cli_suite_label(s->o.suite),
-                                    detail);
-    if (file != NULL)
-        return psi_cli_offline_fail(s, "%s (%s): %s (%s)", what, file, detail,
-                                    psi_error_name(rc) ? psi_error_name(rc) : "?");
-    return psi_cli_offline_fail(s, "%s: %s (%s)", what, detail,
-                                psi_error_name(rc) ? psi_error_name(rc) : "?");
-}
-
-int psi_cli_offline_key(psi_cli_offline *s)
-{
-    struct stat st;
-    int created = 0;
-
-    if (lstat(s->o.key_file, &st) != 0 && errno == ENOENT)
-        return psi_cli_offline_fail(s, "key file %s does not exist (make one with 'shardpsi "
-                                    "keygen --output %s')", s->o.key_file, s->o.key_file);
-    if (psi_cli_keyfile_engine_suite(&s->key, &created, s->o.key_file, s->o.suite, s->err,
-                                     sizeof s->err) != 0)
-        return psi_cli_offline_fail(s, "%s", s->err);
-    if (created) {
-        // It vanished after the check: a key made now would match nothing.
-        unlink(s->o.key_file);
-        return psi_cli_offline_fail(s, "key file %s disappeared", s->o.key_file);
-    }
-    return 0;
-}
-
-int psi_cli_offline_input(psi_cli_offline *s)
-{
-    if (psi_cli_input_read(&s->in, s->o.input, s->o.column, s->o.lines, s->err,
-                           sizeof s->err) != PSI_CLI_INPUT_OK)
-        return psi_cli_offline_fail(s, "%s", s->err);
-    return 0;
-}
-
-int psi_cli_offline_read_msg(psi_cli_offline *s, const char *path, const char *what,
-                             uint8_t **buf, size_t *len)
-{
-    struct stat st;
-    size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    *buf = NULL;
-    *len = 0;
-    if (fd < 0)
-        return psi_cli_offline_fail(s, "%s %s: cannot open: %s", what, path, strerror(errno));
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return psi_cli_offline_fail(s, "%s %s: not a regular file", what, path);
-    }
-    if ((uintmax_t)st.st_size > SIZE_MAX - 1 ||
-        (*buf = psi_cli_alloc((size_t)st.st_size, 1)) == NULL) {
-        close(fd);
-        return psi_cli_offline_fail(s, "%s %s: out of memory for %lld bytes", what, path,
-                                    (long long)st.st_size);
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            close(fd);
-            free(*buf);
-            *buf = NULL;
-            return psi_cli_offline_fail(s, "%s %s: cannot read: %s", what, path,
-                                        r < 0 ? strerror(errno) : "it shrank");
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *len = got;
-    return 0;
-}
-
-int psi_cli_offline_shards(psi_cli_offline *s, psi_role role, int reveal)
-{
-    psi_settings st;
-    psi_shard_settings ss;
-    psi_engine *e = NULL;
-    int rc;
-
-    psi_settings_default(&st);
-    st.role = role;
-    st.reveal_intersection = reveal;
-    st.suite = (psi_suite)s->o.suite;
-    rc = psi_engine_clone_with(&e, s->key, &st);
-    if (rc != PSI_OK)
-        return psi_cli_offline_fail_psi(s, "cannot create the engine", NULL, rc);
-    psi_shard_settings_default(&ss);
-    ss.threads = s->o.shard.threads;
-    ss.shards = s->o.shard.shards;
-    ss.progress = psi_cli_progress_update;
-    ss.progress_arg = &s->prog;
-    rc = psi_shards_create(&s->g, e, &ss);
-    psi_engine_free(e);
-    return rc != PSI_OK ? psi_cli_offline_fail_psi(s, "cannot start the shards", NULL, rc)
-                        : 0;
-}
-
-int psi_cli_offline_open(psi_cli_offline *s, psi_cli_output *out, const char *path)
-{
-    if (psi_cli_output_open(out, path, s->err, sizeof s->err) != 0)
-        return psi_cli_offline_fail(s, "%s", s->err);
-    return 0;
-}
-
-void psi_cli_offline_free(psi_cli_offline *s)
-{
-    psi_cli_output_abort(&s->out);
-    psi_shards_free(s->g);
-    psi_engine_free(s->key);
-    psi_cli_input_free(&s->in);
-    s->g = NULL;
-    s->key = NULL;
-}
 
 /* `shardpsi keygen`: a new key file of the suite, never over an existing file. */
-static int offline_keygen(psi_cli_offline *s)
+static int offline_keygen(psi_app_offline *s)
 {
     struct stat st;
     int created = 0;
 
     if (strcmp(s->o.output, "-") == 0) {
-        psi_cli_error("keygen: the key goes to a file only, not to stdout");
-        return CLI_EXIT_USAGE;
+        psi_app_error("keygen: the key goes to a file only, not to stdout");
+        return PSI_APP_EXIT_USAGE;
     }
     if (lstat(s->o.output, &st) == 0) {
-        psi_cli_offline_fail(s, "key file %s exists; it is not overwritten (remove it "
+        psi_app_offline_fail(s, "key file %s exists; it is not overwritten (remove it "
                              "first, or give another name)", s->o.output);
-        return CLI_EXIT_USAGE;
+        return PSI_APP_EXIT_USAGE;
     }
-    if (psi_cli_keyfile_engine_suite(&s->key, &created, s->o.output, s->o.suite, s->err,
+    if (psi_app_keyfile_engine_suite(&s->key, &created, s->o.output, s->o.suite, s->err,
                                      sizeof s->err) != 0) {
-        psi_cli_offline_fail(s, "%s", s->err);
-        return CLI_EXIT_USAGE;
+        psi_app_offline_fail(s, "%s", s->err);
+        return PSI_APP_EXIT_USAGE;
     }
     if (!created) {
-        psi_cli_offline_fail(s, "key file %s appeared meanwhile; it is not overwritten",
+        psi_app_offline_fail(s, "key file %s appeared meanwhile; it is not overwritten",
                              s->o.output);
-        return CLI_EXIT_USAGE;
+        return PSI_APP_EXIT_USAGE;
     }
-    psi_cli_progress_note(&s->prog, "wrote a new %s key to %s (mode 0600)",
-                          psi_cli_suite_label(s->o.suite), s->o.output);
-    return CLI_EXIT_OK;
+    psi_app_progress_note(&s->prog, "wrote a new %s key to %s (mode 0600)",
+                          psi_app_suite_label(s->o.suite), s->o.output);
+    return PSI_APP_EXIT_OK;
 }
 
 int psi_cli_cmd_offline(int argc, char **argv)
 {
-    const offline_cmd *c = offline_find(argv[0]);
-    psi_cli_offline s;
+    static const struct {
+        const char *name;
+        int (*run)(psi_app_offline *s);
+    } cmds[] = {
+        {"keygen", offline_keygen},
+        {"setup", psi_cli_offline_setup},
+        {"request", psi_cli_offline_request},
+        {"response", psi_cli_offline_response},
+        {"match", psi_cli_offline_match},
+    };
+    int (*run)(psi_app_offline *s) = NULL;
+    psi_app_offline s;
     int rc;
 
     memset(&s, 0, sizeof s);
-    if (c == NULL)
-        return CLI_EXIT_USAGE;
-    rc = psi_cli_offline_parse(&s, argc, argv);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (strcmp(cmds[i].name, argv[0]) == 0)
+            run = cmds[i].run;
+    if (run == NULL)
+        return PSI_APP_EXIT_USAGE;
+    rc = psi_app_offline_parse(&s, argc, argv);
     if (rc != 0)
-        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    snprintf(s.who, sizeof s.who, "shardpsi %s", c->name);
-    psi_cli_progress_init(&s.prog, s.who, s.o.progress, NULL,
-                          PSI_CLI_DEFAULT_TIMEOUT_S * 1000);
-    psi_cli_output_cleanup_on_signal();
-    rc = c->run(&s);
-    psi_cli_offline_free(&s);
+        return rc > 0 ? PSI_APP_EXIT_OK : PSI_APP_EXIT_USAGE;
+    snprintf(s.who, sizeof s.who, "shardpsi %s", argv[0]);
+    psi_app_progress_init(&s.prog, s.who, s.o.progress);
+    psi_app_output_cleanup_on_signal();
+    rc = run(&s);
+    psi_app_offline_free(&s);
     return rc;
 }

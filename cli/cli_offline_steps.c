@@ -10,68 +10,67 @@
 #include <unistd.h>
 
 #include "cli_offline.h"
-#include "cli_session.h"
-#include "cli_util.h"
+#include "app_util.h"
 
 /* Writes len bytes of buf to out and commits it.  Returns: 0 or -1. */
-static int steps_write(psi_cli_offline *s, const uint8_t *buf, size_t len)
+static int steps_write(psi_app_offline *s, const uint8_t *buf, size_t len)
 {
     if (len > 0 && fwrite(buf, 1, len, s->out.f) != len)
-        return psi_cli_offline_fail(s, "%s: cannot write", s->o.output);
-    if (psi_cli_output_commit(&s->out, s->err, sizeof s->err) != 0)
-        return psi_cli_offline_fail(s, "%s", s->err);
+        return psi_app_offline_fail(s, "%s: cannot write", s->o.output);
+    if (psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0)
+        return psi_app_offline_fail(s, "%s", s->err);
     return 0;
 }
 
 /* Writes the permutation, one 0-based input index per line, and commits it. */
-static int steps_write_perm(psi_cli_offline *s, psi_cli_output *po, const size_t *perm,
+static int steps_write_perm(psi_app_offline *s, psi_app_output *po, const size_t *perm,
                             size_t n)
 {
     for (size_t j = 0; j < n; j++)
         fprintf(po->f, "%zu\n", perm[j]);
-    if (psi_cli_output_commit(po, s->err, sizeof s->err) != 0)
-        return psi_cli_offline_fail(s, "%s", s->err);
+    if (psi_app_output_commit(po, s->err, sizeof s->err) != 0)
+        return psi_app_offline_fail(s, "%s", s->err);
     return 0;
 }
 
-int psi_cli_offline_setup(psi_cli_offline *s)
+int psi_cli_offline_setup(psi_app_offline *s)
 {
-    psi_cli_output po;
+    psi_app_output po;
     psi_setup_params p;
     size_t cap = 0, len, *perm = NULL;
     uint8_t *buf = NULL;
-    int rc = CLI_EXIT_USAGE, prc;
+    int rc = PSI_APP_EXIT_USAGE, prc;
 
     memset(&po, 0, sizeof po);
-    if (psi_cli_offline_key(s) != 0 || psi_cli_offline_input(s) != 0 ||
-        psi_cli_offline_open(s, &s->out, s->o.output) != 0 ||
-        (s->o.permutation != NULL && psi_cli_offline_open(s, &po, s->o.permutation) != 0))
+    if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0 ||
+        psi_app_offline_open(s, &s->out, s->o.output) != 0 ||
+        (s->o.permutation != NULL && psi_app_offline_open(s, &po, s->o.permutation) != 0))
         goto done;
-    rc = CLI_EXIT_FAIL;
+    rc = PSI_APP_EXIT_FAIL;
     memset(&p, 0, sizeof p);
     p.structure = (psi_structure)s->o.structure;
-    p.fpr = s->o.fpr != 0 ? s->o.fpr : PSI_CLI_DEFAULT_FPR;
+    p.fpr = s->o.fpr != 0 ? s->o.fpr : PSI_APP_DEFAULT_FPR;
     p.num_client_inputs = s->o.num_client != 0 ? (int64_t)s->o.num_client : 1;
     prc = psi_setup_bound_suite(&cap, s->o.suite, &p, s->in.n);
     if (prc != PSI_OK) {
-        psi_cli_offline_fail_psi(s, "setup parameters", NULL, prc);
+        psi_app_offline_fail_psi(s, "setup parameters", NULL, prc);
         goto done;
     }
-    buf = psi_cli_alloc(cap, 1);
+    buf = psi_app_alloc(cap, 1);
     if (s->o.permutation != NULL)
-        perm = psi_cli_alloc(s->in.n, sizeof *perm);
+        perm = psi_app_alloc(s->in.n, sizeof *perm);
     if (buf == NULL || (s->o.permutation != NULL && perm == NULL)) {
-        psi_cli_offline_fail(s, "out of memory for the setup");
+        psi_app_offline_fail(s, "out of memory for the setup");
         goto done;
     }
-    if (psi_cli_offline_shards(s, PSI_ROLE_SERVER, 1) != 0)
+    if (psi_app_offline_shards(s, PSI_ROLE_SERVER, 1) != 0)
         goto done;
     len = cap;
-    psi_cli_progress_begin(&s->prog, "masking the setup", s->in.n);
+    psi_app_progress_begin(&s->prog, "masking the setup", s->in.n);
     prc = psi_shards_server_create_setup(s->g, buf, &len, perm, &p, s->in.values, s->in.n);
-    psi_cli_progress_end(&s->prog);
+    psi_app_progress_end(&s->prog);
     if (prc != PSI_OK) {
-        psi_cli_offline_fail_psi(s, "cannot build the setup", NULL, prc);
+        psi_app_offline_fail_psi(s, "cannot build the setup", NULL, prc);
         goto done;
     }
     // The permutation first: if the setup's rename then fails, it goes too.
@@ -82,100 +81,100 @@ int psi_cli_offline_setup(psi_cli_offline *s)
             unlink(s->o.permutation);
         goto done;
     }
-    psi_cli_progress_note(&s->prog, "%zu values: a %s setup of %zu bytes (suite %s)%s",
-                          s->in.n, psi_cli_structure_name(s->o.structure), len,
-                          psi_cli_suite_label(s->o.suite),
+    psi_app_progress_note(&s->prog, "%zu values: a %s setup of %zu bytes (suite %s)%s",
+                          s->in.n, psi_app_structure_name(s->o.structure), len,
+                          psi_app_suite_label(s->o.suite),
                           perm != NULL ? ", and its permutation" : "");
-    rc = CLI_EXIT_OK;
+    rc = PSI_APP_EXIT_OK;
 done:
-    psi_cli_output_abort(&po);
+    psi_app_output_abort(&po);
     free(buf);
     free(perm);
     return rc;
 }
 
-int psi_cli_offline_request(psi_cli_offline *s)
+int psi_cli_offline_request(psi_app_offline *s)
 {
     size_t cap, len;
     uint8_t *buf = NULL;
-    int rc = CLI_EXIT_USAGE, prc;
+    int rc = PSI_APP_EXIT_USAGE, prc;
 
-    if (psi_cli_offline_key(s) != 0 || psi_cli_offline_input(s) != 0 ||
-        psi_cli_offline_open(s, &s->out, s->o.output) != 0)
+    if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0 ||
+        psi_app_offline_open(s, &s->out, s->o.output) != 0)
         goto done;
-    rc = CLI_EXIT_FAIL;
+    rc = PSI_APP_EXIT_FAIL;
     cap = psi_request_bound_suite(s->o.suite, s->in.n);
-    if ((buf = psi_cli_alloc(cap, 1)) == NULL) {
-        psi_cli_offline_fail(s, "out of memory for the request");
+    if ((buf = psi_app_alloc(cap, 1)) == NULL) {
+        psi_app_offline_fail(s, "out of memory for the request");
         goto done;
     }
-    if (psi_cli_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != OFFLINE_COUNT) != 0)
+    if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
         goto done;
     len = cap;
-    psi_cli_progress_begin(&s->prog, "masking the request", s->in.n);
+    psi_app_progress_begin(&s->prog, "masking the request", s->in.n);
     prc = psi_shards_client_create_request(s->g, buf, &len, s->in.values, s->in.n);
-    psi_cli_progress_end(&s->prog);
+    psi_app_progress_end(&s->prog);
     if (prc != PSI_OK) {
-        psi_cli_offline_fail_psi(s, "cannot build the request", NULL, prc);
+        psi_app_offline_fail_psi(s, "cannot build the request", NULL, prc);
         goto done;
     }
     if (steps_write(s, buf, len) != 0)
         goto done;
-    psi_cli_progress_note(&s->prog, "%zu values: a request of %zu bytes (suite %s, %s)",
-                          s->in.n, len, psi_cli_suite_label(s->o.suite),
-                          s->o.mode == OFFLINE_COUNT ? "count only" : "reveal");
-    rc = CLI_EXIT_OK;
+    psi_app_progress_note(&s->prog, "%zu values: a request of %zu bytes (suite %s, %s)",
+                          s->in.n, len, psi_app_suite_label(s->o.suite),
+                          s->o.mode == PSI_APP_OFFLINE_COUNT ? "count only" : "reveal");
+    rc = PSI_APP_EXIT_OK;
 done:
     free(buf);
     return rc;
 }
 
-int psi_cli_offline_response(psi_cli_offline *s)
+int psi_cli_offline_response(psi_app_offline *s)
 {
     size_t req_len = 0, n, cap, len;
     uint8_t *req = NULL, *buf = NULL;
-    int rc = CLI_EXIT_USAGE, prc;
+    int rc = PSI_APP_EXIT_USAGE, prc;
 
-    if (psi_cli_offline_key(s) != 0 ||
-        psi_cli_offline_read_msg(s, s->o.request, "request", &req, &req_len) != 0 ||
-        psi_cli_offline_open(s, &s->out, s->o.output) != 0)
+    if (psi_app_offline_key(s) != 0 ||
+        psi_app_offline_read_msg(s, s->o.request, "request", &req, &req_len) != 0 ||
+        psi_app_offline_open(s, &s->out, s->o.output) != 0)
         goto done;
-    rc = CLI_EXIT_FAIL;
+    rc = PSI_APP_EXIT_FAIL;
     n = psi_message_element_bound_suite(s->o.suite, req_len);
     cap = psi_response_bound_suite(s->o.suite, n);
-    if ((buf = psi_cli_alloc(cap, 1)) == NULL) {
-        psi_cli_offline_fail(s, "out of memory for the response");
+    if ((buf = psi_app_alloc(cap, 1)) == NULL) {
+        psi_app_offline_fail(s, "out of memory for the response");
         goto done;
     }
-    if (psi_cli_offline_shards(s, PSI_ROLE_SERVER, s->o.reveal) != 0)
+    if (psi_app_offline_shards(s, PSI_ROLE_SERVER, s->o.reveal) != 0)
         goto done;
     len = cap;
-    psi_cli_progress_begin(&s->prog, "masking the response", n);
+    psi_app_progress_begin(&s->prog, "masking the response", n);
     prc = psi_shards_server_process_request(s->g, buf, &len, req, req_len);
-    psi_cli_progress_end(&s->prog);
+    psi_app_progress_end(&s->prog);
     if (prc == PSI_E_REVEAL_MISMATCH && s->o.reveal) {
-        psi_cli_offline_fail(s, "request %s was made with --count-only and asks only for "
+        psi_app_offline_fail(s, "request %s was made with --count-only and asks only for "
                              "the size of the intersection: answer it without --reveal",
                              s->o.request);
         goto done;
     }
     if (prc == PSI_E_REVEAL_MISMATCH) {
-        psi_cli_offline_fail(s, "request %s asks for the intersection itself, and this "
+        psi_app_offline_fail(s, "request %s asks for the intersection itself, and this "
                              "side reveals only its size: answer it with --reveal, or have "
                              "the client make its request with --count-only",
                              s->o.request);
         goto done;
     }
     if (prc != PSI_OK) {
-        psi_cli_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
+        psi_app_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
         goto done;
     }
     if (steps_write(s, buf, len) != 0)
         goto done;
-    psi_cli_progress_note(&s->prog, "a response of %zu bytes (suite %s, %s)", len,
-                          psi_cli_suite_label(s->o.suite),
+    psi_app_progress_note(&s->prog, "a response of %zu bytes (suite %s, %s)", len,
+                          psi_app_suite_label(s->o.suite),
                           s->o.reveal ? "intersection revealed" : "size only");
-    rc = CLI_EXIT_OK;
+    rc = PSI_APP_EXIT_OK;
 done:
     free(req);
     free(buf);
@@ -190,7 +189,7 @@ static int steps_cmp_index(const void *a, const void *b)
 }
 
 /* Computes the result and writes it to s->out (not committed).  Out: *count. */
-static int steps_match_write(psi_cli_offline *s, const uint8_t *setup, size_t setup_len,
+static int steps_match_write(psi_app_offline *s, const uint8_t *setup, size_t setup_len,
                              const uint8_t *resp, size_t resp_len, size_t *count)
 {
     size_t cap = psi_message_element_bound_suite(s->o.suite, resp_len), k = cap;
@@ -200,32 +199,32 @@ static int steps_match_write(psi_cli_offline *s, const uint8_t *setup, size_t se
 
     snprintf(files, sizeof files, "setup %s, response %s", s->o.setup, s->o.response);
 
-    if (s->o.mode == OFFLINE_COUNT) {
+    if (s->o.mode == PSI_APP_OFFLINE_COUNT) {
         prc = psi_shards_client_get_intersection_size(s->g, count, setup, setup_len, resp,
                                                       resp_len);
         if (prc != PSI_OK)
-            return psi_cli_offline_fail_psi(s, "cannot count the intersection", files,
+            return psi_app_offline_fail_psi(s, "cannot count the intersection", files,
                                             prc);
         fprintf(s->out.f, "%zu\n", *count);
         return 0;
     }
-    if ((idx = psi_cli_alloc(cap, sizeof *idx)) == NULL)
-        return psi_cli_offline_fail(s, "out of memory for the intersection");
+    if ((idx = psi_app_alloc(cap, sizeof *idx)) == NULL)
+        return psi_app_offline_fail(s, "out of memory for the intersection");
     prc = psi_shards_client_get_intersection(s->g, idx, &k, setup, setup_len, resp,
                                              resp_len);
     if (prc != PSI_OK) {
         free(idx);
-        return psi_cli_offline_fail_psi(s, "cannot compute the intersection", files,
+        return psi_app_offline_fail_psi(s, "cannot compute the intersection", files,
                                         prc);
     }
     qsort(idx, k, sizeof *idx, steps_cmp_index);
-    if (s->o.mode == OFFLINE_ROWS)
-        psi_cli_input_write_header(s->out.f, &s->in);
+    if (s->o.mode == PSI_APP_OFFLINE_ROWS)
+        psi_app_input_write_header(s->out.f, &s->in);
     for (size_t i = 0; i < k; i++) {
         if (idx[i] >= s->in.n)
             break; // refused below: the response is not this input's
-        if (s->o.mode == OFFLINE_ROWS)
-            psi_cli_input_write_row(s->out.f, &s->in, idx[i]);
+        if (s->o.mode == PSI_APP_OFFLINE_ROWS)
+            psi_app_input_write_row(s->out.f, &s->in, idx[i]);
         else
             fprintf(s->out.f, "%zu\n", idx[i]);
     }
@@ -234,44 +233,44 @@ static int steps_match_write(psi_cli_offline *s, const uint8_t *setup, size_t se
     return 0;
 }
 
-int psi_cli_offline_match(psi_cli_offline *s)
+int psi_cli_offline_match(psi_app_offline *s)
 {
     size_t setup_len = 0, resp_len = 0, count = 0, want;
     uint8_t *setup = NULL, *resp = NULL;
-    int rc = CLI_EXIT_USAGE;
+    int rc = PSI_APP_EXIT_USAGE;
 
-    if (psi_cli_offline_key(s) != 0 || psi_cli_offline_input(s) != 0 ||
-        psi_cli_offline_read_msg(s, s->o.setup, "setup", &setup, &setup_len) != 0 ||
-        psi_cli_offline_read_msg(s, s->o.response, "response", &resp, &resp_len) != 0 ||
-        psi_cli_offline_open(s, &s->out, s->o.output) != 0)
+    if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0 ||
+        psi_app_offline_read_msg(s, s->o.setup, "setup", &setup, &setup_len) != 0 ||
+        psi_app_offline_read_msg(s, s->o.response, "response", &resp, &resp_len) != 0 ||
+        psi_app_offline_open(s, &s->out, s->o.output) != 0)
         goto done;
-    rc = CLI_EXIT_FAIL;
-    if (psi_cli_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != OFFLINE_COUNT) != 0)
+    rc = PSI_APP_EXIT_FAIL;
+    if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
         goto done;
-    psi_cli_progress_begin(&s->prog, "matching", s->in.n);
+    psi_app_progress_begin(&s->prog, "matching", s->in.n);
     if (steps_match_write(s, setup, setup_len, resp, resp_len, &count) != 0) {
-        psi_cli_progress_end(&s->prog);
+        psi_app_progress_end(&s->prog);
         goto done;
     }
-    psi_cli_progress_end(&s->prog);
+    psi_app_progress_end(&s->prog);
     // A response holds one element per request value: another size is the
     // answer to another input's request (checked after the library, which
     // names a malformed file or one of another suite first).
     want = psi_response_bound_suite(s->o.suite, s->in.n);
     if (resp_len != want) {
-        psi_cli_offline_fail(s, "response %s (%zu bytes) does not answer a request of the "
+        psi_app_offline_fail(s, "response %s (%zu bytes) does not answer a request of the "
                              "%zu values of %s (%zu bytes expected): give the response to "
                              "this input's request", s->o.response, resp_len, s->in.n,
                              s->o.input, want);
         goto done;
     }
-    if (psi_cli_output_commit(&s->out, s->err, sizeof s->err) != 0) {
-        psi_cli_offline_fail(s, "%s", s->err);
+    if (psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0) {
+        psi_app_offline_fail(s, "%s", s->err);
         goto done;
     }
-    psi_cli_progress_note(&s->prog, "%zu of %zu values in the intersection (suite %s)",
-                          count, s->in.n, psi_cli_suite_label(s->o.suite));
-    rc = CLI_EXIT_OK;
+    psi_app_progress_note(&s->prog, "%zu of %zu values in the intersection (suite %s)",
+                          count, s->in.n, psi_app_suite_label(s->o.suite));
+    rc = PSI_APP_EXIT_OK;
 done:
     free(setup);
     free(resp);

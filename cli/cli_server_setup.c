@@ -12,35 +12,35 @@
 #include <unistd.h>
 
 #include "cli_server_setup.h"
-#include "cli_util.h"
+#include "app_util.h"
 #include "psi_shard.h"
 
 /* One psi_cli_server_setup_load. */
 typedef struct setup_load {
     psi_cli_server_setup *ss;
     const psi_cli_server_setup_opts *so;
-    const psi_cli_net_opts *net;
+    const psi_cli_round_opts *net;
     int association;
     char *err;
     size_t err_len;
 } setup_load;
 
-int psi_cli_server_setup_opt(psi_cli_server_setup_opts *so, psi_cli_net_opts *net,
+int psi_cli_server_setup_opt(psi_cli_server_setup_opts *so, psi_cli_round_opts *net,
                              int argc, char **argv, int *i)
 {
     const char *v = NULL;
 
-    if (psi_cli_opt_value(argc, argv, i, "--setup", &v)) {
+    if (psi_app_opt_value(argc, argv, i, "--setup", &v)) {
         if (v == NULL)
             return -1;
         so->setup = v;
         net->input_replaced = 1;
-    } else if (psi_cli_opt_value(argc, argv, i, "--permutation", &v)) {
+    } else if (psi_app_opt_value(argc, argv, i, "--permutation", &v)) {
         if (v == NULL)
             return -1;
         so->permutation = v;
-    } else if (psi_cli_opt_value(argc, argv, i, "--num-client-inputs", &v)) {
-        if (v == NULL || psi_cli_parse_count(&so->num_client, v, (size_t)INT64_MAX,
+    } else if (psi_app_opt_value(argc, argv, i, "--num-client-inputs", &v)) {
+        if (v == NULL || psi_app_parse_count(&so->num_client, v, (size_t)INT64_MAX,
                                              "server: --num-client-inputs") != 0)
             return -1;
     } else
@@ -49,7 +49,7 @@ int psi_cli_server_setup_opt(psi_cli_server_setup_opts *so, psi_cli_net_opts *ne
 }
 
 int psi_cli_server_setup_check_opts(const psi_cli_server_setup_opts *so,
-                                    const psi_cli_net_opts *net, int association)
+                                    const psi_cli_round_opts *net, int association)
 {
     const char *msg = NULL;
 
@@ -74,7 +74,7 @@ int psi_cli_server_setup_check_opts(const psi_cli_server_setup_opts *so,
         msg = "--permutation is only used with --association";
     }
     if (msg != NULL) {
-        psi_cli_error("server: %s", msg);
+        psi_app_error("server: %s", msg);
         return -1;
     }
     return 0;
@@ -103,7 +103,7 @@ static int setup_read_file(setup_load *l, const char *path, const char *what,
         return -1;
     }
     if ((uintmax_t)st.st_size > SIZE_MAX - 1 ||
-        (*buf = psi_cli_alloc((size_t)st.st_size, 1)) == NULL) {
+        (*buf = psi_app_alloc((size_t)st.st_size, 1)) == NULL) {
         snprintf(l->err, l->err_len, "%s %s: out of memory for %lld bytes", what, path,
                  (long long)st.st_size);
         close(fd);
@@ -148,7 +148,7 @@ static int setup_parse(setup_load *l)
                 snprintf(l->err, l->err_len, "setup file %s is a setup of suite %s, "
                          "and the key file and this run are of suite %s: serve it with "
                          "the key file (and --suite) it was made with", path,
-                         psi_suite_name(t), psi_cli_suite_label(suite));
+                         psi_suite_name(t), psi_app_suite_label(suite));
                 return -1;
             }
         }
@@ -157,7 +157,7 @@ static int setup_parse(setup_load *l)
         psi_error_message(detail, sizeof detail, rc);
         snprintf(l->err, l->err_len, "setup file %s is not a valid ServerSetup of "
                  "suite %s: %s (%s); is it whole, and made by shardpsi setup?", path,
-                 psi_cli_suite_label(suite), detail,
+                 psi_app_suite_label(suite), detail,
                  psi_error_name(rc) ? psi_error_name(rc) : "?");
         return -1;
     }
@@ -178,8 +178,8 @@ static int setup_load_perm(setup_load *l)
 
     if (setup_read_file(l, path, "permutation file", &buf, &len) != 0)
         return -1;
-    ss->perm = psi_cli_alloc(n, sizeof *ss->perm);
-    seen = psi_cli_alloc(n, 1);
+    ss->perm = psi_app_alloc(n, sizeof *ss->perm);
+    seen = psi_app_alloc(n, 1);
     if (ss->perm == NULL || seen == NULL) {
         snprintf(l->err, l->err_len, "out of memory for the permutation");
         goto fail;
@@ -224,7 +224,7 @@ fail:
 }
 
 /* The checks and description of a raw setup.  Returns: 0 or -1 (l->err). */
-static int setup_check_raw(setup_load *l, const psi_cli_handshake *self)
+static int setup_check_raw(setup_load *l, const psi_net_handshake *self)
 {
     psi_cli_server_setup *ss = l->ss;
     const char *path = l->so->setup;
@@ -237,7 +237,7 @@ static int setup_check_raw(setup_load *l, const psi_cli_handshake *self)
     }
     // A raw setup's size is exact: a longer file holds more (unknown
     // fields) than a client would accept.
-    if (psi_cli_session_prebuilt_size(&size, self, 1, ss->pb.len) != 0 || size > ss->n) {
+    if (psi_net_session_prebuilt_size(&size, self, 1, ss->pb.len) != 0 || size > ss->n) {
         snprintf(l->err, l->err_len, "setup file %s holds more than the raw setup "
                  "of its %zu elements (not made by shardpsi setup?)", path, ss->n);
         return -1;
@@ -250,10 +250,10 @@ static int setup_check_raw(setup_load *l, const psi_cli_handshake *self)
 
 /* The checks and description of a gcs or Bloom setup.  Returns: 0 or -1
  * (l->err). */
-static int setup_check_sized(setup_load *l, const psi_cli_handshake *self)
+static int setup_check_sized(setup_load *l, const psi_net_handshake *self)
 {
     psi_cli_server_setup *ss = l->ss;
-    const char *path = l->so->setup, *st = psi_cli_structure_name(ss->pb.structure);
+    const char *path = l->so->setup, *st = psi_app_structure_name(ss->pb.structure);
     size_t num_client = l->so->num_client;
     double fpr = l->net->fpr;
     uint64_t size;
@@ -269,7 +269,7 @@ static int setup_check_sized(setup_load *l, const psi_cli_handshake *self)
                  path, st);
         return -1;
     }
-    if (psi_cli_session_prebuilt_size(&size, self, num_client, ss->pb.len) != 0) {
+    if (psi_net_session_prebuilt_size(&size, self, num_client, ss->pb.len) != 0) {
         snprintf(l->err, l->err_len, "setup file %s is larger than any %s setup of "
                  "--fpr %g for --num-client-inputs %zu can be: give the values shardpsi setup "
                  "was given", path, st, fpr, num_client);
@@ -282,22 +282,22 @@ static int setup_check_sized(setup_load *l, const psi_cli_handshake *self)
 }
 
 int psi_cli_server_setup_load(psi_cli_server_setup *ss, const psi_cli_server_setup_opts *so,
-                              const psi_cli_net_opts *net, int association, char *err,
+                              const psi_cli_round_opts *net, int association, char *err,
                               size_t err_len)
 {
     setup_load l = {ss, so, net, association, err, err_len};
-    psi_cli_handshake self;
+    psi_net_handshake self;
 
     memset(ss, 0, sizeof *ss);
     if (setup_read_file(&l, so->setup, "setup file", &ss->bytes, &ss->pb.len) != 0 ||
         setup_parse(&l) != 0)
         return -1;
     ss->pb.num_client = so->num_client;
-    if (net->structure != PSI_CLI_STRUCTURE_ANY && net->structure != ss->pb.structure) {
+    if (net->structure != PSI_NET_STRUCTURE_ANY && net->structure != ss->pb.structure) {
         snprintf(err, err_len, "setup file %s holds a %s setup, not the %s of "
                  "--structure (leave it out: the file says)", so->setup,
-                 psi_cli_structure_name(ss->pb.structure),
-                 psi_cli_structure_name(net->structure));
+                 psi_app_structure_name(ss->pb.structure),
+                 psi_app_structure_name(net->structure));
         return -1;
     }
     memset(&self, 0, sizeof self);

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli_session.h"
+#include "cli_round.h"
 
 /** The options of --setup. */
 typedef struct psi_cli_server_setup_opts {
@@ -22,7 +22,7 @@ typedef struct psi_cli_server_setup_opts {
 /** A loaded setup file. */
 typedef struct psi_cli_server_setup {
     uint8_t *bytes;        // the file's bytes (pb.len of them)
-    psi_cli_prebuilt pb;   // its structure, length and client count
+    psi_net_prebuilt pb;   // its structure, length and client count
     size_t n;              // raw: its elements (the server's values)
     size_t *perm;          // --permutation, n entries
     char what[256];        // "the setup file F ..."
@@ -32,21 +32,21 @@ typedef struct psi_cli_server_setup {
 /** Parses argv[*i] if it is --setup (which sets net->input_replaced),
  *  --permutation or --num-client-inputs (psi_cli_own_opt_fn).  Returns: 1
  *  if it was, 0 if not, -1 after a usage message. */
-int psi_cli_server_setup_opt(psi_cli_server_setup_opts *so, psi_cli_net_opts *net,
+int psi_cli_server_setup_opt(psi_cli_server_setup_opts *so, psi_cli_round_opts *net,
                              int argc, char **argv, int *i);
 
 /** The combinations of --setup and its companions (--input, --column, --lines,
  *  --key-file, --association) that the command line alone refuses.
  *  Returns: 0, or -1 after a usage message. */
 int psi_cli_server_setup_check_opts(const psi_cli_server_setup_opts *so,
-                                    const psi_cli_net_opts *net, int association);
+                                    const psi_cli_round_opts *net, int association);
 
 /** Reads so->setup as a ServerSetup of net->suite and checks it against
  *  --structure, --fpr and --num-client-inputs; with `association`, reads
  *  so->permutation too.  Returns: 0, or -1 with a message in err (ss may
  *  hold part of the files: free it).  Out: *ss. */
 int psi_cli_server_setup_load(psi_cli_server_setup *ss, const psi_cli_server_setup_opts *so,
-                              const psi_cli_net_opts *net, int association, char *err,
+                              const psi_cli_round_opts *net, int association, char *err,
                               size_t err_len);
 
 /** Frees what psi_cli_server_setup_load read. */

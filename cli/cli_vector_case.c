@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_util.h"
+#include "app_util.h"
 #include "cli_vectors.h"
 
 int psi_cli_vfield(const cJSON **f, const cJSON *obj, const char *name,
@@ -24,7 +24,7 @@ static int vcase_wrong(const char *name, const char *want, char *err, size_t err
     return -1;
 }
 
-int psi_cli_vfield_string(const char **s, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_vfield_string(const char **s, const psi_app_json *j, const cJSON *obj,
                           const char *name, char *err, size_t err_len)
 {
     const cJSON *f;
@@ -34,7 +34,7 @@ int psi_cli_vfield_string(const char **s, const psi_cli_json *j, const cJSON *ob
         return -1;
     if (!cJSON_IsString(f))
         return vcase_wrong(name, "a string", err, err_len);
-    psi_cli_json_bytes(j, f, s, &len);
+    psi_app_json_bytes(j, f, s, &len);
     if (len != strlen(*s))
         return vcase_wrong(name, "a string without U+0000", err, err_len);
     return 0;
@@ -53,7 +53,7 @@ int psi_cli_vfield_bool(int *v, const cJSON *obj, const char *name,
     return 0;
 }
 
-int psi_cli_vfield_hex(psi_cli_bytes *out, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_vfield_hex(psi_cli_bytes *out, const psi_app_json *j, const cJSON *obj,
                        const char *name, char *err, size_t err_len)
 {
     const cJSON *f;
@@ -65,8 +65,8 @@ int psi_cli_vfield_hex(psi_cli_bytes *out, const psi_cli_json *j, const cJSON *o
         return -1;
     if (!cJSON_IsString(f))
         return vcase_wrong(name, "a hex string", err, err_len);
-    psi_cli_json_bytes(j, f, &text, &len);
-    if (psi_cli_hex_decode(&out->data, &out->len, text, len, why, sizeof why) != 0) {
+    psi_app_json_bytes(j, f, &text, &len);
+    if (psi_app_hex_decode(&out->data, &out->len, text, len, why, sizeof why) != 0) {
         snprintf(err, err_len, "field \"%s\": %s", name, why);
         return -1;
     }
@@ -97,14 +97,14 @@ static int vcase_array(const cJSON **f, void **out, size_t *n, size_t size,
     if (!cJSON_IsArray(*f))
         return vcase_wrong(name, want, err, err_len);
     *n = (size_t)cJSON_GetArraySize(*f);
-    if ((*out = psi_cli_alloc(*n, size)) == NULL) {
+    if ((*out = psi_app_alloc(*n, size)) == NULL) {
         snprintf(err, err_len, "out of memory");
         return -1;
     }
     return 0;
 }
 
-int psi_cli_vfield_inputs(psi_value **out, size_t *n, const psi_cli_json *j,
+int psi_cli_vfield_inputs(psi_value **out, size_t *n, const psi_app_json *j,
                           const cJSON *obj, const char *name, char *err, size_t err_len)
 {
     const cJSON *f, *s;
@@ -119,7 +119,7 @@ int psi_cli_vfield_inputs(psi_value **out, size_t *n, const psi_cli_json *j,
             snprintf(err, err_len, "field \"%s\": item %zu is not a string", name, i);
             return -1;
         }
-        psi_cli_json_bytes(j, s, &data, &(*out)[i].len);
+        psi_app_json_bytes(j, s, &data, &(*out)[i].len);
         (*out)[i++].data = (const uint8_t *)data;
     }
     return 0;
@@ -174,7 +174,7 @@ static int vcase_pairs(psi_pair **out, size_t *n, const cJSON *obj,
     return 0;
 }
 
-int psi_cli_vfield_structure(psi_structure *out, const psi_cli_json *j,
+int psi_cli_vfield_structure(psi_structure *out, const psi_app_json *j,
                              const cJSON *obj, char *err, size_t err_len)
 {
     static const char *const names[] = {"raw", "gcs", "bloom_filter"};
@@ -186,7 +186,7 @@ int psi_cli_vfield_structure(psi_structure *out, const psi_cli_json *j,
         return -1;
     if (!cJSON_IsString(f))
         return vcase_wrong("data_structure", "a string", err, err_len);
-    psi_cli_json_bytes(j, f, &text, &len);
+    psi_app_json_bytes(j, f, &text, &len);
     for (int k = 0; k < 3; k++) {
         if (len == strlen(names[k]) && memcmp(text, names[k], len) == 0) {
             *out = (psi_structure)k;
@@ -199,7 +199,7 @@ int psi_cli_vfield_structure(psi_structure *out, const psi_cli_json *j,
     return -1;
 }
 
-static int vcase_flags(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
+static int vcase_flags(psi_cli_case *c, const psi_app_json *j, const cJSON *obj,
                        char *err, size_t err_len)
 {
     const cJSON *f;
@@ -223,7 +223,7 @@ static int vcase_flags(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
 }
 
 /* The fields wire and association cases share, after "name". */
-static int vcase_common(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
+static int vcase_common(psi_cli_case *c, const psi_app_json *j, const cJSON *obj,
                         char *err, size_t err_len)
 {
     return psi_cli_vfield_hex(&c->server_key, j, obj, "server_key", err, err_len) ||
@@ -238,7 +238,7 @@ static int vcase_common(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj
                ? -1 : 0;
 }
 
-static int vcase_start(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
+static int vcase_start(psi_cli_case *c, const psi_app_json *j, const cJSON *obj,
                        char *err, size_t err_len)
 {
     memset(c, 0, sizeof *c);
@@ -249,7 +249,7 @@ static int vcase_start(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
     return psi_cli_vfield_string(&c->name, j, obj, "name", err, err_len);
 }
 
-int psi_cli_case_read(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_case_read(psi_cli_case *c, const psi_app_json *j, const cJSON *obj,
                       char *err, size_t err_len)
 {
     if (vcase_start(c, j, obj, err, err_len) != 0 ||
@@ -263,7 +263,7 @@ int psi_cli_case_read(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
     return 0;
 }
 
-int psi_cli_assoc_read(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_assoc_read(psi_cli_case *c, const psi_app_json *j, const cJSON *obj,
                        char *err, size_t err_len)
 {
     if (vcase_start(c, j, obj, err, err_len) != 0)

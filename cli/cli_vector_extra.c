@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_util.h"
+#include "app_util.h"
 #include "cli_vectors.h"
 
 enum { VX_KEY, VX_POINT, VX_REQUEST, VX_INTERSECTION, VX_SETUP, VX_OPS };
@@ -36,7 +36,7 @@ static const char *vx_name(int code)
     return name != NULL ? name : "an unknown error code";
 }
 
-static int vx_operation(psi_cli_reject *r, const psi_cli_json *j, const cJSON *obj,
+static int vx_operation(psi_cli_reject *r, const psi_app_json *j, const cJSON *obj,
                         char *err, size_t err_len)
 {
     const char *op;
@@ -69,7 +69,7 @@ static int vx_fpr(double *fpr, const cJSON *obj, char *err, size_t err_len)
     return -1;
 }
 
-static int vx_setup_fields(psi_cli_reject *r, const psi_cli_json *j, const cJSON *obj,
+static int vx_setup_fields(psi_cli_reject *r, const psi_app_json *j, const cJSON *obj,
                            char *err, size_t err_len)
 {
     double nc;
@@ -86,7 +86,7 @@ static int vx_setup_fields(psi_cli_reject *r, const psi_cli_json *j, const cJSON
 }
 
 /* The operation's own fields. */
-static int vx_fields(psi_cli_reject *r, const psi_cli_json *j, const cJSON *obj,
+static int vx_fields(psi_cli_reject *r, const psi_app_json *j, const cJSON *obj,
                      char *err, size_t err_len)
 {
     switch (r->op) {
@@ -108,7 +108,7 @@ static int vx_fields(psi_cli_reject *r, const psi_cli_json *j, const cJSON *obj,
     }
 }
 
-int psi_cli_reject_read(psi_cli_reject *r, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_reject_read(psi_cli_reject *r, const psi_app_json *j, const cJSON *obj,
                         char *err, size_t err_len)
 {
     const char *error;
@@ -153,12 +153,12 @@ static int vx_expect(const psi_cli_reject *r, const char *call, int rc,
 
 /* As vx_expect for the call psi_<name> of a party, or psi_shards_<name>
  * when it is sharded. */
-static int vx_expect_party(const psi_cli_reject *r, const psi_cli_party *p,
+static int vx_expect_party(const psi_cli_reject *r, const psi_app_party *p,
                            const char *name, int rc, char *msg, size_t msg_len)
 {
     char call[80];
 
-    snprintf(call, sizeof call, "%s%s", psi_cli_party_api(p), name);
+    snprintf(call, sizeof call, "%s%s", psi_app_party_api(p), name);
     return vx_expect(r, call, rc, msg, msg_len);
 }
 
@@ -175,40 +175,40 @@ static int vx_key(const psi_cli_reject *r, char *msg, size_t msg_len)
     return vx_expect(r, "psi_engine_create_from_key", rc, msg, msg_len);
 }
 
-static int vx_request(const psi_cli_reject *r, const psi_cli_party *server,
+static int vx_request(const psi_cli_reject *r, const psi_app_party *server,
                       char *msg, size_t msg_len)
 {
     size_t len = psi_response_bound_suite(
         r->suite, psi_message_element_bound_suite(r->suite, r->data.len));
-    uint8_t *buf = psi_cli_alloc(len, 1);
+    uint8_t *buf = psi_app_alloc(len, 1);
     int rc;
 
     if (buf == NULL) {
         snprintf(msg, msg_len, "out of memory");
         return 1;
     }
-    rc = psi_cli_party_process_request(server, buf, &len, r->data.data, r->data.len);
+    rc = psi_app_party_process_request(server, buf, &len, r->data.data, r->data.len);
     free(buf);
     return vx_expect_party(r, server, "server_process_request", rc, msg, msg_len);
 }
 
 /* The size, and with reveal on the intersection: both must fail. */
-static int vx_intersection(const psi_cli_reject *r, const psi_cli_party *client,
+static int vx_intersection(const psi_cli_reject *r, const psi_app_party *client,
                            char *msg, size_t msg_len)
 {
     size_t count = 0, n = psi_message_element_bound_suite(r->suite, r->response.len);
     size_t *got;
-    int rc = psi_cli_party_intersection_size(client, &count, r->data.data, r->data.len,
+    int rc = psi_app_party_intersection_size(client, &count, r->data.data, r->data.len,
                                              r->response.data, r->response.len);
 
     if (vx_expect_party(r, client, "client_get_intersection_size", rc, msg,
                         msg_len) != 0 || !r->reveal)
         return rc == r->error ? 0 : 1;
-    if ((got = psi_cli_alloc(n, sizeof *got)) == NULL) {
+    if ((got = psi_app_alloc(n, sizeof *got)) == NULL) {
         snprintf(msg, msg_len, "out of memory");
         return 1;
     }
-    rc = psi_cli_party_intersection(client, got, &n, r->data.data, r->data.len,
+    rc = psi_app_party_intersection(client, got, &n, r->data.data, r->data.len,
                                     r->response.data, r->response.len);
     free(got);
     return vx_expect_party(r, client, "client_get_intersection", rc, msg, msg_len);
@@ -216,7 +216,7 @@ static int vx_intersection(const psi_cli_reject *r, const psi_cli_party *client,
 
 /* When psi_setup_bound refuses the parameters it must give the same error,
  * and psi_server_create_setup must refuse them even with no capacity. */
-static int vx_setup(const psi_cli_reject *r, const psi_cli_party *server,
+static int vx_setup(const psi_cli_reject *r, const psi_app_party *server,
                     char *msg, size_t msg_len)
 {
     size_t bound = 0, len;
@@ -225,22 +225,22 @@ static int vx_setup(const psi_cli_reject *r, const psi_cli_party *server,
 
     if (rc != PSI_OK && vx_expect(r, "psi_setup_bound", rc, msg, msg_len) != 0)
         return 1;
-    if ((buf = psi_cli_alloc(bound, 1)) == NULL) {
+    if ((buf = psi_app_alloc(bound, 1)) == NULL) {
         snprintf(msg, msg_len, "out of memory");
         return 1;
     }
     len = bound;
-    rc = psi_cli_party_create_setup(server, buf, &len, NULL, &r->params,
+    rc = psi_app_party_create_setup(server, buf, &len, NULL, &r->params,
                                     r->server_inputs, r->n_server);
     free(buf);
     return vx_expect_party(r, server, "server_create_setup", rc, msg, msg_len);
 }
 
 /* Runs an operation that needs a party made from the case's key. */
-static int vx_with_party(const psi_cli_reject *r, const psi_cli_shard_opts *so,
+static int vx_with_party(const psi_cli_reject *r, const psi_app_shard_opts *so,
                          char *msg, size_t msg_len)
 {
-    psi_cli_party p;
+    psi_app_party p;
     int client = r->op == VX_INTERSECTION;
     int rc = psi_cli_vparty(&p, so, r->suite, client ? PSI_ROLE_CLIENT : PSI_ROLE_SERVER,
                             r->op == VX_SETUP ? 1 : r->reveal, &r->key,
@@ -252,11 +252,11 @@ static int vx_with_party(const psi_cli_reject *r, const psi_cli_shard_opts *so,
         rc = vx_intersection(r, &p, msg, msg_len);
     else if (rc == 0)
         rc = vx_setup(r, &p, msg, msg_len);
-    psi_cli_party_free(&p);
+    psi_app_party_free(&p);
     return rc;
 }
 
-int psi_cli_reject_run(const psi_cli_reject *r, const psi_cli_shard_opts *so,
+int psi_cli_reject_run(const psi_cli_reject *r, const psi_app_shard_opts *so,
                        char *msg, size_t msg_len)
 {
     msg[0] = '\0';

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_util.h"
+#include "app_util.h"
 #include "cli_vectors.h"
 
 // How many items of an index list a failure message shows.
@@ -101,7 +101,7 @@ static void vrun_compare_list(vrun_report *r, const char *what, const size_t *go
 }
 
 /* For an association case also the permutation, compared with the stored one. */
-static void vrun_setup(vrun_report *r, const psi_cli_party *server, const psi_cli_case *c)
+static void vrun_setup(vrun_report *r, const psi_app_party *server, const psi_cli_case *c)
 {
     size_t bound = 0, len;
     uint8_t *buf;
@@ -112,14 +112,14 @@ static void vrun_setup(vrun_report *r, const psi_cli_party *server, const psi_cl
         vrun_error(r, "server_setup (size bound)", rc);
         return;
     }
-    buf = psi_cli_alloc(bound, 1);
+    buf = psi_app_alloc(bound, 1);
     if (c->association)
-        perm = psi_cli_alloc(c->n_server, sizeof *perm);
+        perm = psi_app_alloc(c->n_server, sizeof *perm);
     if (buf == NULL || (c->association && perm == NULL)) {
         vrun_note(r, "server_setup: out of memory");
     } else {
         len = bound;
-        rc = psi_cli_party_create_setup(server, buf, &len, perm, &c->params,
+        rc = psi_app_party_create_setup(server, buf, &len, perm, &c->params,
                                         c->server_inputs, c->n_server);
         vrun_bytes(r, "server_setup", rc, buf, len, &c->setup);
         if (rc == PSI_OK && perm != NULL)
@@ -129,54 +129,54 @@ static void vrun_setup(vrun_report *r, const psi_cli_party *server, const psi_cl
     free(perm);
 }
 
-static void vrun_request(vrun_report *r, const psi_cli_party *client,
+static void vrun_request(vrun_report *r, const psi_app_party *client,
                          const psi_cli_case *c)
 {
     size_t len = psi_request_bound_suite(c->suite, c->n_client);
-    uint8_t *buf = psi_cli_alloc(len, 1);
+    uint8_t *buf = psi_app_alloc(len, 1);
     int rc;
 
     if (buf == NULL) {
         vrun_note(r, "request: out of memory");
         return;
     }
-    rc = psi_cli_party_create_request(client, buf, &len, c->client_inputs, c->n_client);
+    rc = psi_app_party_create_request(client, buf, &len, c->client_inputs, c->n_client);
     vrun_bytes(r, "request", rc, buf, len, &c->request);
     free(buf);
 }
 
 /* The response is recomputed from the stored request, not our own. */
-static void vrun_response(vrun_report *r, const psi_cli_party *server,
+static void vrun_response(vrun_report *r, const psi_app_party *server,
                           const psi_cli_case *c)
 {
     size_t len = psi_response_bound_suite(
         c->suite, psi_message_element_bound_suite(c->suite, c->request.len));
-    uint8_t *buf = psi_cli_alloc(len, 1);
+    uint8_t *buf = psi_app_alloc(len, 1);
     int rc;
 
     if (buf == NULL) {
         vrun_note(r, "response: out of memory");
         return;
     }
-    rc = psi_cli_party_process_request(server, buf, &len, c->request.data,
+    rc = psi_app_party_process_request(server, buf, &len, c->request.data,
                                        c->request.len);
     vrun_bytes(r, "response", rc, buf, len, &c->response);
     free(buf);
 }
 
 /* Computed from the stored setup and response, with the client's key. */
-static void vrun_intersection(vrun_report *r, const psi_cli_party *client,
+static void vrun_intersection(vrun_report *r, const psi_app_party *client,
                               const psi_cli_case *c)
 {
     size_t n = psi_message_element_bound_suite(c->suite, c->response.len);
-    size_t *got = psi_cli_alloc(n, sizeof *got);
+    size_t *got = psi_app_alloc(n, sizeof *got);
     int rc;
 
     if (got == NULL) {
         vrun_note(r, "intersection: out of memory");
         return;
     }
-    rc = psi_cli_party_intersection(client, got, &n, c->setup.data, c->setup.len,
+    rc = psi_app_party_intersection(client, got, &n, c->setup.data, c->setup.len,
                                     c->response.data, c->response.len);
     if (rc != PSI_OK)
         vrun_error(r, "intersection", rc);
@@ -186,11 +186,11 @@ static void vrun_intersection(vrun_report *r, const psi_cli_party *client,
     free(got);
 }
 
-static void vrun_size(vrun_report *r, const psi_cli_party *client,
+static void vrun_size(vrun_report *r, const psi_app_party *client,
                       const psi_cli_case *c)
 {
     size_t count = 0;
-    int rc = psi_cli_party_intersection_size(client, &count, c->setup.data,
+    int rc = psi_app_party_intersection_size(client, &count, c->setup.data,
                                              c->setup.len, c->response.data,
                                              c->response.len);
 
@@ -211,11 +211,11 @@ static void vrun_pair(char *out, size_t cap, const psi_pair *v, size_t n, size_t
 }
 
 /* From the stored setup and response, mapped with the stored permutation. */
-static void vrun_association(vrun_report *r, const psi_cli_party *client,
+static void vrun_association(vrun_report *r, const psi_app_party *client,
                              const psi_cli_case *c)
 {
     size_t n = psi_message_element_bound_suite(c->suite, c->response.len), i = 0;
-    psi_pair *got = psi_cli_alloc(n, sizeof *got);
+    psi_pair *got = psi_app_alloc(n, sizeof *got);
     char want_s[64], got_s[64];
     int rc;
 
@@ -223,7 +223,7 @@ static void vrun_association(vrun_report *r, const psi_cli_party *client,
         vrun_note(r, "association: out of memory");
         return;
     }
-    rc = psi_cli_party_association(client, got, &n, c->setup.data, c->setup.len,
+    rc = psi_app_party_association(client, got, &n, c->setup.data, c->setup.len,
                                    c->response.data, c->response.len);
     if (rc == PSI_OK)
         rc = psi_association_map(got, n, c->perm, c->n_perm);
@@ -242,25 +242,20 @@ static void vrun_association(vrun_report *r, const psi_cli_party *client,
     free(got);
 }
 
-int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, int suite,
+int psi_cli_vparty(psi_app_party *p, const psi_app_shard_opts *so, int suite,
                    psi_role role, int reveal, const psi_cli_bytes *key, const char *what,
                    char *msg, size_t msg_len)
 {
-    psi_settings s;
-    psi_engine *e = NULL;
-    int rc;
+    psi_app_party_spec spec = {.key_bytes = key->data, .key_len = key->len,
+                               .suite = suite, .role = role, .reveal = reveal,
+                               .shard = *so};
+    const char *step = NULL;
+    int rc = psi_app_party_build(p, &spec, &step);
 
-    memset(p, 0, sizeof *p);
-    psi_settings_default(&s);
-    s.role = role;
-    s.reveal_intersection = reveal;
-    s.suite = (psi_suite)suite;
-    rc = psi_engine_create_from_key(&e, &s, key->data, key->len);
-    if (rc != PSI_OK) {
+    if (rc != PSI_OK && strcmp(step, PSI_APP_PARTY_E_ENGINE) == 0) {
         snprintf(msg, msg_len, "%s: %s", what, psi_strerror(rc));
         return rc == PSI_E_KEY_OUT_OF_RANGE || rc == PSI_E_INVALID_ARG ? -1 : 1;
     }
-    rc = psi_cli_party_init(p, e, so);
     if (rc != PSI_OK) {
         snprintf(msg, msg_len, "%s: psi_shards_create: %s", what, psi_strerror(rc));
         return 1;
@@ -268,11 +263,11 @@ int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, int suite,
     return 0;
 }
 
-int psi_cli_case_run(const psi_cli_case *c, const psi_cli_shard_opts *so,
+int psi_cli_case_run(const psi_cli_case *c, const psi_app_shard_opts *so,
                      char *msg, size_t msg_len)
 {
     vrun_report r = {msg, msg_len, 0, 0};
-    psi_cli_party server, client;
+    psi_app_party server, client;
     int rc;
 
     msg[0] = '\0';
@@ -295,7 +290,7 @@ int psi_cli_case_run(const psi_cli_case *c, const psi_cli_shard_opts *so,
         }
         rc = r.failed;
     }
-    psi_cli_party_free(&server);
-    psi_cli_party_free(&client);
+    psi_app_party_free(&server);
+    psi_app_party_free(&client);
     return rc;
 }

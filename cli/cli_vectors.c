@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli_commands.h"
-#include "cli_util.h"
+#include "app_util.h"
 #include "cli_vectors.h"
 
 #define VCHECK_FORMAT "psi-wire-vectors/1"
@@ -46,9 +46,9 @@ static const char vectors_usage[] =
     "  --verbose    also print \"ok <file>: <case>\" for each passing case\n"
     "  --quiet      print nothing for passing cases (the default)\n"
     "  --shards N   run each party on N shards, 1 to "
-    PSI_CLI_STR(PSI_SHARD_MAX_SHARDS) " (default: 4 a\n"
+    PSI_APP_STR(PSI_SHARD_MAX_SHARDS) " (default: 4 a\n"
     "               worker thread, 1 without)\n"
-    "  --threads T  on T worker threads, 1 to " PSI_CLI_STR(PSI_SHARD_MAX_THREADS)
+    "  --threads T  on T worker threads, 1 to " PSI_APP_STR(PSI_SHARD_MAX_THREADS)
     " (default with --shards: the\n"
     "               online CPUs, at most N); 1 runs the shards in turn on\n"
     "               the calling thread\n"
@@ -62,7 +62,7 @@ typedef struct vcheck_stats {
     size_t passed, failed;
     int file_errors;  // unreadable files and malformed cases
     int verbose;
-    psi_cli_shard_opts shard;  // how each case's parties run
+    psi_app_shard_opts shard;  // how each case's parties run
     int suite;                 // the current file's suite (psi_suite)
 } vcheck_stats;
 
@@ -86,7 +86,7 @@ static void vcheck_report(vcheck_stats *st, const vcheck_where *w, const char *n
                           int rc, const char *msg)
 {
     if (rc < 0) {
-        psi_cli_error("%s: %s[%zu]%s%s%s: malformed: %s", w->path, w->array, w->index,
+        psi_app_error("%s: %s[%zu]%s%s%s: malformed: %s", w->path, w->array, w->index,
                       name ? " (" : "", name ? name : "", name ? ")" : "", msg);
         st->file_errors++;
         st->failed++;
@@ -101,7 +101,7 @@ static void vcheck_report(vcheck_stats *st, const vcheck_where *w, const char *n
 }
 
 static void vcheck_case(vcheck_stats *st, const vcheck_where *w, vcheck_kind kind,
-                        const psi_cli_json *j, const cJSON *obj)
+                        const psi_app_json *j, const cJSON *obj)
 {
     char msg[1024];
     int rc;
@@ -127,48 +127,48 @@ static void vcheck_case(vcheck_stats *st, const vcheck_where *w, vcheck_kind kin
 }
 
 /* Returns: the array `name` of the file's top level, or NULL with a message. */
-static const cJSON *vcheck_array(const char *path, const psi_cli_json *j,
+static const cJSON *vcheck_array(const char *path, const psi_app_json *j,
                                  const char *name)
 {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j->root, name);
 
     if (!cJSON_IsArray(a)) {
-        psi_cli_error("%s: \"%s\" is %s", path, name, a ? "not an array" : "missing");
+        psi_app_error("%s: \"%s\" is %s", path, name, a ? "not an array" : "missing");
         return NULL;
     }
     return a;
 }
 
 /* Returns: 1 for a wire file, 2 for an extra file, or 0 with a message. */
-static int vcheck_format(const char *path, const psi_cli_json *j)
+static int vcheck_format(const char *path, const psi_app_json *j)
 {
     const cJSON *format;
     const char *text;
     size_t len;
 
     if (!cJSON_IsObject(j->root)) {
-        psi_cli_error("%s: the top level is not a JSON object", path);
+        psi_app_error("%s: the top level is not a JSON object", path);
         return 0;
     }
     format = cJSON_GetObjectItemCaseSensitive(j->root, "format");
     if (!cJSON_IsString(format)) {
-        psi_cli_error("%s: \"format\" is %s, expected \"%s\" or \"%s\"", path,
+        psi_app_error("%s: \"format\" is %s, expected \"%s\" or \"%s\"", path,
                       format ? "not a string" : "missing", VCHECK_FORMAT, VCHECK_EXTRA);
         return 0;
     }
-    psi_cli_json_bytes(j, format, &text, &len);
+    psi_app_json_bytes(j, format, &text, &len);
     if (len == strlen(VCHECK_FORMAT) && memcmp(text, VCHECK_FORMAT, len) == 0)
         return 1;
     if (len == strlen(VCHECK_EXTRA) && memcmp(text, VCHECK_EXTRA, len) == 0)
         return 2;
-    psi_cli_error("%s: unknown format \"%.60s\", expected \"%s\" or \"%s\"", path,
+    psi_app_error("%s: unknown format \"%.60s\", expected \"%s\" or \"%s\"", path,
                   format->valuestring, VCHECK_FORMAT, VCHECK_EXTRA);
     return 0;
 }
 
 /* Out: *suite, the file's top-level "suite" (absent: openmined-p256).
  * Returns: 0, or -1 with a message. */
-static int vcheck_suite(int *suite, const char *path, const psi_cli_json *j)
+static int vcheck_suite(int *suite, const char *path, const psi_app_json *j)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(j->root, "suite");
     const char *text;
@@ -179,12 +179,12 @@ static int vcheck_suite(int *suite, const char *path, const psi_cli_json *j)
     if (f == NULL)
         return 0;
     if (!cJSON_IsString(f)) {
-        psi_cli_error("%s: \"suite\" is not a string", path);
+        psi_app_error("%s: \"suite\" is not a string", path);
         return -1;
     }
-    psi_cli_json_bytes(j, f, &text, &len);
+    psi_app_json_bytes(j, f, &text, &len);
     if (len != strlen(f->valuestring) || psi_suite_from_name(&s, f->valuestring) != PSI_OK) {
-        psi_cli_error("%s: unknown suite \"%.60s\" (" PSI_CLI_SUITE_NAMES ")", path,
+        psi_app_error("%s: unknown suite \"%.60s\" (" PSI_APP_SUITE_NAMES ")", path,
                       f->valuestring);
         return -1;
     }
@@ -192,7 +192,7 @@ static int vcheck_suite(int *suite, const char *path, const psi_cli_json *j)
     return 0;
 }
 
-static void vcheck_cases(vcheck_stats *st, const char *path, const psi_cli_json *j,
+static void vcheck_cases(vcheck_stats *st, const char *path, const psi_app_json *j,
                          const cJSON *cases, const char *array, vcheck_kind kind)
 {
     vcheck_where w = {path, array, 0};
@@ -205,7 +205,7 @@ static void vcheck_cases(vcheck_stats *st, const char *path, const psi_cli_json 
 }
 
 /* Both arrays of an extra file must be there before any case runs. */
-static int vcheck_extra(vcheck_stats *st, const char *path, const psi_cli_json *j)
+static int vcheck_extra(vcheck_stats *st, const char *path, const psi_app_json *j)
 {
     const cJSON *assoc = vcheck_array(path, j, "association_cases");
     const cJSON *reject = assoc ? vcheck_array(path, j, "rejection_cases") : NULL;
@@ -219,13 +219,13 @@ static int vcheck_extra(vcheck_stats *st, const char *path, const psi_cli_json *
 
 static void vcheck_file(vcheck_stats *st, const char *path)
 {
-    psi_cli_json j;
+    psi_app_json j;
     const cJSON *cases;
     char err[256];
     int format = 0;
 
-    if (psi_cli_json_load(&j, path, err, sizeof err) != 0) {
-        psi_cli_error("%s: %s", path, err);
+    if (psi_app_json_load(&j, path, err, sizeof err) != 0) {
+        psi_app_error("%s: %s", path, err);
         st->file_errors++;
     } else if ((format = vcheck_format(path, &j)) == 0 ||
                vcheck_suite(&st->suite, path, &j) != 0) {
@@ -238,32 +238,26 @@ static void vcheck_file(vcheck_stats *st, const char *path)
     } else {
         vcheck_cases(st, path, &j, cases, "cases", VCHECK_WIRE);
     }
-    psi_cli_json_free(&j);
+    psi_app_json_free(&j);
 }
 
 /* Says how the parties will run, as the library reports it for a party
  * built like theirs.  Returns: 0, or -1 when it cannot be built. */
-static int vcheck_shard_header(const psi_cli_shard_opts *so)
+static int vcheck_shard_header(const psi_app_shard_opts *so)
 {
-    psi_settings s;
-    psi_engine *e = NULL;
-    psi_cli_party p;
+    psi_app_party_spec spec = {.role = PSI_ROLE_CLIENT, .reveal = 1, .shard = *so};
+    psi_app_party p;
+    const char *step = NULL;
     char what[96];
-    int rc;
+    int rc = psi_app_party_build(&p, &spec, &step);
 
-    psi_settings_default(&s);
-    rc = psi_engine_create(&e, &s);
-    if (rc == PSI_OK)
-        rc = psi_cli_party_init(&p, e, so);
-    else
-        memset(&p, 0, sizeof p);
     if (rc == PSI_OK) {
-        psi_cli_party_describe(&p, what, sizeof what);
+        psi_app_party_describe(&p, what, sizeof what);
         printf("sharded: %s\n", what);
     } else {
-        psi_cli_error("vectors check: cannot build the shards: %s", psi_strerror(rc));
+        psi_app_error("vectors check: cannot build the shards: %s", psi_strerror(rc));
     }
-    psi_cli_party_free(&p);
+    psi_app_party_free(&p);
     return rc == PSI_OK ? 0 : -1;
 }
 
@@ -274,12 +268,12 @@ static int vcheck_run(int argc, char **argv)
 
     memset(&st, 0, sizeof st);
     for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
-        if ((rc = psi_cli_shard_opt(&st.shard, argc, argv, &i, "vectors check")) != 0) {
+        if ((rc = psi_app_shard_opt(&st.shard, argc, argv, &i, "vectors check")) != 0) {
             if (rc < 0)
-                return CLI_EXIT_USAGE;
-        } else if (psi_cli_is_help(argv[i])) {
+                return PSI_APP_EXIT_USAGE;
+        } else if (psi_app_is_help(argv[i])) {
             psi_cli_vectors_usage(stdout);
-            return CLI_EXIT_OK;
+            return PSI_APP_EXIT_OK;
         } else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) {
             st.verbose = 1;
         } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
@@ -288,37 +282,37 @@ static int vcheck_run(int argc, char **argv)
             i++;
             break;
         } else {
-            psi_cli_error("vectors check: unknown option '%s'", argv[i]);
-            return CLI_EXIT_USAGE;
+            psi_app_error("vectors check: unknown option '%s'", argv[i]);
+            return PSI_APP_EXIT_USAGE;
         }
     }
     if (i >= argc) {
-        psi_cli_error("vectors check: no FILE given (see 'shardpsi vectors check --help')");
-        return CLI_EXIT_USAGE;
+        psi_app_error("vectors check: no FILE given (see 'shardpsi vectors check --help')");
+        return PSI_APP_EXIT_USAGE;
     }
     if (st.shard.sharded && vcheck_shard_header(&st.shard) != 0)
-        return CLI_EXIT_FAIL;
+        return PSI_APP_EXIT_FAIL;
     for (; i < argc; i++)
         vcheck_file(&st, argv[i]);
     printf("%zu passed, %zu failed\n", st.passed, st.failed);
     if (st.file_errors > 0)
-        return CLI_EXIT_USAGE;
-    return st.failed > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        return PSI_APP_EXIT_USAGE;
+    return st.failed > 0 ? PSI_APP_EXIT_FAIL : PSI_APP_EXIT_OK;
 }
 
 int psi_cli_cmd_vectors(int argc, char **argv)
 {
     if (argc < 2) {
-        psi_cli_error("vectors: missing subcommand (see 'shardpsi vectors --help')");
-        return CLI_EXIT_USAGE;
+        psi_app_error("vectors: missing subcommand (see 'shardpsi vectors --help')");
+        return PSI_APP_EXIT_USAGE;
     }
-    if (psi_cli_is_help(argv[1])) {
+    if (psi_app_is_help(argv[1])) {
         psi_cli_vectors_usage(stdout);
-        return CLI_EXIT_OK;
+        return PSI_APP_EXIT_OK;
     }
     if (strcmp(argv[1], "check") == 0)
         return vcheck_run(argc - 1, argv + 1);
-    psi_cli_error("vectors: unknown subcommand '%s' (see 'shardpsi vectors --help')",
+    psi_app_error("vectors: unknown subcommand '%s' (see 'shardpsi vectors --help')",
                   argv[1]);
-    return CLI_EXIT_USAGE;
+    return PSI_APP_EXIT_USAGE;
 }

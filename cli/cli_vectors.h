@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli_json.h"
-#include "cli_party.h"
+#include "app_json.h"
+#include "app_party.h"
 #include "psi.h"
 
 /* A byte string decoded from hex, owned by the case. */
@@ -48,11 +48,11 @@ typedef struct psi_cli_case {
  *  Returns: 0, or -1 with what is wrong in err (missing or wrong-typed
  *  field, bad hex, unknown data structure, out of memory).
  *  Out: *c, freed with psi_cli_case_free (also after a failure). */
-int psi_cli_case_read(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_case_read(psi_cli_case *c, const psi_app_json *j, const cJSON *obj,
                       char *err, size_t err_len);
 
 /** Reads an association case object; as psi_cli_case_read. */
-int psi_cli_assoc_read(psi_cli_case *c, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_assoc_read(psi_cli_case *c, const psi_app_json *j, const cJSON *obj,
                        char *err, size_t err_len);
 
 /** Frees what psi_cli_case_read allocated; a zeroed *c is fine. */
@@ -62,10 +62,10 @@ void psi_cli_case_free(psi_cli_case *c);
  *  permutation), request and response from the keys and inputs, and the
  *  intersection (if revealed) and its size, or the association table, from
  *  the stored messages; compares each with the stored value.  Each party
- *  runs on one engine or, as `so` asks, on shards (cli_party.h).
+ *  runs on one engine or, as `so` asks, on shards (app_party.h).
  *  Returns: 0 if all agree; 1 if something differed, described in msg; -1
  *  if the case itself is invalid (a key out of range), described in msg. */
-int psi_cli_case_run(const psi_cli_case *c, const psi_cli_shard_opts *so,
+int psi_cli_case_run(const psi_cli_case *c, const psi_app_shard_opts *so,
                      char *msg, size_t msg_len);
 
 /* One rejection case: an operation on bad input and the error it must give.
@@ -86,7 +86,7 @@ typedef struct psi_cli_reject {
 
 /** Reads a rejection case object; as psi_cli_case_read.  An error name
  *  that psi_error_name does not know, or PSI_OK, is malformed. */
-int psi_cli_reject_read(psi_cli_reject *r, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_reject_read(psi_cli_reject *r, const psi_app_json *j, const cJSON *obj,
                         char *err, size_t err_len);
 
 /** Frees what psi_cli_reject_read allocated; a zeroed *r is fine. */
@@ -96,16 +96,16 @@ void psi_cli_reject_free(psi_cli_reject *r);
  *  as `so` asks.  Returns: 0 if it failed with exactly the expected error;
  *  1 otherwise, described in msg; -1 if the case is invalid (a server or
  *  client key out of range), described in msg. */
-int psi_cli_reject_run(const psi_cli_reject *r, const psi_cli_shard_opts *so,
+int psi_cli_reject_run(const psi_cli_reject *r, const psi_app_shard_opts *so,
                        char *msg, size_t msg_len);
 
 /** Makes a party of `suite` for a case from its key, named `what` in
  *  messages ("server_key"): psi_engine_create_from_key, then
- *  psi_cli_party_init.
+ *  psi_app_party_init.
  *  Returns: 0; -1 if the key is invalid (out of range, bad length); 1 if
  *  the shards could not be built; both described in msg.
- *  Out: *p, freed with psi_cli_party_free (also after a failure). */
-int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, int suite,
+ *  Out: *p, freed with psi_app_party_free (also after a failure). */
+int psi_cli_vparty(psi_app_party *p, const psi_app_shard_opts *so, int suite,
                    psi_role role, int reveal, const psi_cli_bytes *key, const char *what,
                    char *msg, size_t msg_len);
 
@@ -116,23 +116,23 @@ int psi_cli_vparty(psi_cli_party *p, const psi_cli_shard_opts *so, int suite,
 int psi_cli_vfield(const cJSON **f, const cJSON *obj, const char *name,
                    char *err, size_t err_len);
 /** Out: *s, a string member (NUL-terminated; U+0000 inside is refused). */
-int psi_cli_vfield_string(const char **s, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_vfield_string(const char **s, const psi_app_json *j, const cJSON *obj,
                           const char *name, char *err, size_t err_len);
 /** Out: *v, 0 or 1 from a true/false member. */
 int psi_cli_vfield_bool(int *v, const cJSON *obj, const char *name,
                         char *err, size_t err_len);
 /** Out: *out, a hex member decoded (owned by the caller). */
-int psi_cli_vfield_hex(psi_cli_bytes *out, const psi_cli_json *j, const cJSON *obj,
+int psi_cli_vfield_hex(psi_cli_bytes *out, const psi_app_json *j, const cJSON *obj,
                        const char *name, char *err, size_t err_len);
 /** Out: *out, an integral number member in [lo, hi]. */
 int psi_cli_vfield_integer(double *out, const cJSON *obj, const char *name,
                            double lo, double hi, char *err, size_t err_len);
 /** Out: *out, *n, an array of strings as values (array owned by the caller,
  *  bytes pointing into the tree). */
-int psi_cli_vfield_inputs(psi_value **out, size_t *n, const psi_cli_json *j,
+int psi_cli_vfield_inputs(psi_value **out, size_t *n, const psi_app_json *j,
                           const cJSON *obj, const char *name, char *err, size_t err_len);
 /** Out: *out, "data_structure": raw, gcs or bloom_filter. */
-int psi_cli_vfield_structure(psi_structure *out, const psi_cli_json *j,
+int psi_cli_vfield_structure(psi_structure *out, const psi_app_json *j,
                              const cJSON *obj, char *err, size_t err_len);
 
 /* Largest integer a JSON number (a double) holds exactly. */

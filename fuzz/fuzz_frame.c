@@ -1,10 +1,10 @@
-/* Fuzzes the network commands' framing (cli/cli_net.c, PROTOCOL.md §15.1):
+/* Fuzzes the network commands' framing (net/net_frame.c, PROTOCOL.md §15.1):
  * the input after its first byte is what a peer sends, written into one
- * end of an AF_UNIX stream socketpair and followed by EOF; psi_cli_net_recv
+ * end of an AF_UNIX stream socketpair and followed by EOF; psi_net_recv
  * reads frames from the other end.  The first byte picks the expected
  * types and the payload limits of up to RECV_CALLS calls.  A small model
  * of the framing rules (frame_model) predicts each call's code and
- * payload, and every code must be one cli_net.h documents for recv, with
+ * payload, and every code must be one net.h documents for recv, with
  * *payload NULL and *len 0 on failure and a message in c->err.
  *
  * The whole input is written before the first receive, from this thread,
@@ -12,7 +12,7 @@
  * FRAME_INPUT_MAX, and larger inputs are skipped. */
 #include "fuzz_common.h"
 
-#include "cli_net.h"
+#include "net.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@
 
 /* The payload limits a call may name (never so large that a hostile
  * length would make malloc abort under the sanitizers). */
-static const size_t max_lens[] = { 0, 1, 28, PSI_CLI_NET_MSG_MAX, 65536, (size_t)1 << 20 };
+static const size_t max_lens[] = { 0, 1, 28, PSI_NET_MSG_MAX, 65536, (size_t)1 << 20 };
 
 /* Where the model stands in the peer's bytes. */
 typedef struct frame_model {
@@ -52,21 +52,21 @@ static int model_head(frame_model *m, uint64_t *len)
     for (;;) {
         int type;
 
-        if (m->n - m->pos < PSI_CLI_NET_HEADER_BYTES)
+        if (m->n - m->pos < PSI_NET_HEADER_BYTES)
             return 0;
         type = m->s[m->pos];
         *len = load_be64(m->s + m->pos + 1);
-        if (type < PSI_CLI_FRAME_HELLO || type > PSI_CLI_FRAME_KEEPALIVE ||
-            (type == PSI_CLI_FRAME_KEEPALIVE && *len != 0) ||
-            (type == PSI_CLI_FRAME_ERROR && *len > PSI_CLI_NET_MSG_MAX))
+        if (type < PSI_NET_FRAME_HELLO || type > PSI_NET_FRAME_KEEPALIVE ||
+            (type == PSI_NET_FRAME_KEEPALIVE && *len != 0) ||
+            (type == PSI_NET_FRAME_ERROR && *len > PSI_NET_MSG_MAX))
             return -1;
-        if (type != PSI_CLI_FRAME_KEEPALIVE)
+        if (type != PSI_NET_FRAME_KEEPALIVE)
             return type;
-        m->pos += PSI_CLI_NET_HEADER_BYTES;
+        m->pos += PSI_NET_HEADER_BYTES;
     }
 }
 
-/* What psi_cli_net_recv(expect, max_len) must do next.  Returns: the code.
+/* What psi_net_recv(expect, max_len) must do next.  Returns: the code.
  * Out: *off, *len, the payload's place in the stream on success. */
 static int model_recv(frame_model *m, int expect, size_t max_len, size_t *off, size_t *len)
 {
@@ -76,24 +76,24 @@ static int model_recv(frame_model *m, int expect, size_t max_len, size_t *off, s
 
     *off = *len = 0;
     if (type == 0)
-        return PSI_CLI_NET_ECLOSED; // EOF inside or before a header
+        return PSI_NET_ECLOSED; // EOF inside or before a header
     if (type < 0)
-        return PSI_CLI_NET_EFRAME;
-    left = m->n - m->pos - PSI_CLI_NET_HEADER_BYTES;
-    if (type == PSI_CLI_FRAME_ERROR) {
+        return PSI_NET_EFRAME;
+    left = m->n - m->pos - PSI_NET_HEADER_BYTES;
+    if (type == PSI_NET_FRAME_ERROR) {
         if (plen > left)
-            return PSI_CLI_NET_ECLOSED;
-        m->pos += PSI_CLI_NET_HEADER_BYTES + (size_t)plen;
-        return PSI_CLI_NET_EPEER;
+            return PSI_NET_ECLOSED;
+        m->pos += PSI_NET_HEADER_BYTES + (size_t)plen;
+        return PSI_NET_EPEER;
     }
     if (type != expect || plen > max_len)
-        return PSI_CLI_NET_EFRAME; // the frame stays for the next call
+        return PSI_NET_EFRAME; // the frame stays for the next call
     if (plen > left)
-        return PSI_CLI_NET_ECLOSED;
-    *off = m->pos + PSI_CLI_NET_HEADER_BYTES;
+        return PSI_NET_ECLOSED;
+    *off = m->pos + PSI_NET_HEADER_BYTES;
     *len = (size_t)plen;
-    m->pos += PSI_CLI_NET_HEADER_BYTES + (size_t)plen;
-    return PSI_CLI_NET_OK;
+    m->pos += PSI_NET_HEADER_BYTES + (size_t)plen;
+    return PSI_NET_OK;
 }
 
 /* Writes the peer's bytes and EOF.  Returns: 0, or -1 when they do not fit
@@ -119,19 +119,19 @@ static int feed(int fd, const uint8_t *s, size_t n)
 }
 
 /* One receive and its checks.  Returns: the code. */
-static int recv_one(psi_cli_conn *c, frame_model *m, int expect, size_t max_len)
+static int recv_one(psi_net_conn *c, frame_model *m, int expect, size_t max_len)
 {
-    const char *fn = "psi_cli_net_recv";
+    const char *fn = "psi_net_recv";
     uint8_t *payload = (uint8_t *)&payload; // not NULL: recv must clear it
     size_t len = SIZE_MAX, off, want_len;
     int want = model_recv(m, expect, max_len, &off, &want_len);
     int rc;
 
     c->err[0] = '\0';
-    rc = psi_cli_net_recv(c, expect, max_len, &payload, &len, NULL, NULL);
-    if (rc != PSI_CLI_NET_OK && rc != PSI_CLI_NET_ETIMEOUT && rc != PSI_CLI_NET_ECLOSED &&
-        rc != PSI_CLI_NET_EIO && rc != PSI_CLI_NET_EFRAME && rc != PSI_CLI_NET_EPEER &&
-        rc != PSI_CLI_NET_ENOMEM) {
+    rc = psi_net_recv(c, expect, max_len, &payload, &len, NULL, NULL);
+    if (rc != PSI_NET_OK && rc != PSI_NET_ETIMEOUT && rc != PSI_NET_ECLOSED &&
+        rc != PSI_NET_EIO && rc != PSI_NET_EFRAME && rc != PSI_NET_EPEER &&
+        rc != PSI_NET_ENOMEM) {
         fprintf(stderr, "fuzz: %s returned %d: not a code documented for recv\n", fn, rc);
         abort();
     }
@@ -144,7 +144,7 @@ static int recv_one(psi_cli_conn *c, frame_model *m, int expect, size_t max_len)
         fprintf(stderr, "fuzz: %s left c->err unterminated\n", fn);
         abort();
     }
-    if (rc != PSI_CLI_NET_OK) {
+    if (rc != PSI_NET_OK) {
         if (payload != NULL || len != 0 || c->err[0] == '\0') {
             fprintf(stderr, "fuzz: %s returned %d with payload %p, len %zu, err '%s'\n", fn, rc,
                     (void *)payload, len, c->err);
@@ -164,7 +164,7 @@ static int recv_one(psi_cli_conn *c, frame_model *m, int expect, size_t max_len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    psi_cli_conn c;
+    psi_net_conn c;
     frame_model m;
     int sv[2], ctl;
 
@@ -181,7 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         close(sv[1]);
         return 0;
     }
-    // as psi_cli_net_accept leaves it (cli_net_addr.c), without a socket name
+    // as psi_net_accept leaves it (net_addr.c), without a socket name
     memset(&c, 0, sizeof c);
     c.fd = sv[0];
     c.timeout_ms = FRAME_TIMEOUT_MS;
@@ -191,14 +191,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         frame_model peek = m;
         int head = model_head(&peek, &plen);
         // bit 0: expect what comes next (to go deep), else a type by number
-        int expect = (ctl & 1) && head > 0 ? head : 1 + ((ctl >> 1) + i) % PSI_CLI_FRAME_KEEPALIVE;
+        int expect = (ctl & 1) && head > 0 ? head : 1 + ((ctl >> 1) + i) % PSI_NET_FRAME_KEEPALIVE;
         size_t max_len = max_lens[((size_t)(ctl >> 4) + (size_t)i) % FUZZ_COUNT(max_lens)];
         int rc = recv_one(&c, &m, expect, max_len);
 
-        if (rc != PSI_CLI_NET_OK && rc != PSI_CLI_NET_EFRAME && rc != PSI_CLI_NET_EPEER)
+        if (rc != PSI_NET_OK && rc != PSI_NET_EFRAME && rc != PSI_NET_EPEER)
             break;
     }
-    psi_cli_net_close(&c);
+    psi_net_close(&c);
     close(sv[1]);
     return 0;
 }

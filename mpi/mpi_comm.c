@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli_util.h"
+#include "app_util.h"
 #include "mpi_run.h"
 
-#define MPI_TAG_ERR 13
+#define PSI_MPI_TAG_ERR 13
 
-int mpi_agree(mpi_run *r, int status)
+int psi_mpi_agree(psi_mpi_run *r, int status)
 {
     char msg[sizeof r->s.err];
     int first = -1;
@@ -24,22 +24,22 @@ int mpi_agree(mpi_run *r, int status)
     if (first == 0) {
         memcpy(msg, r->s.err, sizeof msg);
     } else if (r->rank == first) {
-        MPI_Send(r->s.err, (int)sizeof r->s.err, MPI_CHAR, 0, MPI_TAG_ERR, MPI_COMM_WORLD);
+        MPI_Send(r->s.err, (int)sizeof r->s.err, MPI_CHAR, 0, PSI_MPI_TAG_ERR, MPI_COMM_WORLD);
     } else if (r->rank == 0) {
-        MPI_Recv(msg, (int)sizeof msg, MPI_CHAR, first, MPI_TAG_ERR, MPI_COMM_WORLD,
+        MPI_Recv(msg, (int)sizeof msg, MPI_CHAR, first, PSI_MPI_TAG_ERR, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
     }
     if (r->rank == 0) {
         msg[sizeof msg - 1] = '\0';
         if (r->size == 1)
-            psi_cli_progress_note(&r->s.prog, "error: %s", msg);
+            psi_app_progress_note(&r->s.prog, "error: %s", msg);
         else
-            psi_cli_progress_note(&r->s.prog, "error: rank %d: %s", first, msg);
+            psi_app_progress_note(&r->s.prog, "error: rank %d: %s", first, msg);
     }
     return r->status[first];
 }
 
-int mpi_share_key(mpi_run *r)
+int psi_mpi_share_key(psi_mpi_run *r)
 {
     psi_settings st;
     uint8_t *key = sodium_malloc(64);
@@ -48,19 +48,19 @@ int mpi_share_key(mpi_run *r)
     int status = 0, rc, prc;
 
     if (key == NULL) {
-        psi_cli_offline_fail(&r->s, "out of guarded memory for the key");
-        status = CLI_EXIT_FAIL;
+        psi_app_offline_fail(&r->s, "out of guarded memory for the key");
+        status = PSI_APP_EXIT_FAIL;
     }
     if (status == 0 && r->rank == 0) {
-        if (psi_cli_offline_key(&r->s) != 0) {
-            status = CLI_EXIT_USAGE;
+        if (psi_app_offline_key(&r->s) != 0) {
+            status = PSI_APP_EXIT_USAGE;
         } else if ((prc = psi_engine_export_key(r->s.key, key, &len)) != PSI_OK) {
-            psi_cli_offline_fail_psi(&r->s, "cannot export the key", NULL, prc);
-            status = CLI_EXIT_FAIL;
+            psi_app_offline_fail_psi(&r->s, "cannot export the key", NULL, prc);
+            status = PSI_APP_EXIT_FAIL;
         }
         len64 = len;
     }
-    rc = mpi_agree(r, status);
+    rc = psi_mpi_agree(r, status);
     if (rc == 0) {
         // The key crosses the interconnect once, in the clear (PROTOCOL.md §18.2).
         MPI_Bcast(&len64, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
@@ -70,11 +70,11 @@ int mpi_share_key(mpi_run *r)
             st.suite = (psi_suite)r->s.o.suite;
             prc = psi_engine_create_from_key(&r->s.key, &st, key, (size_t)len64);
             if (prc != PSI_OK) {
-                psi_cli_offline_fail_psi(&r->s, "cannot load the key", NULL, prc);
-                status = CLI_EXIT_FAIL;
+                psi_app_offline_fail_psi(&r->s, "cannot load the key", NULL, prc);
+                status = PSI_APP_EXIT_FAIL;
             }
         }
-        rc = mpi_agree(r, status);
+        rc = psi_mpi_agree(r, status);
     }
     if (key != NULL) {
         sodium_memzero(key, 64);
@@ -83,7 +83,7 @@ int mpi_share_key(mpi_run *r)
     return rc;
 }
 
-int mpi_share_counts(mpi_run *r, uint64_t n)
+int psi_mpi_share_counts(psi_mpi_run *r, uint64_t n)
 {
     MPI_Allgather(&n, 1, MPI_UINT64_T, r->counts, 1, MPI_UINT64_T, MPI_COMM_WORLD);
     r->total = 0;
@@ -94,25 +94,25 @@ int mpi_share_counts(mpi_run *r, uint64_t n)
     return 0;
 }
 
-int mpi_shards(mpi_run *r, psi_role role, int reveal)
+int psi_mpi_shards(psi_mpi_run *r, psi_role role, int reveal)
 {
-    return mpi_agree(r, psi_cli_offline_shards(&r->s, role, reveal) != 0 ? CLI_EXIT_FAIL : 0);
+    return psi_mpi_agree(r, psi_app_offline_shards(&r->s, role, reveal) != 0 ? PSI_APP_EXIT_FAIL : 0);
 }
 
-int mpi_open(mpi_run *r, psi_cli_output *o, const char *path)
+int psi_mpi_open(psi_mpi_run *r, psi_app_output *o, const char *path)
 {
     int status = 0;
 
-    if (r->rank == 0 && psi_cli_offline_open(&r->s, o, path) != 0)
-        status = CLI_EXIT_USAGE;
-    return mpi_agree(r, status);
+    if (r->rank == 0 && psi_app_offline_open(&r->s, o, path) != 0)
+        status = PSI_APP_EXIT_USAGE;
+    return psi_mpi_agree(r, status);
 }
 
-int mpi_commit(mpi_run *r, psi_cli_output *o)
+int psi_mpi_commit(psi_mpi_run *r, psi_app_output *o)
 {
     int status = 0;
 
-    if (r->rank == 0 && psi_cli_output_commit(o, r->s.err, sizeof r->s.err) != 0)
-        status = CLI_EXIT_FAIL;
-    return mpi_agree(r, status);
+    if (r->rank == 0 && psi_app_output_commit(o, r->s.err, sizeof r->s.err) != 0)
+        status = PSI_APP_EXIT_FAIL;
+    return psi_mpi_agree(r, status);
 }

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_session.h"
-#include "cli_util.h"
+#include "app_util.h"
 #include "mpi_run.h"
 
 static int match_cmp_u64(const void *a, const void *b)
@@ -96,13 +95,13 @@ static int walk_emit(void *arg, const uint8_t *elem, uint64_t index)
 }
 
 /* A raw setup: removes from idx (k local indices, ascending) the copies the
- * single walk would not pair.  Returns: as mpi_agree. */
-static int match_raw_pairs(mpi_run *r, const psi_setup *setup, const uint8_t *un,
+ * single walk would not pair.  Returns: as psi_mpi_agree. */
+static int match_raw_pairs(psi_mpi_run *r, const psi_setup *setup, const uint8_t *un,
                            size_t *idx, size_t *k)
 {
-    size_t n = *k, *perm = psi_cli_alloc(n, sizeof *perm);
-    uint8_t *cand = psi_cli_alloc(n, PSI_ELEMENT_BYTES);
-    uint64_t *gidx = psi_cli_alloc(n, sizeof *gidx), *drop = NULL, cnt = 0;
+    size_t n = *k, *perm = psi_app_alloc(n, sizeof *perm);
+    uint8_t *cand = psi_app_alloc(n, PSI_ELEMENT_BYTES);
+    uint64_t *gidx = psi_app_alloc(n, sizeof *gidx), *drop = NULL, cnt = 0;
     const uint64_t *list;
     match_walk w;
     int status = 0, rc;
@@ -110,27 +109,27 @@ static int match_raw_pairs(mpi_run *r, const psi_setup *setup, const uint8_t *un
     memset(&w, 0, sizeof w);
     w.setup = setup;
     if (perm == NULL || cand == NULL || gidx == NULL) {
-        psi_cli_offline_fail(&r->s, "out of memory for the matches");
-        status = CLI_EXIT_FAIL;
+        psi_app_offline_fail(&r->s, "out of memory for the matches");
+        status = PSI_APP_EXIT_FAIL;
     }
     for (size_t i = 0; status == 0 && i < n; i++)
         memcpy(cand + i * PSI_ELEMENT_BYTES, un + idx[i] * PSI_ELEMENT_BYTES,
                PSI_ELEMENT_BYTES);
     if (status == 0 && psi_elements_sort(cand, perm, n) != PSI_OK) {
-        psi_cli_offline_fail(&r->s, "out of memory for the matches");
-        status = CLI_EXIT_FAIL;
+        psi_app_offline_fail(&r->s, "out of memory for the matches");
+        status = PSI_APP_EXIT_FAIL;
     }
     for (size_t i = 0; status == 0 && i < n; i++)
         gidx[i] = r->offsets[r->rank] + idx[perm[i]];
     free(perm);
-    if ((rc = mpi_agree(r, status)) != 0)
+    if ((rc = psi_mpi_agree(r, status)) != 0)
         goto done;
     // (bytes, index) order on every rank: idx ascending and a stable sort.
-    if (mpi_stream_merge(r, cand, gidx, n, walk_emit, &w) != 0 || walk_flush(&w) != 0) {
-        psi_cli_offline_fail(&r->s, "out of memory for the matches");
+    if (psi_mpi_stream_merge(r, cand, gidx, n, walk_emit, &w) != 0 || walk_flush(&w) != 0) {
+        psi_app_offline_fail(&r->s, "out of memory for the matches");
         w.failed = 1;
     }
-    if ((rc = mpi_agree(r, w.failed ? CLI_EXIT_FAIL : 0)) != 0)
+    if ((rc = psi_mpi_agree(r, w.failed ? PSI_APP_EXIT_FAIL : 0)) != 0)
         goto done;
     // The dropped indices go back to the ranks that hold them (w.drop is
     // NULL when none was dropped: then `none` stands for the empty list).
@@ -147,18 +146,18 @@ static int match_raw_pairs(mpi_run *r, const psi_setup *setup, const uint8_t *un
             if (q == 0) {
                 n = (size_t)cnt; // rank 0's come first
             } else {
-                MPI_Send(&cnt, 1, MPI_UINT64_T, q, MPI_TAG_LIST, MPI_COMM_WORLD);
+                MPI_Send(&cnt, 1, MPI_UINT64_T, q, PSI_MPI_TAG_LIST, MPI_COMM_WORLD);
                 MPI_Send(w.drop != NULL ? w.drop + a : none, (int)cnt, MPI_UINT64_T, q,
-                         MPI_TAG_LIST, MPI_COMM_WORLD);
+                         PSI_MPI_TAG_LIST, MPI_COMM_WORLD);
             }
             a = b;
         }
         list = w.drop != NULL ? w.drop : none;
     } else {
-        MPI_Recv(&cnt, 1, MPI_UINT64_T, 0, MPI_TAG_LIST, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        if ((drop = psi_cli_alloc((size_t)cnt, sizeof *drop)) == NULL)
-            MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
-        MPI_Recv(drop, (int)cnt, MPI_UINT64_T, 0, MPI_TAG_LIST, MPI_COMM_WORLD,
+        MPI_Recv(&cnt, 1, MPI_UINT64_T, 0, PSI_MPI_TAG_LIST, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if ((drop = psi_app_alloc((size_t)cnt, sizeof *drop)) == NULL)
+            MPI_Abort(MPI_COMM_WORLD, PSI_APP_EXIT_FAIL);
+        MPI_Recv(drop, (int)cnt, MPI_UINT64_T, 0, PSI_MPI_TAG_LIST, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
         n = (size_t)cnt;
         list = drop;
@@ -186,21 +185,21 @@ done:
 
 /* This rank's lines of the result: its matched rows, or their global
  * indices, in input order.  Returns: 0 or -1 (no memory). */
-static int match_lines(mpi_run *r, const size_t *idx, size_t k, uint8_t **buf, size_t *len)
+static int match_lines(psi_mpi_run *r, const size_t *idx, size_t k, uint8_t **buf, size_t *len)
 {
-    const psi_cli_input *in = &r->s.in;
+    const psi_app_input *in = &r->s.in;
     size_t cap = 0, at = 0;
 
     for (size_t i = 0; i < k; i++) {
-        size_t add = r->s.o.mode == OFFLINE_ROWS ? in->values[idx[i]].len + 1 : 21;
+        size_t add = r->s.o.mode == PSI_APP_OFFLINE_ROWS ? in->values[idx[i]].len + 1 : 21;
         if (cap > SIZE_MAX - add)
             return -1;
         cap += add;
     }
-    if ((*buf = psi_cli_alloc(cap, 1)) == NULL)
+    if ((*buf = psi_app_alloc(cap, 1)) == NULL)
         return -1;
     for (size_t i = 0; i < k; i++) {
-        if (r->s.o.mode == OFFLINE_ROWS) {
+        if (r->s.o.mode == PSI_APP_OFFLINE_ROWS) {
             memcpy(*buf + at, in->values[idx[i]].data, in->values[idx[i]].len);
             at += in->values[idx[i]].len;
             (*buf)[at++] = '\n';
@@ -214,16 +213,16 @@ static int match_lines(mpi_run *r, const size_t *idx, size_t k, uint8_t **buf, s
 }
 
 /* Matches this rank's unmasked elements: *k indices into them, ascending
- * (count mode of GCS and Bloom: only *k).  Returns: as mpi_agree. */
-static int match_local(mpi_run *r, const psi_setup *setup, const uint8_t *un, size_t n,
+ * (count mode of GCS and Bloom: only *k).  Returns: as psi_mpi_agree. */
+static int match_local(psi_mpi_run *r, const psi_setup *setup, const uint8_t *un, size_t n,
                        size_t **idx, size_t *k)
 {
     int raw = psi_setup_structure(setup) == PSI_STRUCTURE_RAW, prc, rc;
 
     *k = n;
-    if (r->s.o.mode == OFFLINE_COUNT && !raw) {
+    if (r->s.o.mode == PSI_APP_OFFLINE_COUNT && !raw) {
         prc = psi_setup_count(setup, k, un, n);
-    } else if ((*idx = psi_cli_alloc(n, sizeof **idx)) == NULL) {
+    } else if ((*idx = psi_app_alloc(n, sizeof **idx)) == NULL) {
         prc = PSI_E_NOMEM;
     } else {
         prc = psi_setup_match(setup, *idx, k, un, n);
@@ -231,85 +230,85 @@ static int match_local(mpi_run *r, const psi_setup *setup, const uint8_t *un, si
             qsort(*idx, *k, sizeof **idx, match_cmp_size);
     }
     if (prc != PSI_OK)
-        psi_cli_offline_fail_psi(&r->s, "cannot match", NULL, prc);
-    if ((rc = mpi_agree(r, prc != PSI_OK ? CLI_EXIT_FAIL : 0)) != 0 || !raw)
+        psi_app_offline_fail_psi(&r->s, "cannot match", NULL, prc);
+    if ((rc = psi_mpi_agree(r, prc != PSI_OK ? PSI_APP_EXIT_FAIL : 0)) != 0 || !raw)
         return rc;
     return match_raw_pairs(r, setup, un, *idx, k);
 }
 
-int mpi_match(mpi_run *r)
+int psi_mpi_match(psi_mpi_run *r)
 {
     uint8_t *setup_msg = NULL, *resp = NULL, *un = NULL, *lines = NULL;
     size_t setup_len = 0, n = 0, k = 0, *idx = NULL, len = 0;
     uint64_t total = 0, mine, sum = 0;
     psi_setup *setup = NULL;
-    const char *what = r->s.o.mode == OFFLINE_COUNT ? "cannot count the intersection"
+    const char *what = r->s.o.mode == PSI_APP_OFFLINE_COUNT ? "cannot count the intersection"
                                                      : "cannot compute the intersection";
     char files[512];
     int rc, prc, status = 0;
 
     snprintf(files, sizeof files, "setup %s, response %s", r->s.o.setup, r->s.o.response);
-    if ((rc = mpi_share_key(r)) != 0 || (rc = mpi_read_input(r)) != 0)
+    if ((rc = psi_mpi_share_key(r)) != 0 || (rc = psi_mpi_read_input(r)) != 0)
         goto done;
     // Every rank matches against the whole setup.
-    if (psi_cli_offline_read_msg(&r->s, r->s.o.setup, "setup", &setup_msg, &setup_len) != 0)
-        status = CLI_EXIT_USAGE;
-    if ((rc = mpi_agree(r, status)) != 0)
+    if (psi_app_offline_read_msg(&r->s, r->s.o.setup, "setup", &setup_msg, &setup_len) != 0)
+        status = PSI_APP_EXIT_USAGE;
+    if ((rc = psi_mpi_agree(r, status)) != 0)
         goto done;
     if ((prc = psi_setup_parse_suite(&setup, r->s.o.suite, setup_msg, setup_len)) != PSI_OK)
-        psi_cli_offline_fail_psi(&r->s, what, files, prc);
+        psi_app_offline_fail_psi(&r->s, what, files, prc);
     free(setup_msg);
     setup_msg = NULL;
-    if ((rc = mpi_agree(r, prc != PSI_OK ? CLI_EXIT_FAIL : 0)) != 0 ||
-        (rc = mpi_read_elements(r, r->s.o.response, what, 0, r->counts, &resp, &n, &total,
+    if ((rc = psi_mpi_agree(r, prc != PSI_OK ? PSI_APP_EXIT_FAIL : 0)) != 0 ||
+        (rc = psi_mpi_read_elements(r, r->s.o.response, what, 0, r->counts, &resp, &n, &total,
                                 NULL)) != 0 ||
-        (rc = mpi_open(r, &r->s.out, r->s.o.output)) != 0 ||
-        (rc = mpi_shards(r, PSI_ROLE_CLIENT, r->s.o.mode != OFFLINE_COUNT)) != 0)
+        (rc = psi_mpi_open(r, &r->s.out, r->s.o.output)) != 0 ||
+        (rc = psi_mpi_shards(r, PSI_ROLE_CLIENT, r->s.o.mode != PSI_APP_OFFLINE_COUNT)) != 0)
         goto done;
-    un = psi_cli_alloc(n, PSI_ELEMENT_BYTES);
+    un = psi_app_alloc(n, PSI_ELEMENT_BYTES);
     len = n * PSI_ELEMENT_BYTES;
-    psi_cli_progress_begin(&r->s.prog, "unmasking this rank's part of the response", n);
+    psi_app_progress_begin(&r->s.prog, "unmasking this rank's part of the response", n);
     prc = un == NULL ? PSI_E_NOMEM : psi_shards_unmask(r->s.g, un, &len, resp, n);
-    psi_cli_progress_end(&r->s.prog);
+    psi_app_progress_end(&r->s.prog);
     if (prc != PSI_OK)
-        psi_cli_offline_fail_psi(&r->s, what, files, prc);
-    if ((rc = mpi_agree(r, prc != PSI_OK ? CLI_EXIT_FAIL : 0)) != 0)
+        psi_app_offline_fail_psi(&r->s, what, files, prc);
+    if ((rc = psi_mpi_agree(r, prc != PSI_OK ? PSI_APP_EXIT_FAIL : 0)) != 0)
         goto done;
     // A response holds one element per request value (as shardpsi match checks).
     status = 0;
     if (r->rank == 0 && total != r->total) {
-        psi_cli_offline_fail(&r->s, "response %s (%llu elements) does not answer a request "
+        psi_app_offline_fail(&r->s, "response %s (%llu elements) does not answer a request "
                              "of the %llu values of %s: give the response to this input's "
                              "request", r->s.o.response, (unsigned long long)total,
                              (unsigned long long)r->total, r->s.o.input);
-        status = CLI_EXIT_FAIL;
+        status = PSI_APP_EXIT_FAIL;
     }
-    if ((rc = mpi_agree(r, status)) != 0 ||
+    if ((rc = psi_mpi_agree(r, status)) != 0 ||
         (rc = match_local(r, setup, un, n, &idx, &k)) != 0)
         goto done;
     mine = k;
     MPI_Reduce(&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     status = 0;
-    if (r->s.o.mode == OFFLINE_COUNT) {
+    if (r->s.o.mode == PSI_APP_OFFLINE_COUNT) {
         if (r->rank == 0 && fprintf(r->s.out.f, "%llu\n", (unsigned long long)sum) < 0)
             status = -1;
     } else {
         if (match_lines(r, idx, k, &lines, &len) != 0) {
-            psi_cli_offline_fail(&r->s, "out of memory for this rank's result");
-            status = CLI_EXIT_FAIL;
+            psi_app_offline_fail(&r->s, "out of memory for this rank's result");
+            status = PSI_APP_EXIT_FAIL;
         }
-        if ((rc = mpi_agree(r, status)) != 0)
+        if ((rc = psi_mpi_agree(r, status)) != 0)
             goto done;
-        status = mpi_stream_bytes(r, r->s.out.f, lines, len);
+        status = psi_mpi_stream_bytes(r, r->s.out.f, lines, len);
     }
     if (status != 0)
-        psi_cli_offline_fail(&r->s, "%s: cannot write", r->s.o.output);
-    if ((rc = mpi_agree(r, status != 0 ? CLI_EXIT_FAIL : 0)) != 0 ||
-        (rc = mpi_commit(r, &r->s.out)) != 0)
+        psi_app_offline_fail(&r->s, "%s: cannot write", r->s.o.output);
+    if ((rc = psi_mpi_agree(r, status != 0 ? PSI_APP_EXIT_FAIL : 0)) != 0 ||
+        (rc = psi_mpi_commit(r, &r->s.out)) != 0)
         goto done;
-    MPI_NOTE(r, "%llu of %llu values in the intersection (%d ranks, "
+    PSI_MPI_NOTE(r, "%llu of %llu values in the intersection (%d ranks, "
                           "suite %s)", (unsigned long long)sum, (unsigned long long)r->total,
-                          r->size, psi_cli_suite_label(r->s.o.suite));
+                          r->size, psi_app_suite_label(r->s.o.suite));
 done:
     psi_setup_free(setup);
     free(setup_msg);

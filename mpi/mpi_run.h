@@ -5,7 +5,7 @@
  * to the single process's (§18).
  *
  * Every rank runs the same sequence of steps.  A step that can fail on some
- * ranks ends in mpi_agree(), a collective call after which every rank knows
+ * ranks ends in psi_mpi_agree(), a collective call after which every rank knows
  * whether all succeeded; rank 0 then prints the lowest failing rank's
  * message and every rank returns the same exit code.  Only rank 0 writes
  * output files; the other ranks send it their parts in bounded chunks
@@ -17,28 +17,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli_offline.h"
+#include "app_offline.h"
 
 /* Message tags. */
-#define MPI_TAG_CHUNK 11  // a chunk of a stream to rank 0
-#define MPI_TAG_LIST 12   // rank 0 to a rank: a list of indices
+#define PSI_MPI_TAG_CHUNK 11  // a chunk of a stream to rank 0
+#define PSI_MPI_TAG_LIST 12   // rank 0 to a rank: a list of indices
 
-typedef struct mpi_run {
+typedef struct psi_mpi_run {
     int rank, size;          // this rank, ranks in the job
-    psi_cli_offline s;       // options, key, shards, this rank's input, output
+    psi_app_offline s;       // options, key, shards, this rank's input, output
     char label[32];          // "shardpsi-mpi setup"
     uint64_t *counts;        // values of each rank's slice (all ranks)
     uint64_t *offsets;       // global index of each rank's first value
     uint64_t total;          // values over all ranks
     size_t chunk;            // elements per chunk of a stream
-    int *status;             // size entries, for mpi_agree
-} mpi_run;
+    int *status;             // size entries, for psi_mpi_agree
+} psi_mpi_run;
 
 /** Prints "<label>: <message>" on rank 0 (a step's closing line). */
-#define MPI_NOTE(r, ...)                                                   \
+#define PSI_MPI_NOTE(r, ...)                                                   \
     do {                                                                   \
         if ((r)->rank == 0)                                                \
-            psi_cli_progress_note(&(r)->s.prog, __VA_ARGS__);              \
+            psi_app_progress_note(&(r)->s.prog, __VA_ARGS__);              \
     } while (0)
 
 /* ---- mpi_comm.c ---- */
@@ -48,23 +48,23 @@ typedef struct mpi_run {
  *  prints "<label>: error: rank R: <message>" for the lowest failing rank R
  *  (its message alone when the job has one rank).  Returns: on every rank,
  *  0 or the lowest failing rank's exit code. */
-int mpi_agree(mpi_run *r, int status);
+int psi_mpi_agree(psi_mpi_run *r, int status);
 
 /** Collective.  Rank 0 loads the key file; the key goes to every rank
  *  (MPI_Bcast) through guarded memory, wiped at once; every rank ends with
- *  its engine in r->s.key.  Returns: as mpi_agree. */
-int mpi_share_key(mpi_run *r);
+ *  its engine in r->s.key.  Returns: as psi_mpi_agree. */
+int psi_mpi_share_key(psi_mpi_run *r);
 
 /** Collective: gathers each rank's count (r->s.in.n) into r->counts,
  *  r->offsets and r->total. */
-int mpi_share_counts(mpi_run *r, uint64_t n);
+int psi_mpi_share_counts(psi_mpi_run *r, uint64_t n);
 
 /* ---- mpi_slice.c ---- */
 
 /** Collective.  Each rank reads its slice of the input file (byte ranges
  *  cut at line boundaries) into r->s.in, and the counts are shared.
- *  Returns: as mpi_agree. */
-int mpi_read_input(mpi_run *r);
+ *  Returns: as psi_mpi_agree. */
+int psi_mpi_read_input(psi_mpi_run *r);
 
 /** Collective.  Reads a Request (is_request) or Response message file:
  *  rank 0 checks its suite header (and the reveal field of a request); for
@@ -74,8 +74,8 @@ int mpi_read_input(mpi_run *r);
  *  by `counts` when the message holds sum(counts) elements, else by
  *  psi_shard_plan.  Out: *elems (malloc'd, *n * PSI_ELEMENT_BYTES), *n,
  *  *total (elements of the whole message), *reveal (request only).
- *  Returns: as mpi_agree. */
-int mpi_read_elements(mpi_run *r, const char *path, const char *what, int is_request,
+ *  Returns: as psi_mpi_agree. */
+int psi_mpi_read_elements(psi_mpi_run *r, const char *path, const char *what, int is_request,
                       const uint64_t *counts, uint8_t **elems, size_t *n,
                       uint64_t *total, int *reveal);
 
@@ -83,10 +83,10 @@ int mpi_read_elements(mpi_run *r, const char *path, const char *what, int is_req
 
 /** The bytes of one wire record for an element slot: tag, length, the
  *  suite's element bytes.  Returns: bytes written to out. */
-size_t mpi_record(uint8_t *out, uint8_t tag, int suite, const uint8_t *elem);
+size_t psi_mpi_record(uint8_t *out, uint8_t tag, int suite, const uint8_t *elem);
 
 /** Writes v as a protobuf varint (at most 10 bytes).  Returns: its length. */
-size_t mpi_varint(uint8_t *out, uint64_t v);
+size_t psi_mpi_varint(uint8_t *out, uint64_t v);
 
 /* The streams below learn each rank's count themselves (MPI_Gather). */
 
@@ -94,40 +94,40 @@ size_t mpi_varint(uint8_t *out, uint64_t v);
  *  `tag`, to rank 0, which writes them to `f` in rank order (request,
  *  reveal-on response).  Returns: 0, or -1 on rank 0 when writing failed
  *  (every chunk is still received). */
-int mpi_stream_records(mpi_run *r, FILE *f, uint8_t tag, const uint8_t *elems, size_t n);
+int psi_mpi_stream_records(psi_mpi_run *r, FILE *f, uint8_t tag, const uint8_t *elems, size_t n);
 
 /** Collective.  Streams each rank's `len` bytes to rank 0, which writes them
  *  to `f` in rank order (match's rows or indices).  Returns: as above. */
-int mpi_stream_bytes(mpi_run *r, FILE *f, const uint8_t *buf, size_t len);
+int psi_mpi_stream_bytes(psi_mpi_run *r, FILE *f, const uint8_t *buf, size_t len);
 
 /** Collective.  Each rank's n elements are sorted by (bytes, index) with
  *  their global indices in idx (may be NULL: then by bytes alone).  Rank 0
  *  merges them (k-way, the least head first, ties to the lower rank) and
  *  passes each element in order to emit(arg, elem, index).  Returns: 0, or
  *  emit's first non-zero return on rank 0 (the streams are still drained). */
-typedef int (*mpi_emit_fn)(void *arg, const uint8_t *elem, uint64_t index);
-int mpi_stream_merge(mpi_run *r, const uint8_t *elems, const uint64_t *idx, size_t n,
-                     mpi_emit_fn emit, void *arg);
+typedef int (*psi_mpi_emit_fn)(void *arg, const uint8_t *elem, uint64_t index);
+int psi_mpi_stream_merge(psi_mpi_run *r, const uint8_t *elems, const uint64_t *idx, size_t n,
+                     psi_mpi_emit_fn emit, void *arg);
 
 /** Collective.  Rank 0 receives every rank's elements in rank order into
  *  one buffer of r->total elements (GCS and Bloom setups).  Returns: as
- *  mpi_agree; out on rank 0 only. */
-int mpi_gather_elements(mpi_run *r, const uint8_t *elems, size_t n, uint8_t **out);
+ *  psi_mpi_agree; out on rank 0 only. */
+int psi_mpi_gather_elements(psi_mpi_run *r, const uint8_t *elems, size_t n, uint8_t **out);
 
 /* ---- mpi_steps.c, mpi_match.c ---- */
-int mpi_setup(mpi_run *r);
-int mpi_request(mpi_run *r);
-int mpi_response(mpi_run *r);
-int mpi_match(mpi_run *r);
+int psi_mpi_setup(psi_mpi_run *r);
+int psi_mpi_request(psi_mpi_run *r);
+int psi_mpi_response(psi_mpi_run *r);
+int psi_mpi_match(psi_mpi_run *r);
 
-/** Builds r->s.g on the rank's engine (see psi_cli_offline_shards) and
- *  agrees.  Returns: as mpi_agree. */
-int mpi_shards(mpi_run *r, psi_role role, int reveal);
+/** Builds r->s.g on the rank's engine (see psi_app_offline_shards) and
+ *  agrees.  Returns: as psi_mpi_agree. */
+int psi_mpi_shards(psi_mpi_run *r, psi_role role, int reveal);
 
-/** Opens output `o` at `path` on rank 0 and agrees.  Returns: as mpi_agree. */
-int mpi_open(mpi_run *r, psi_cli_output *o, const char *path);
+/** Opens output `o` at `path` on rank 0 and agrees.  Returns: as psi_mpi_agree. */
+int psi_mpi_open(psi_mpi_run *r, psi_app_output *o, const char *path);
 
-/** Commits output `o` on rank 0 and agrees.  Returns: as mpi_agree. */
-int mpi_commit(mpi_run *r, psi_cli_output *o);
+/** Commits output `o` on rank 0 and agrees.  Returns: as psi_mpi_agree. */
+int psi_mpi_commit(psi_mpi_run *r, psi_app_output *o);
 
 #endif /* PSI_MPI_RUN_H */

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli_util.h"
+#include "app_util.h"
 #include "mpi_run.h"
 #include "psi_shard.h"
 
@@ -68,18 +68,18 @@ static uint64_t slice_cut(uint64_t size, int ranks, int k)
 }
 
 /* Opens path as a regular file.  Returns: the fd, or -1 (reported). */
-static int slice_open(mpi_run *r, const char *what, const char *path, uint64_t *size)
+static int slice_open(psi_mpi_run *r, const char *what, const char *path, uint64_t *size)
 {
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
 
     if (fd < 0) {
-        psi_cli_offline_fail(&r->s, "%s %s: cannot open: %s", what, path, strerror(errno));
+        psi_app_offline_fail(&r->s, "%s %s: cannot open: %s", what, path, strerror(errno));
         return -1;
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        psi_cli_offline_fail(&r->s, "%s %s: not a regular file (shardpsi-mpi reads each "
+        psi_app_offline_fail(&r->s, "%s %s: not a regular file (shardpsi-mpi reads each "
                              "rank's part by its byte offsets)", what, path);
         return -1;
     }
@@ -87,12 +87,12 @@ static int slice_open(mpi_run *r, const char *what, const char *path, uint64_t *
     return fd;
 }
 
-/* Rank 0's part of shardpsi's CSV guard (cli_input.h): the file's first line,
+/* Rank 0's part of shardpsi's CSV guard (app_input.h): the file's first line,
  * bytes [0, e), is refused if it looks like a CSV header, unless --lines.
  * head: the rank's own slice [0, head_len), which holds that line unless the
  * file is smaller than the ranks (then it is read here).  Returns: 0, or an
  * exit code with the message in r->s.err. */
-static int slice_guard(mpi_run *r, int fd, uint64_t size, const uint8_t *head,
+static int slice_guard(psi_mpi_run *r, int fd, uint64_t size, const uint8_t *head,
                        size_t head_len)
 {
     uint64_t e = 0;
@@ -102,52 +102,52 @@ static int slice_guard(mpi_run *r, int fd, uint64_t size, const uint8_t *head,
     if (r->s.o.lines)
         return 0;
     if (slice_line_start(fd, size, 1, &e) != 0) {
-        psi_cli_offline_fail(&r->s, "%s: cannot read: %s", r->s.o.input,
+        psi_app_offline_fail(&r->s, "%s: cannot read: %s", r->s.o.input,
                              errno ? strerror(errno) : "the file shrank");
-        return CLI_EXIT_USAGE;
+        return PSI_APP_EXIT_USAGE;
     }
     if (e > head_len) {
-        if (e > SIZE_MAX - 1 || (line = psi_cli_alloc((size_t)e, 1)) == NULL) {
-            psi_cli_offline_fail(&r->s, "%s: out of memory for its first line",
+        if (e > SIZE_MAX - 1 || (line = psi_app_alloc((size_t)e, 1)) == NULL) {
+            psi_app_offline_fail(&r->s, "%s: out of memory for its first line",
                                  r->s.o.input);
-            return CLI_EXIT_FAIL;
+            return PSI_APP_EXIT_FAIL;
         }
         if (slice_pread(fd, line, (size_t)e, 0) != 0) {
-            psi_cli_offline_fail(&r->s, "%s: cannot read: %s", r->s.o.input,
+            psi_app_offline_fail(&r->s, "%s: cannot read: %s", r->s.o.input,
                                  errno ? strerror(errno) : "the file shrank");
             free(line);
-            return CLI_EXIT_USAGE;
+            return PSI_APP_EXIT_USAGE;
         }
         head = line;
     }
-    rc = psi_cli_input_guard(r->s.o.input, head, (size_t)e, r->s.err, sizeof r->s.err);
+    rc = psi_app_input_guard(r->s.o.input, head, (size_t)e, r->s.err, sizeof r->s.err);
     free(line);
-    return rc == PSI_CLI_INPUT_OK ? 0 : CLI_EXIT_USAGE;
+    return rc == PSI_APP_INPUT_OK ? 0 : PSI_APP_EXIT_USAGE;
 }
 
-int mpi_read_input(mpi_run *r)
+int psi_mpi_read_input(psi_mpi_run *r)
 {
     const char *path = r->s.o.input;
     uint64_t size = 0, a = 0, b = 0;
     uint8_t *buf = NULL;
-    int status = CLI_EXIT_USAGE, fd = slice_open(r, "input", path, &size);
+    int status = PSI_APP_EXIT_USAGE, fd = slice_open(r, "input", path, &size);
 
     if (fd < 0)
         goto done;
     if (slice_line_start(fd, size, slice_cut(size, r->size, r->rank), &a) != 0 ||
         slice_line_start(fd, size, slice_cut(size, r->size, r->rank + 1), &b) != 0) {
-        psi_cli_offline_fail(&r->s, "%s: cannot read: %s", path,
+        psi_app_offline_fail(&r->s, "%s: cannot read: %s", path,
                              errno ? strerror(errno) : "the file shrank");
         goto done;
     }
-    if (b - a > SIZE_MAX - 1 || (buf = psi_cli_alloc((size_t)(b - a), 1)) == NULL) {
-        psi_cli_offline_fail(&r->s, "%s: out of memory for this rank's %llu bytes", path,
+    if (b - a > SIZE_MAX - 1 || (buf = psi_app_alloc((size_t)(b - a), 1)) == NULL) {
+        psi_app_offline_fail(&r->s, "%s: out of memory for this rank's %llu bytes", path,
                              (unsigned long long)(b - a));
-        status = CLI_EXIT_FAIL;
+        status = PSI_APP_EXIT_FAIL;
         goto done;
     }
     if (slice_pread(fd, buf, (size_t)(b - a), a) != 0) {
-        psi_cli_offline_fail(&r->s, "%s: cannot read bytes %llu to %llu: %s", path,
+        psi_app_offline_fail(&r->s, "%s: cannot read bytes %llu to %llu: %s", path,
                              (unsigned long long)a, (unsigned long long)b,
                              errno ? strerror(errno) : "the file shrank");
         free(buf);
@@ -157,24 +157,24 @@ int mpi_read_input(mpi_run *r)
         free(buf);
         goto done;
     }
-    if (psi_cli_input_lines(&r->s.in, buf, (size_t)(b - a), a == 0, path, r->s.err,
-                            sizeof r->s.err) != PSI_CLI_INPUT_OK) {
-        status = CLI_EXIT_FAIL;
+    if (psi_app_input_lines(&r->s.in, buf, (size_t)(b - a), a == 0, path, r->s.err,
+                            sizeof r->s.err) != PSI_APP_INPUT_OK) {
+        status = PSI_APP_EXIT_FAIL;
         goto done;
     }
     status = 0;
 done:
     if (fd >= 0)
         close(fd);
-    status = mpi_agree(r, status);
+    status = psi_mpi_agree(r, status);
     if (status == 0)
-        mpi_share_counts(r, r->s.in.n);
+        psi_mpi_share_counts(r, r->s.in.n);
     return status;
 }
 
 /* The slice of m elements rank `rank` decodes: by counts when they add up
  * to m, else by the plan of §14.1. */
-static void slice_part(const mpi_run *r, int rank, const uint64_t *counts, uint64_t m,
+static void slice_part(const psi_mpi_run *r, int rank, const uint64_t *counts, uint64_t m,
                        uint64_t *off, uint64_t *cnt)
 {
     uint64_t sum = 0, o = 0;
@@ -231,17 +231,17 @@ static int slice_decode(const msg_kind *k, uint8_t *elems, size_t *n, int *revea
 /* The canonical path: reads and decodes this rank's records.  Returns: 0,
  * 1 when they are not canonical records (the fallback decides), -1 on an
  * I/O error or no memory (reported). */
-static int slice_records(mpi_run *r, const msg_kind *k, const char *path, uint64_t base,
+static int slice_records(psi_mpi_run *r, const msg_kind *k, const char *path, uint64_t base,
                          uint64_t off, uint64_t cnt, uint8_t **elems)
 {
     uint64_t size;
     size_t bytes = k->p0_len + (size_t)cnt * k->rec, n = (size_t)cnt;
-    uint8_t *msg = psi_cli_alloc(bytes, 1);
+    uint8_t *msg = psi_app_alloc(bytes, 1);
     int fd, rv = 0, rc = -1;
 
-    *elems = psi_cli_alloc(n, PSI_ELEMENT_BYTES);
+    *elems = psi_app_alloc(n, PSI_ELEMENT_BYTES);
     if (msg == NULL || *elems == NULL) {
-        psi_cli_offline_fail(&r->s, "out of memory for this rank's %llu elements of %s",
+        psi_app_offline_fail(&r->s, "out of memory for this rank's %llu elements of %s",
                              (unsigned long long)cnt, path);
         goto done;
     }
@@ -249,7 +249,7 @@ static int slice_records(mpi_run *r, const msg_kind *k, const char *path, uint64
         goto done;
     memcpy(msg, k->p0, k->p0_len);
     if (slice_pread(fd, msg + k->p0_len, bytes - k->p0_len, base + off * k->rec) != 0) {
-        psi_cli_offline_fail(&r->s, "%s: cannot read: %s", path,
+        psi_app_offline_fail(&r->s, "%s: cannot read: %s", path,
                              errno ? strerror(errno) : "the file shrank");
         close(fd);
         goto done;
@@ -267,8 +267,8 @@ done:
 }
 
 /* The fallback: rank 0 decodes the whole file with the library and sends each
- * rank its part.  Returns: as mpi_agree. */
-static int slice_scatter(mpi_run *r, const msg_kind *k, const char *path, const char *what,
+ * rank its part.  Returns: as psi_mpi_agree. */
+static int slice_scatter(psi_mpi_run *r, const msg_kind *k, const char *path, const char *what,
                          const uint64_t *counts, uint8_t **elems, size_t *n,
                          uint64_t *total, int *reveal)
 {
@@ -278,36 +278,36 @@ static int slice_scatter(mpi_run *r, const msg_kind *k, const char *path, const 
     int status = 0, rv = 0, prc;
 
     if (r->rank == 0) {
-        if (psi_cli_offline_read_msg(&r->s, path, k->is_request ? "request" : "response",
+        if (psi_app_offline_read_msg(&r->s, path, k->is_request ? "request" : "response",
                                      &msg, &len) != 0) {
-            status = CLI_EXIT_USAGE;
-        } else if ((all = psi_cli_alloc(m = psi_message_element_bound_suite(k->suite, len),
+            status = PSI_APP_EXIT_USAGE;
+        } else if ((all = psi_app_alloc(m = psi_message_element_bound_suite(k->suite, len),
                                         PSI_ELEMENT_BYTES)) == NULL) {
-            psi_cli_offline_fail(&r->s, "out of memory for %s", path);
-            status = CLI_EXIT_FAIL;
+            psi_app_offline_fail(&r->s, "out of memory for %s", path);
+            status = PSI_APP_EXIT_FAIL;
         } else if ((prc = slice_decode(k, all, &m, &rv, msg, len)) != PSI_OK) {
-            psi_cli_offline_fail_psi(&r->s, what, path, prc);
-            status = CLI_EXIT_FAIL;
+            psi_app_offline_fail_psi(&r->s, what, path, prc);
+            status = PSI_APP_EXIT_FAIL;
         }
         free(msg);
         info[0] = m;
         info[1] = (uint64_t)rv;
     }
-    if ((status = mpi_agree(r, status)) != 0)
+    if ((status = psi_mpi_agree(r, status)) != 0)
         goto done;
     MPI_Bcast(info, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     *total = info[0];
     *reveal = (int)info[1];
     slice_part(r, r->rank, counts, *total, &off, &cnt);
     *n = (size_t)cnt;
-    *elems = psi_cli_alloc(*n, PSI_ELEMENT_BYTES);
-    if ((status = mpi_agree(r, *elems == NULL ? CLI_EXIT_FAIL : 0)) != 0)
+    *elems = psi_app_alloc(*n, PSI_ELEMENT_BYTES);
+    if ((status = psi_mpi_agree(r, *elems == NULL ? PSI_APP_EXIT_FAIL : 0)) != 0)
         goto done;
     if (r->rank != 0) {
         for (size_t got = 0; got < *n;) {
             size_t c = *n - got < r->chunk ? *n - got : r->chunk;
             MPI_Recv(*elems + got * PSI_ELEMENT_BYTES, (int)(c * PSI_ELEMENT_BYTES), MPI_BYTE,
-                     0, MPI_TAG_LIST, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                     0, PSI_MPI_TAG_LIST, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             got += c;
         }
         goto done;
@@ -319,7 +319,7 @@ static int slice_scatter(mpi_run *r, const msg_kind *k, const char *path, const 
         for (uint64_t sent = 0; sent < qc;) {
             uint64_t c = qc - sent < r->chunk ? qc - sent : r->chunk;
             MPI_Send(all + (qo + sent) * PSI_ELEMENT_BYTES, (int)(c * PSI_ELEMENT_BYTES),
-                     MPI_BYTE, q, MPI_TAG_LIST, MPI_COMM_WORLD);
+                     MPI_BYTE, q, PSI_MPI_TAG_LIST, MPI_COMM_WORLD);
             sent += c;
         }
     }
@@ -332,7 +332,7 @@ done:
     return status;
 }
 
-int mpi_read_elements(mpi_run *r, const char *path, const char *what, int is_request,
+int psi_mpi_read_elements(psi_mpi_run *r, const char *path, const char *what, int is_request,
                       const uint64_t *counts, uint8_t **elems, size_t *n,
                       uint64_t *total, int *reveal)
 {
@@ -346,7 +346,7 @@ int mpi_read_elements(mpi_run *r, const char *path, const char *what, int is_req
     slice_kind(&k, r->s.o.suite, is_request);
     if (r->rank == 0) {
         if ((fd = slice_open(r, is_request ? "request" : "response", path, &size)) < 0) {
-            status = CLI_EXIT_USAGE;
+            status = PSI_APP_EXIT_USAGE;
         } else {
             size_t h = size < sizeof head ? (size_t)size : sizeof head;
             if (slice_pread(fd, head, h, 0) == 0) {
@@ -365,13 +365,13 @@ int mpi_read_elements(mpi_run *r, const char *path, const char *what, int is_req
             info[2] = info[0] ? (size - info[1]) / k.rec : 0;
         }
     }
-    if ((status = mpi_agree(r, status)) != 0)
+    if ((status = psi_mpi_agree(r, status)) != 0)
         return status;
     MPI_Bcast(info, 4, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (info[0]) {
         slice_part(r, r->rank, counts, info[2], &off, &cnt);
         flag = slice_records(r, &k, path, info[1], off, cnt, elems);
-        if ((status = mpi_agree(r, flag < 0 ? CLI_EXIT_FAIL : 0)) != 0)
+        if ((status = psi_mpi_agree(r, flag < 0 ? PSI_APP_EXIT_FAIL : 0)) != 0)
             return status;
         MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (any == 0) {

@@ -13,9 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli_commands.h"
-#include "cli_session.h"
-#include "cli_util.h"
+#include "app_util.h"
 #include "mpi_run.h"
 
 /* Elements a chunk of a stream holds at most, and the memory all of rank 0's
@@ -24,7 +22,7 @@
 #define MPI_CHUNK_MIN ((size_t)1 << 8)
 #define MPI_MERGE_BYTES ((size_t)64 << 20)
 
-static void mpi_usage(FILE *out)
+static void psi_mpi_usage(FILE *out)
 {
     fputs("Usage: mpirun -np R shardpsi-mpi setup|request|response|match [options]\n"
           "\n"
@@ -47,7 +45,7 @@ static void mpi_usage(FILE *out)
 
 /* The command's options, parsed by psi's offline parser; messages from rank
  * 0 only.  Returns: 0, 1 after --help, -1 after a usage message. */
-static int mpi_parse(mpi_run *r, int argc, char **argv)
+static int psi_mpi_parse(psi_mpi_run *r, int argc, char **argv)
 {
     int saved = -1, rc;
 
@@ -62,11 +60,11 @@ static int mpi_parse(mpi_run *r, int argc, char **argv)
         // --help prints to stdout: silence it too.
         if (freopen("/dev/null", "w", stdout) == NULL)
             return -1;
-    } else if (argc > 1 && psi_cli_is_help(argv[1])) {
-        mpi_usage(stdout);
+    } else if (argc > 1 && psi_app_is_help(argv[1])) {
+        psi_mpi_usage(stdout);
         fputs("\n", stdout);
     }
-    rc = psi_cli_offline_parse(&r->s, argc, argv);
+    rc = psi_app_offline_parse(&r->s, argc, argv);
     fflush(stderr);
     if (saved >= 0) {
         dup2(saved, 2);
@@ -79,7 +77,7 @@ static int mpi_parse(mpi_run *r, int argc, char **argv)
     if (r->s.o.column != NULL)
         rc = -2;
     if (rc != 0 && r->rank == 0)
-        psi_cli_error(rc == -1 ? "%s: --input must be a file (every rank reads its own part "
+        psi_app_error(rc == -1 ? "%s: --input must be a file (every rank reads its own part "
                                  "of it), not stdin"
                                : "%s: --column: shardpsi-mpi reads one value per line only (a CSV "
                                  "record may span lines, so the file cannot be cut at line "
@@ -90,7 +88,7 @@ static int mpi_parse(mpi_run *r, int argc, char **argv)
 /* Default threads: the node's online CPUs over the ranks on the node, and
  * no more than the CPUs this rank may run on (mpirun binds each rank to one
  * core when it starts at most two: then one thread). */
-static size_t mpi_default_threads(void)
+static size_t psi_mpi_default_threads(void)
 {
     MPI_Comm node;
     cpu_set_t set;
@@ -112,43 +110,42 @@ static size_t mpi_default_threads(void)
     return t;
 }
 
-static int mpi_main(mpi_run *r, int argc, char **argv)
+static int psi_mpi_main(psi_mpi_run *r, int argc, char **argv)
 {
     static const struct {
         const char *name;
-        int (*run)(mpi_run *r);
-    } cmds[] = {{"setup", mpi_setup}, {"request", mpi_request}, {"response", mpi_response},
-                {"match", mpi_match}};
-    int (*run)(mpi_run *r) = NULL;
-    size_t threads = mpi_default_threads(), chunk;
+        int (*run)(psi_mpi_run *r);
+    } cmds[] = {{"setup", psi_mpi_setup}, {"request", psi_mpi_request}, {"response", psi_mpi_response},
+                {"match", psi_mpi_match}};
+    int (*run)(psi_mpi_run *r) = NULL;
+    size_t threads = psi_mpi_default_threads(), chunk;
     int rc;
 
-    if (argc < 2 || psi_cli_is_help(argv[1])) {
+    if (argc < 2 || psi_app_is_help(argv[1])) {
         if (r->rank == 0)
-            mpi_usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+            psi_mpi_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? PSI_APP_EXIT_USAGE : PSI_APP_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)
             run = cmds[i].run;
     if (run == NULL) {
         if (r->rank == 0)
-            psi_cli_error("shardpsi-mpi: unknown command '%s' (setup, request, response or "
+            psi_app_error("shardpsi-mpi: unknown command '%s' (setup, request, response or "
                           "match; keys come from 'shardpsi keygen')", argv[1]);
-        return CLI_EXIT_USAGE;
+        return PSI_APP_EXIT_USAGE;
     }
     snprintf(r->label, sizeof r->label, "shardpsi-mpi %s", argv[1]);
-    rc = mpi_parse(r, argc - 1, argv + 1);
+    rc = psi_mpi_parse(r, argc - 1, argv + 1);
     if (rc != 0)
-        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        return rc > 0 ? PSI_APP_EXIT_OK : PSI_APP_EXIT_USAGE;
     if (r->s.o.shard.threads == 0)
         r->s.o.shard.threads = threads;
     snprintf(r->s.who, sizeof r->s.who, "%s", r->label);
     r->s.capture = 1;
-    psi_cli_progress_init(&r->s.prog, r->s.who, r->rank == 0 ? r->s.o.progress : 0, NULL,
-                          PSI_CLI_DEFAULT_TIMEOUT_S * 1000);
+    psi_app_progress_init(&r->s.prog, r->s.who, r->rank == 0 ? r->s.o.progress : 0);
     if (r->rank == 0)
-        psi_cli_output_cleanup_on_signal();
+        psi_app_output_cleanup_on_signal();
     chunk = MPI_MERGE_BYTES / (PSI_ELEMENT_BYTES + sizeof(uint64_t)) / (size_t)r->size;
     r->chunk = chunk > MPI_CHUNK_MAX ? MPI_CHUNK_MAX : chunk < MPI_CHUNK_MIN ? MPI_CHUNK_MIN
                                                                            : chunk;
@@ -157,13 +154,13 @@ static int mpi_main(mpi_run *r, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    mpi_run r;
+    psi_mpi_run r;
     int provided = 0, rc;
 
     // Before OpenSSL's first allocation, as psi does (psi.h).
     if (psi_openssl_wipe_on_free() != PSI_OK || sodium_init() < 0) {
         fprintf(stderr, "shardpsi-mpi: cannot set up the crypto libraries\n");
-        return CLI_EXIT_FAIL;
+        return PSI_APP_EXIT_FAIL;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     memset(&r, 0, sizeof r);
@@ -174,10 +171,10 @@ int main(int argc, char **argv)
     r.status = calloc((size_t)r.size, sizeof *r.status);
     if (r.counts == NULL || r.offsets == NULL || r.status == NULL) {
         fprintf(stderr, "shardpsi-mpi: rank %d: out of memory\n", r.rank);
-        MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_FAIL);
+        MPI_Abort(MPI_COMM_WORLD, PSI_APP_EXIT_FAIL);
     }
-    rc = mpi_main(&r, argc, argv);
-    psi_cli_offline_free(&r.s); // wipes and frees the key's engines
+    rc = psi_mpi_main(&r, argc, argv);
+    psi_app_offline_free(&r.s); // wipes and frees the key's engines
     free(r.counts);
     free(r.offsets);
     free(r.status);

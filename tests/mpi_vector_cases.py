@@ -7,7 +7,7 @@ Usage: mpi_vector_cases.py VECTORS_DIR OUT_DIR
 Reads every VECTORS_DIR/*.json in the psi-wire-vectors/1 format (the
 psi.js file and the suite files; other formats, such as shardpsi-extra.json,
 are passed over) and, for each case whose inputs can be written one value
-per line (cli/cli_input.h), makes OUT_DIR/cNNN/ holding:
+per line (app/app_input.h), makes OUT_DIR/cNNN/ holding:
 
   server.txt, client.txt   the inputs, each value then "\\n"
   sk, ck                   key files (hex, then " SUITE" for another suite

@@ -11,7 +11,7 @@ if [ $# -ne 2 ]; then
     echo "usage: $0 PSI_BINARY REPO_ROOT" >&2
     exit 2
 fi
-psi=$1
+psi=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # the test runs it from $root
 root=$2
 if [ ! -f "$root/vectors/node_modules/@openmined/psi.js/package.json" ]; then
     echo "skipped: $root/vectors/node_modules/@openmined/psi.js is not installed"
@@ -31,7 +31,8 @@ fail() {
     failures=$((failures + 1))
 }
 
-"$psi" bench --values 100 --psijs on --s-seconds 0.05 --out-dir "$tmp/out" \
+# From the root of the source tree, where the default --psijs-script is.
+(cd "$root" && "$psi" bench --values 100 --psijs on --s-seconds 0.05 --out-dir "$tmp/out") \
     >"$tmp/stdout" 2>"$tmp/stderr"
 rc=$?
 if [ "$rc" -ne 0 ]; then

@@ -1,4 +1,4 @@
-/* cli/cli_net.c over loopback TCP: framing, keepalives, timeouts, the
+/* net/net_frame.c over loopback TCP: framing, keepalives, timeouts, the
  * peer's errors and closes.  Pairs are made in one process (listen on
  * 127.0.0.1:0, connect, accept); where both ends must run at once, the peer
  * end runs in a forked child, which reports by its exit status. */
@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "cli_net.h"
+#include "net.h"
 
 #define TN_MIB ((size_t)1 << 20)
 #define TN_BIG ((size_t)64 << 20) // more than loopback socket buffers hold
@@ -79,25 +79,25 @@ static int tn_matches(const uint8_t *buf, size_t len, uint64_t seed)
 }
 
 /* A connected pair over 127.0.0.1: *srv accepted, *cli connected. */
-static void tn_pair(psi_cli_conn *srv, psi_cli_conn *cli, int timeout_ms)
+static void tn_pair(psi_net_conn *srv, psi_net_conn *cli, int timeout_ms)
 {
     char bound[64], err[256];
     int lfd;
 
-    assert_int_equal(psi_cli_net_listen(&lfd, bound, sizeof bound, "127.0.0.1:0", err,
+    assert_int_equal(psi_net_listen(&lfd, bound, sizeof bound, "127.0.0.1:0", err,
                                         sizeof err), 0);
-    assert_int_equal(psi_cli_net_connect(cli, bound, timeout_ms), 0);
-    assert_int_equal(psi_cli_net_accept(srv, lfd, timeout_ms), 0);
+    assert_int_equal(psi_net_connect(cli, bound, timeout_ms), 0);
+    assert_int_equal(psi_net_accept(srv, lfd, timeout_ms), 0);
     close(lfd);
     assert_string_equal(cli->peer, bound);
     assert_int_equal(strncmp(srv->peer, "127.0.0.1:", 10), 0);
 }
 
-static void tn_close_pair(psi_cli_conn *a, psi_cli_conn *b)
+static void tn_close_pair(psi_net_conn *a, psi_net_conn *b)
 {
-    psi_cli_net_close(b);
-    psi_cli_net_close(a);
-    psi_cli_net_close(a); // twice is fine
+    psi_net_close(b);
+    psi_net_close(a);
+    psi_net_close(a); // twice is fine
 }
 
 /* Writes all bytes to fd, bypassing the framing (a hand-made peer). */
@@ -137,7 +137,7 @@ static void tn_err_has(const char *err, const char *needle)
 }
 
 /* The peer of a forked test: runs on its end, returns an exit status. */
-typedef int (*tn_peer_fn)(psi_cli_conn *c, void *arg);
+typedef int (*tn_peer_fn)(psi_net_conn *c, void *arg);
 
 #define TN_PEER_CHECK(c, cond)                                                          \
     do {                                                                               \
@@ -149,7 +149,7 @@ typedef int (*tn_peer_fn)(psi_cli_conn *c, void *arg);
     } while (0)
 
 /* Runs fn on `theirs` in a child process; the parent keeps `mine`. */
-static pid_t tn_spawn(psi_cli_conn *mine, psi_cli_conn *theirs, tn_peer_fn fn, void *arg)
+static pid_t tn_spawn(psi_net_conn *mine, psi_net_conn *theirs, tn_peer_fn fn, void *arg)
 {
     pid_t pid;
 
@@ -162,7 +162,7 @@ static pid_t tn_spawn(psi_cli_conn *mine, psi_cli_conn *theirs, tn_peer_fn fn, v
 
         close(mine->fd);
         rc = fn(theirs, arg);
-        psi_cli_net_close(theirs);
+        psi_net_close(theirs);
         _exit(rc);
     }
     close(theirs->fd);
@@ -223,71 +223,71 @@ static void test_cli_net_parse_addr(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        assert_int_equal(psi_cli_net_parse_addr(host, sizeof host, port, sizeof port,
+        assert_int_equal(psi_net_parse_addr(host, sizeof host, port, sizeof port,
                                                 good[i][0], err, sizeof err), 0);
         assert_string_equal(host, good[i][1]);
         assert_string_equal(port, good[i][2]);
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(psi_cli_net_parse_addr(host, sizeof host, port, sizeof port,
+        assert_int_equal(psi_net_parse_addr(host, sizeof host, port, sizeof port,
                                                 bad[i][0], err, sizeof err),
-                         PSI_CLI_NET_EADDR);
+                         PSI_NET_EADDR);
         tn_err_has(err, bad[i][1]);
         assert_string_equal(host, "");
     }
-    assert_int_equal(psi_cli_net_parse_addr(host, sizeof host, port, sizeof port, "localhost",
-                                            err, sizeof err), PSI_CLI_NET_EADDR);
+    assert_int_equal(psi_net_parse_addr(host, sizeof host, port, sizeof port, "localhost",
+                                            err, sizeof err), PSI_NET_EADDR);
     assert_string_equal(err, "'localhost' is not HOST:PORT (missing the port)");
-    assert_int_equal(psi_cli_net_parse_addr(host, 4, port, sizeof port, "host:1", err,
-                                            sizeof err), PSI_CLI_NET_EADDR);
+    assert_int_equal(psi_net_parse_addr(host, 4, port, sizeof port, "host:1", err,
+                                            sizeof err), PSI_NET_EADDR);
     tn_err_has(err, "too long");
 }
 
 static void test_cli_net_frame_names(void **state)
 {
     (void)state;
-    assert_string_equal(psi_cli_net_frame_name(PSI_CLI_FRAME_SETUP), "setup");
-    assert_string_equal(psi_cli_net_frame_name(PSI_CLI_FRAME_REQUEST), "request");
-    assert_string_equal(psi_cli_net_frame_name(PSI_CLI_FRAME_RESPONSE), "response");
-    assert_string_equal(psi_cli_net_frame_name(PSI_CLI_FRAME_ERROR), "error");
-    assert_string_equal(psi_cli_net_frame_name(PSI_CLI_FRAME_KEEPALIVE), "keepalive");
-    assert_string_equal(psi_cli_net_frame_name(0), "unknown");
-    assert_string_equal(psi_cli_net_frame_name(77), "unknown");
+    assert_string_equal(psi_net_frame_name(PSI_NET_FRAME_SETUP), "setup");
+    assert_string_equal(psi_net_frame_name(PSI_NET_FRAME_REQUEST), "request");
+    assert_string_equal(psi_net_frame_name(PSI_NET_FRAME_RESPONSE), "response");
+    assert_string_equal(psi_net_frame_name(PSI_NET_FRAME_ERROR), "error");
+    assert_string_equal(psi_net_frame_name(PSI_NET_FRAME_KEEPALIVE), "keepalive");
+    assert_string_equal(psi_net_frame_name(0), "unknown");
+    assert_string_equal(psi_net_frame_name(77), "unknown");
 }
 
 static void test_cli_net_listen_and_connect_errors(void **state)
 {
     char bound[64], err[256], want[160];
-    psi_cli_conn c;
+    psi_net_conn c;
     int lfd, lfd2;
 
     (void)state;
-    assert_int_equal(psi_cli_net_listen(&lfd, bound, sizeof bound, "127.0.0.1:0", err,
+    assert_int_equal(psi_net_listen(&lfd, bound, sizeof bound, "127.0.0.1:0", err,
                                         sizeof err), 0);
     assert_int_equal(strncmp(bound, "127.0.0.1:", 10), 0);
     assert_true(atoi(bound + 10) > 0);
     // the port is taken by a listener: SO_REUSEADDR does not share it
-    assert_int_equal(psi_cli_net_listen(&lfd2, err, sizeof err, bound, err, sizeof err),
-                     PSI_CLI_NET_ELISTEN);
+    assert_int_equal(psi_net_listen(&lfd2, err, sizeof err, bound, err, sizeof err),
+                     PSI_NET_ELISTEN);
     assert_int_equal(lfd2, -1);
     snprintf(want, sizeof want, "%s: cannot bind: %s", bound, strerror(EADDRINUSE));
     assert_string_equal(err, want);
     close(lfd);
     // nobody listens there any more
-    assert_int_equal(psi_cli_net_connect(&c, bound, 2000), PSI_CLI_NET_ECONNECT);
+    assert_int_equal(psi_net_connect(&c, bound, 2000), PSI_NET_ECONNECT);
     assert_int_equal(c.fd, -1);
     snprintf(want, sizeof want, "cannot connect to %s: %s", bound, strerror(ECONNREFUSED));
     assert_string_equal(c.err, want);
-    psi_cli_net_close(&c);
-    assert_int_equal(psi_cli_net_connect(&c, "127.0.0.1", 2000), PSI_CLI_NET_EADDR);
+    psi_net_close(&c);
+    assert_int_equal(psi_net_connect(&c, "127.0.0.1", 2000), PSI_NET_EADDR);
     assert_string_equal(c.err, "'127.0.0.1' is not HOST:PORT (missing the port)");
-    assert_int_equal(psi_cli_net_listen(&lfd, bound, sizeof bound, "127.0.0.1:99999", err,
-                                        sizeof err), PSI_CLI_NET_EADDR);
+    assert_int_equal(psi_net_listen(&lfd, bound, sizeof bound, "127.0.0.1:99999", err,
+                                        sizeof err), PSI_NET_EADDR);
     assert_int_equal(lfd, -1);
 }
 
 /* The echo peer of the round trip: returns each request as a response. */
-static int tn_echo_peer(psi_cli_conn *c, void *arg)
+static int tn_echo_peer(psi_net_conn *c, void *arg)
 {
     const size_t *sizes = arg;
     uint8_t *buf;
@@ -296,15 +296,15 @@ static int tn_echo_peer(psi_cli_conn *c, void *arg)
     for (size_t i = 0; sizes[i] != SIZE_MAX; i++) {
         tn_progress p = { 0 };
 
-        TN_PEER_CHECK(c, psi_cli_net_recv(c, PSI_CLI_FRAME_REQUEST, TN_BIG, &buf, &len,
+        TN_PEER_CHECK(c, psi_net_recv(c, PSI_NET_FRAME_REQUEST, TN_BIG, &buf, &len,
                                           tn_on_progress, &p) == 0);
         TN_PEER_CHECK(c, len == sizes[i] && tn_matches(buf, len, i));
         TN_PEER_CHECK(c, p.done == len && !p.backwards);
-        TN_PEER_CHECK(c, psi_cli_net_send(c, PSI_CLI_FRAME_RESPONSE, buf, len, NULL,
+        TN_PEER_CHECK(c, psi_net_send(c, PSI_NET_FRAME_RESPONSE, buf, len, NULL,
                                           NULL) == 0);
         free(buf);
     }
-    TN_PEER_CHECK(c, psi_cli_net_recv(c, PSI_CLI_FRAME_DONE, 0, &buf, &len, NULL, NULL) == 0);
+    TN_PEER_CHECK(c, psi_net_recv(c, PSI_NET_FRAME_DONE, 0, &buf, &len, NULL, NULL) == 0);
     free(buf);
     return 0;
 }
@@ -313,7 +313,7 @@ static void test_cli_net_round_trips(void **state)
 {
     static const size_t sizes[] = { 0, 1, 9, TN_MIB + 3, TN_BIG, SIZE_MAX };
     uint8_t *out = malloc(TN_BIG), *in;
-    psi_cli_conn a, b;
+    psi_net_conn a, b;
     size_t len;
     pid_t pid;
 
@@ -325,10 +325,10 @@ static void test_cli_net_round_trips(void **state)
         tn_progress ps = { 0 }, pr = { 0 };
 
         tn_fill(out, sizes[i], i);
-        assert_int_equal(psi_cli_net_send(&a, PSI_CLI_FRAME_REQUEST, out, sizes[i],
+        assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_REQUEST, out, sizes[i],
                                           tn_on_progress, &ps), 0);
         tn_progress_ok(&ps, sizes[i]);
-        assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_RESPONSE, TN_BIG, &in, &len,
+        assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_RESPONSE, TN_BIG, &in, &len,
                                           tn_on_progress, &pr), 0);
         tn_progress_ok(&pr, sizes[i]);
         assert_non_null(in);
@@ -337,9 +337,9 @@ static void test_cli_net_round_trips(void **state)
             assert_memory_equal(in, out, len);
         free(in);
     }
-    assert_int_equal(psi_cli_net_send(&a, PSI_CLI_FRAME_DONE, NULL, 0, NULL, NULL), 0);
+    assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_DONE, NULL, 0, NULL, NULL), 0);
     tn_reap(pid);
-    psi_cli_net_close(&a);
+    psi_net_close(&a);
     free(out);
 }
 
@@ -348,23 +348,23 @@ static size_t tn_keepalive_stream(uint8_t *s)
 {
     size_t n = 0;
 
-    tn_header(s, &n, PSI_CLI_FRAME_KEEPALIVE, 0);
-    tn_header(s, &n, PSI_CLI_FRAME_KEEPALIVE, 0);
-    tn_header(s, &n, PSI_CLI_FRAME_SETUP, 5);
+    tn_header(s, &n, PSI_NET_FRAME_KEEPALIVE, 0);
+    tn_header(s, &n, PSI_NET_FRAME_KEEPALIVE, 0);
+    tn_header(s, &n, PSI_NET_FRAME_SETUP, 5);
     memcpy(s + n, "hello", 5), n += 5;
-    tn_header(s, &n, PSI_CLI_FRAME_KEEPALIVE, 0);
-    tn_header(s, &n, PSI_CLI_FRAME_REQUEST, 0);
-    tn_header(s, &n, PSI_CLI_FRAME_KEEPALIVE, 0);
-    tn_header(s, &n, PSI_CLI_FRAME_RESPONSE, 9);
+    tn_header(s, &n, PSI_NET_FRAME_KEEPALIVE, 0);
+    tn_header(s, &n, PSI_NET_FRAME_REQUEST, 0);
+    tn_header(s, &n, PSI_NET_FRAME_KEEPALIVE, 0);
+    tn_header(s, &n, PSI_NET_FRAME_RESPONSE, 9);
     memcpy(s + n, "123456789", 9), n += 9;
-    tn_header(s, &n, PSI_CLI_FRAME_KEEPALIVE, 0);
-    tn_header(s, &n, PSI_CLI_FRAME_KEEPALIVE, 0);
-    tn_header(s, &n, PSI_CLI_FRAME_DONE, 0);
+    tn_header(s, &n, PSI_NET_FRAME_KEEPALIVE, 0);
+    tn_header(s, &n, PSI_NET_FRAME_KEEPALIVE, 0);
+    tn_header(s, &n, PSI_NET_FRAME_DONE, 0);
     return n;
 }
 
 /* The drip peer: the stream a few bytes at a time, so headers split. */
-static int tn_drip_peer(psi_cli_conn *c, void *arg)
+static int tn_drip_peer(psi_net_conn *c, void *arg)
 {
     uint8_t s[256];
     size_t n = tn_keepalive_stream(s);
@@ -378,30 +378,30 @@ static int tn_drip_peer(psi_cli_conn *c, void *arg)
 }
 
 /* Receives the frames of tn_keepalive_stream. */
-static void tn_expect_stream(psi_cli_conn *a)
+static void tn_expect_stream(psi_net_conn *a)
 {
     uint8_t *p;
     size_t len;
 
-    assert_int_equal(psi_cli_net_recv(a, PSI_CLI_FRAME_SETUP, 100, &p, &len, NULL, NULL), 0);
+    assert_int_equal(psi_net_recv(a, PSI_NET_FRAME_SETUP, 100, &p, &len, NULL, NULL), 0);
     assert_int_equal(len, 5);
     assert_memory_equal(p, "hello", 5);
     free(p);
-    assert_int_equal(psi_cli_net_recv(a, PSI_CLI_FRAME_REQUEST, 100, &p, &len, NULL, NULL), 0);
+    assert_int_equal(psi_net_recv(a, PSI_NET_FRAME_REQUEST, 100, &p, &len, NULL, NULL), 0);
     assert_int_equal(len, 0);
     assert_non_null(p);
     free(p);
-    assert_int_equal(psi_cli_net_recv(a, PSI_CLI_FRAME_RESPONSE, 9, &p, &len, NULL, NULL), 0);
+    assert_int_equal(psi_net_recv(a, PSI_NET_FRAME_RESPONSE, 9, &p, &len, NULL, NULL), 0);
     assert_int_equal(len, 9);
     assert_memory_equal(p, "123456789", 9);
     free(p);
-    assert_int_equal(psi_cli_net_recv(a, PSI_CLI_FRAME_DONE, 0, &p, &len, NULL, NULL), 0);
+    assert_int_equal(psi_net_recv(a, PSI_NET_FRAME_DONE, 0, &p, &len, NULL, NULL), 0);
     free(p);
 }
 
 static void test_cli_net_keepalives_skipped(void **state)
 {
-    psi_cli_conn a, b;
+    psi_net_conn a, b;
     uint8_t s[256];
     size_t n = tn_keepalive_stream(s);
     pid_t pid;
@@ -417,13 +417,13 @@ static void test_cli_net_keepalives_skipped(void **state)
     pid = tn_spawn(&a, &b, tn_drip_peer, NULL);
     tn_expect_stream(&a);
     tn_reap(pid);
-    psi_cli_net_close(&a);
+    psi_net_close(&a);
 }
 
 /* The busy peer: keepalives every 200 ms for 1.5 s while not reading, then a
  * frame sent before reading ours (it must wait in the sender's buffer), then
  * our big request, then DONE. */
-static int tn_busy_peer(psi_cli_conn *c, void *arg)
+static int tn_busy_peer(psi_net_conn *c, void *arg)
 {
     double t0 = tn_now_ms();
     uint8_t *buf;
@@ -431,24 +431,24 @@ static int tn_busy_peer(psi_cli_conn *c, void *arg)
 
     (void)arg;
     while (tn_now_ms() - t0 < 1500) {
-        psi_cli_net_keepalive(c, 200);
+        psi_net_keepalive(c, 200);
         TN_PEER_CHECK(c, !c->broken);
         tn_sleep_ms(20);
     }
-    TN_PEER_CHECK(c, psi_cli_net_send(c, PSI_CLI_FRAME_RESPONSE, (const uint8_t *)"early", 5,
+    TN_PEER_CHECK(c, psi_net_send(c, PSI_NET_FRAME_RESPONSE, (const uint8_t *)"early", 5,
                                       NULL, NULL) == 0);
-    TN_PEER_CHECK(c, psi_cli_net_recv(c, PSI_CLI_FRAME_REQUEST, TN_BIG, &buf, &len, NULL,
+    TN_PEER_CHECK(c, psi_net_recv(c, PSI_NET_FRAME_REQUEST, TN_BIG, &buf, &len, NULL,
                                       NULL) == 0);
     TN_PEER_CHECK(c, len == TN_BIG && tn_matches(buf, len, 7));
     free(buf);
-    TN_PEER_CHECK(c, psi_cli_net_send(c, PSI_CLI_FRAME_DONE, NULL, 0, NULL, NULL) == 0);
+    TN_PEER_CHECK(c, psi_net_send(c, PSI_NET_FRAME_DONE, NULL, 0, NULL, NULL) == 0);
     return 0;
 }
 
 static void test_cli_net_keepalives_keep_a_send_alive(void **state)
 {
     uint8_t *out = malloc(TN_BIG), *in;
-    psi_cli_conn a, b;
+    psi_net_conn a, b;
     double t0;
     size_t len;
     pid_t pid;
@@ -460,19 +460,19 @@ static void test_cli_net_keepalives_keep_a_send_alive(void **state)
     b.timeout_ms = 10000;
     pid = tn_spawn(&a, &b, tn_busy_peer, NULL);
     t0 = tn_now_ms();
-    assert_int_equal(psi_cli_net_send(&a, PSI_CLI_FRAME_REQUEST, out, TN_BIG, NULL, NULL), 0);
+    assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_REQUEST, out, TN_BIG, NULL, NULL), 0);
     // blocked for longer than the timeout: only the keepalives kept it going
     assert_true(tn_now_ms() - t0 > 1200);
     a.timeout_ms = 10000; // the peer now checks 64 MiB, maybe under valgrind
-    assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_RESPONSE, 100, &in, &len, NULL, NULL),
+    assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_RESPONSE, 100, &in, &len, NULL, NULL),
                      0);
     assert_int_equal(len, 5);
     assert_memory_equal(in, "early", 5);
     free(in);
-    assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_DONE, 0, &in, &len, NULL, NULL), 0);
+    assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_DONE, 0, &in, &len, NULL, NULL), 0);
     free(in);
     tn_reap(pid);
-    psi_cli_net_close(&a);
+    psi_net_close(&a);
     free(out);
 }
 
@@ -480,7 +480,7 @@ static void test_cli_net_timeouts(void **state)
 {
     uint8_t *big = calloc(1, TN_BIG), *p = (uint8_t *)"x", hdr[32];
     char want[256];
-    psi_cli_conn a, b;
+    psi_net_conn a, b;
     size_t n = 0, len;
     double t0;
 
@@ -488,24 +488,24 @@ static void test_cli_net_timeouts(void **state)
     assert_non_null(big);
     tn_pair(&a, &b, 300);
     t0 = tn_now_ms();
-    assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_RESPONSE, 100, &p, &len, NULL, NULL),
-                     PSI_CLI_NET_ETIMEOUT);
+    assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_RESPONSE, 100, &p, &len, NULL, NULL),
+                     PSI_NET_ETIMEOUT);
     assert_true(tn_now_ms() - t0 >= 290 && tn_now_ms() - t0 < 3000);
     assert_null(p);
     snprintf(want, sizeof want, "no data from the peer (%s) for 0.3 s while we were waiting "
              "for a response frame (--timeout)", a.peer);
     assert_string_equal(a.err, want);
     // silent in the middle of a payload
-    tn_header(hdr, &n, PSI_CLI_FRAME_RESPONSE, 100);
+    tn_header(hdr, &n, PSI_NET_FRAME_RESPONSE, 100);
     memset(hdr + n, 'z', 10);
     assert_int_equal(tn_raw_write(b.fd, hdr, n + 10), 0);
-    assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_RESPONSE, 100, &p, &len, NULL, NULL),
-                     PSI_CLI_NET_ETIMEOUT);
+    assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_RESPONSE, 100, &p, &len, NULL, NULL),
+                     PSI_NET_ETIMEOUT);
     tn_err_has(a.err, "for 0.3 s after 10 of 100 bytes of the response frame (--timeout)");
     // a send the peer does not take
     t0 = tn_now_ms();
-    assert_int_equal(psi_cli_net_send(&a, PSI_CLI_FRAME_REQUEST, big, TN_BIG, NULL, NULL),
-                     PSI_CLI_NET_ETIMEOUT);
+    assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_REQUEST, big, TN_BIG, NULL, NULL),
+                     PSI_NET_ETIMEOUT);
     assert_true(tn_now_ms() - t0 < 5000);
     snprintf(want, sizeof want, "no data to or from the peer (%s) for 0.3 s after we sent ",
              a.peer);
@@ -513,8 +513,8 @@ static void test_cli_net_timeouts(void **state)
     tn_err_has(a.err, "bytes of the request frame (--timeout)");
     // part of a frame went out: the stream is unusable from now on
     assert_true(a.broken);
-    assert_int_equal(psi_cli_net_send(&a, PSI_CLI_FRAME_DONE, NULL, 0, NULL, NULL),
-                     PSI_CLI_NET_ETIMEOUT);
+    assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_DONE, NULL, 0, NULL, NULL),
+                     PSI_NET_ETIMEOUT);
     tn_close_pair(&a, &b);
     free(big);
 }
@@ -522,44 +522,44 @@ static void test_cli_net_timeouts(void **state)
 static void test_cli_net_peer_closes(void **state)
 {
     uint8_t *big = calloc(1, TN_BIG), *p, hdr[128];
-    psi_cli_conn a, b;
+    psi_net_conn a, b;
     size_t n = 0, len;
 
     (void)state;
     assert_non_null(big);
     // in the middle of a payload
     tn_pair(&a, &b, 5000);
-    tn_header(hdr, &n, PSI_CLI_FRAME_RESPONSE, 1000);
+    tn_header(hdr, &n, PSI_NET_FRAME_RESPONSE, 1000);
     memset(hdr + n, 'z', 100);
     assert_int_equal(tn_raw_write(b.fd, hdr, n + 100), 0);
-    psi_cli_net_close(&b);
-    assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_RESPONSE, 1000, &p, &len, NULL, NULL),
-                     PSI_CLI_NET_ECLOSED);
+    psi_net_close(&b);
+    assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_RESPONSE, 1000, &p, &len, NULL, NULL),
+                     PSI_NET_ECLOSED);
     tn_err_has(a.err, "closed the connection after 100 of 1000 bytes of the response frame");
     tn_close_pair(&a, &b);
     // before any header
     tn_pair(&a, &b, 5000);
-    psi_cli_net_close(&b);
-    assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_SETUP, 1000, &p, &len, NULL, NULL),
-                     PSI_CLI_NET_ECLOSED);
+    psi_net_close(&b);
+    assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_SETUP, 1000, &p, &len, NULL, NULL),
+                     PSI_NET_ECLOSED);
     tn_err_has(a.err, "closed the connection while we were waiting for a setup frame");
     tn_close_pair(&a, &b);
     // while we send
     tn_pair(&a, &b, 5000);
-    psi_cli_net_close(&b);
-    assert_int_equal(psi_cli_net_send(&a, PSI_CLI_FRAME_REQUEST, big, TN_BIG, NULL, NULL),
-                     PSI_CLI_NET_ECLOSED);
+    psi_net_close(&b);
+    assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_REQUEST, big, TN_BIG, NULL, NULL),
+                     PSI_NET_ECLOSED);
     tn_err_has(a.err, "closed the connection after we sent ");
     tn_close_pair(&a, &b);
     free(big);
 }
 
-/* Feeds `bytes` from a fresh peer; psi_cli_net_recv(expect, max) must fail
+/* Feeds `bytes` from a fresh peer; psi_net_recv(expect, max) must fail
  * with code, quickly, and with a message containing needle. */
 static void tn_bad_input(const uint8_t *bytes, size_t n, int expect, size_t max, int code,
                          const char *needle)
 {
-    psi_cli_conn a, b;
+    psi_net_conn a, b;
     uint8_t *p = (uint8_t *)"x";
     size_t len = 1;
     double t0;
@@ -567,7 +567,7 @@ static void tn_bad_input(const uint8_t *bytes, size_t n, int expect, size_t max,
     tn_pair(&a, &b, 5000);
     assert_int_equal(tn_raw_write(b.fd, bytes, n), 0);
     t0 = tn_now_ms();
-    assert_int_equal(psi_cli_net_recv(&a, expect, max, &p, &len, NULL, NULL), code);
+    assert_int_equal(psi_net_recv(&a, expect, max, &p, &len, NULL, NULL), code);
     assert_true(tn_now_ms() - t0 < 2000);
     assert_null(p);
     assert_int_equal(len, 0);
@@ -582,58 +582,58 @@ static void test_cli_net_bad_frames(void **state)
 
     (void)state;
     // a length no one could allocate: refused from the header alone
-    n = 0, tn_header(s, &n, PSI_CLI_FRAME_RESPONSE, (uint64_t)1 << 62);
-    tn_bad_input(s, n, PSI_CLI_FRAME_RESPONSE, (size_t)1 << 30, PSI_CLI_NET_EFRAME,
+    n = 0, tn_header(s, &n, PSI_NET_FRAME_RESPONSE, (uint64_t)1 << 62);
+    tn_bad_input(s, n, PSI_NET_FRAME_RESPONSE, (size_t)1 << 30, PSI_NET_EFRAME,
                  "response frame of 4611686018427387904 bytes from the peer");
-    n = 0, tn_header(s, &n, PSI_CLI_FRAME_RESPONSE, 11);
-    tn_bad_input(s, n, PSI_CLI_FRAME_RESPONSE, 10, PSI_CLI_NET_EFRAME,
+    n = 0, tn_header(s, &n, PSI_NET_FRAME_RESPONSE, 11);
+    tn_bad_input(s, n, PSI_NET_FRAME_RESPONSE, 10, PSI_NET_EFRAME,
                  "is larger than the limit 10");
-    n = 0, tn_header(s, &n, PSI_CLI_FRAME_SETUP, 1), s[n++] = 0;
-    tn_bad_input(s, n, PSI_CLI_FRAME_RESPONSE, 10, PSI_CLI_NET_EFRAME,
+    n = 0, tn_header(s, &n, PSI_NET_FRAME_SETUP, 1), s[n++] = 0;
+    tn_bad_input(s, n, PSI_NET_FRAME_RESPONSE, 10, PSI_NET_EFRAME,
                  "expected a response frame from the peer");
-    n = 0, tn_header(s, &n, PSI_CLI_FRAME_ACCEPT, 0);
-    tn_bad_input(s, n, PSI_CLI_FRAME_HELLO, 10, PSI_CLI_NET_EFRAME, "got an accept frame");
+    n = 0, tn_header(s, &n, PSI_NET_FRAME_ACCEPT, 0);
+    tn_bad_input(s, n, PSI_NET_FRAME_HELLO, 10, PSI_NET_EFRAME, "got an accept frame");
     n = 0, tn_header(s, &n, 77, 0);
-    tn_bad_input(s, n, PSI_CLI_FRAME_SETUP, 10, PSI_CLI_NET_EFRAME, "unknown type 77");
+    tn_bad_input(s, n, PSI_NET_FRAME_SETUP, 10, PSI_NET_EFRAME, "unknown type 77");
     n = 0, tn_header(s, &n, 0, 0);
-    tn_bad_input(s, n, PSI_CLI_FRAME_SETUP, 10, PSI_CLI_NET_EFRAME, "unknown type 0");
-    n = 0, tn_header(s, &n, PSI_CLI_FRAME_KEEPALIVE, 1), s[n++] = 0;
-    tn_bad_input(s, n, PSI_CLI_FRAME_SETUP, 10, PSI_CLI_NET_EFRAME,
+    tn_bad_input(s, n, PSI_NET_FRAME_SETUP, 10, PSI_NET_EFRAME, "unknown type 0");
+    n = 0, tn_header(s, &n, PSI_NET_FRAME_KEEPALIVE, 1), s[n++] = 0;
+    tn_bad_input(s, n, PSI_NET_FRAME_SETUP, 10, PSI_NET_EFRAME,
                  "keepalive frame with a payload of 1 bytes");
-    n = 0, tn_header(s, &n, PSI_CLI_FRAME_ERROR, PSI_CLI_NET_MSG_MAX + 1);
-    tn_bad_input(s, n, PSI_CLI_FRAME_SETUP, 10, PSI_CLI_NET_EFRAME,
+    n = 0, tn_header(s, &n, PSI_NET_FRAME_ERROR, PSI_NET_MSG_MAX + 1);
+    tn_bad_input(s, n, PSI_NET_FRAME_SETUP, 10, PSI_NET_EFRAME,
                  "error frame of 1025 bytes, larger than the limit 1024");
 }
 
 static void test_cli_net_error_frames(void **state)
 {
-    uint8_t s[PSI_CLI_NET_MSG_MAX + 64], *p;
-    psi_cli_conn a, b;
+    uint8_t s[PSI_NET_MSG_MAX + 64], *p;
+    psi_net_conn a, b;
     size_t n = 0, len;
 
     (void)state;
-    tn_header(s, &n, PSI_CLI_FRAME_KEEPALIVE, 0);
-    tn_header(s, &n, PSI_CLI_FRAME_ERROR, 11);
+    tn_header(s, &n, PSI_NET_FRAME_KEEPALIVE, 0);
+    tn_header(s, &n, PSI_NET_FRAME_ERROR, 11);
     memcpy(s + n, "bad\x01thing\n", 11), n += 11;
-    tn_bad_input(s, n, PSI_CLI_FRAME_SETUP, 10, PSI_CLI_NET_EPEER,
+    tn_bad_input(s, n, PSI_NET_FRAME_SETUP, 10, PSI_NET_EPEER,
                  "the peer reported: bad?thing?");
     // the longest message, then the stream goes on
     tn_pair(&a, &b, 5000);
-    n = 0, tn_header(s, &n, PSI_CLI_FRAME_ERROR, PSI_CLI_NET_MSG_MAX);
-    memset(s + n, 'e', PSI_CLI_NET_MSG_MAX), n += PSI_CLI_NET_MSG_MAX;
+    n = 0, tn_header(s, &n, PSI_NET_FRAME_ERROR, PSI_NET_MSG_MAX);
+    memset(s + n, 'e', PSI_NET_MSG_MAX), n += PSI_NET_MSG_MAX;
     assert_int_equal(tn_raw_write(b.fd, s, n), 0);
-    assert_int_equal(psi_cli_net_send(&b, PSI_CLI_FRAME_DONE, NULL, 0, NULL, NULL), 0);
-    assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_SETUP, 10, &p, &len, NULL, NULL),
-                     PSI_CLI_NET_EPEER);
-    assert_int_equal(strlen(a.err), strlen("the peer reported: ") + PSI_CLI_NET_MSG_MAX);
-    assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_DONE, 0, &p, &len, NULL, NULL), 0);
+    assert_int_equal(psi_net_send(&b, PSI_NET_FRAME_DONE, NULL, 0, NULL, NULL), 0);
+    assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_SETUP, 10, &p, &len, NULL, NULL),
+                     PSI_NET_EPEER);
+    assert_int_equal(strlen(a.err), strlen("the peer reported: ") + PSI_NET_MSG_MAX);
+    assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_DONE, 0, &p, &len, NULL, NULL), 0);
     free(p);
     tn_close_pair(&a, &b);
 }
 
 /* Fills the socket buffers of c's direction until nothing more goes in
  * (the other end does not read).  Returns: 0 or -1. */
-static int tn_fill_socket(psi_cli_conn *c)
+static int tn_fill_socket(psi_net_conn *c)
 {
     static uint8_t chunk[65536];
     size_t round;
@@ -653,7 +653,7 @@ static int tn_fill_socket(psi_cli_conn *c)
 
 static void test_cli_net_keepalive_sends_and_breaks(void **state)
 {
-    psi_cli_conn a, b;
+    psi_net_conn a, b;
     struct pollfd pfd;
     uint8_t got[16], *p;
     size_t len;
@@ -662,70 +662,70 @@ static void test_cli_net_keepalive_sends_and_breaks(void **state)
     (void)state;
     tn_pair(&a, &b, 5000);
     pfd = (struct pollfd){ .fd = a.fd, .events = POLLIN };
-    psi_cli_net_keepalive(&b, 60000); // too early: nothing goes out
+    psi_net_keepalive(&b, 60000); // too early: nothing goes out
     assert_int_equal(poll(&pfd, 1, 100), 0);
-    psi_cli_net_keepalive(&b, 0);
+    psi_net_keepalive(&b, 0);
     assert_int_equal(poll(&pfd, 1, 2000), 1);
-    assert_int_equal(recv(a.fd, got, sizeof got, 0), PSI_CLI_NET_HEADER_BYTES);
-    assert_memory_equal(got, "\x09\0\0\0\0\0\0\0\0", PSI_CLI_NET_HEADER_BYTES);
+    assert_int_equal(recv(a.fd, got, sizeof got, 0), PSI_NET_HEADER_BYTES);
+    assert_memory_equal(got, "\x09\0\0\0\0\0\0\0\0", PSI_NET_HEADER_BYTES);
     // the peer goes away: a later keepalive notices and marks the connection
-    psi_cli_net_close(&a);
+    psi_net_close(&a);
     for (int i = 0; i < 300 && !b.broken; i++) {
-        psi_cli_net_keepalive(&b, 0);
+        psi_net_keepalive(&b, 0);
         tn_sleep_ms(10);
     }
     assert_true(b.broken);
-    assert_int_equal(b.broken_code, PSI_CLI_NET_ECLOSED);
+    assert_int_equal(b.broken_code, PSI_NET_ECLOSED);
     tn_err_has(b.err, "keepalive");
-    assert_int_equal(psi_cli_net_send(&b, PSI_CLI_FRAME_DONE, NULL, 0, NULL, NULL),
-                     PSI_CLI_NET_ECLOSED);
-    assert_int_equal(psi_cli_net_recv(&b, PSI_CLI_FRAME_DONE, 0, &p, &len, NULL, NULL),
-                     PSI_CLI_NET_ECLOSED);
+    assert_int_equal(psi_net_send(&b, PSI_NET_FRAME_DONE, NULL, 0, NULL, NULL),
+                     PSI_NET_ECLOSED);
+    assert_int_equal(psi_net_recv(&b, PSI_NET_FRAME_DONE, 0, &p, &len, NULL, NULL),
+                     PSI_NET_ECLOSED);
     tn_err_has(b.err, "keepalive");
     tn_close_pair(&a, &b);
     // a peer that takes nothing: the keepalive gives up after timeout_ms
     tn_pair(&a, &b, 200);
     assert_int_equal(tn_fill_socket(&b), 0);
     t0 = tn_now_ms();
-    psi_cli_net_keepalive(&b, 0);
+    psi_net_keepalive(&b, 0);
     assert_true(tn_now_ms() - t0 >= 190 && tn_now_ms() - t0 < 2000);
     assert_true(b.broken);
-    assert_int_equal(b.broken_code, PSI_CLI_NET_ETIMEOUT);
+    assert_int_equal(b.broken_code, PSI_NET_ETIMEOUT);
     tn_err_has(b.err, "keepalive");
     tn_close_pair(&a, &b);
 }
 
-/* A message of PSI_CLI_NET_MSG_MAX + 20 bytes whose byte 1024 is inside
+/* A message of PSI_NET_MSG_MAX + 20 bytes whose byte 1024 is inside
  * "é", with a control character: the ERROR frame carries 1023 bytes. */
 static void tn_long_message(char *m)
 {
-    memset(m, 'x', PSI_CLI_NET_MSG_MAX + 20);
+    memset(m, 'x', PSI_NET_MSG_MAX + 20);
     m[5] = '\x01';
-    m[PSI_CLI_NET_MSG_MAX - 1] = '\xc3';
-    m[PSI_CLI_NET_MSG_MAX] = '\xa9';
-    m[PSI_CLI_NET_MSG_MAX + 20] = '\0';
+    m[PSI_NET_MSG_MAX - 1] = '\xc3';
+    m[PSI_NET_MSG_MAX] = '\xa9';
+    m[PSI_NET_MSG_MAX + 20] = '\0';
 }
 
 /* The failing peer: waits until our frame arrives, leaves it unread, and
  * gives up with an ERROR frame. */
-static int tn_failing_peer(psi_cli_conn *c, void *arg)
+static int tn_failing_peer(psi_net_conn *c, void *arg)
 {
     struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-    char m[PSI_CLI_NET_MSG_MAX + 32];
+    char m[PSI_NET_MSG_MAX + 32];
 
     TN_PEER_CHECK(c, poll(&pfd, 1, 5000) == 1);
     tn_sleep_ms(arg != NULL ? 100 : 20);
     tn_long_message(m);
-    psi_cli_net_send_error(c, arg != NULL ? (const char *)arg : m);
+    psi_net_send_error(c, arg != NULL ? (const char *)arg : m);
     TN_PEER_CHECK(c, c->broken);
     return 0;
 }
 
 static void test_cli_net_send_error_reaches_the_peer(void **state)
 {
-    char m[PSI_CLI_NET_MSG_MAX + 32], want[PSI_CLI_NET_MSG_MAX + 64];
+    char m[PSI_NET_MSG_MAX + 32], want[PSI_NET_MSG_MAX + 64];
     uint8_t out[1000] = { 0 }, *p, *big = calloc(1, TN_BIG);
-    psi_cli_conn a, b;
+    psi_net_conn a, b;
     size_t len;
     pid_t pid;
 
@@ -734,23 +734,23 @@ static void test_cli_net_send_error_reaches_the_peer(void **state)
     // we sent a frame the peer never read; its ERROR frame still arrives
     tn_pair(&a, &b, 5000);
     pid = tn_spawn(&a, &b, tn_failing_peer, NULL);
-    assert_int_equal(psi_cli_net_send(&a, PSI_CLI_FRAME_REQUEST, out, sizeof out, NULL, NULL),
+    assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_REQUEST, out, sizeof out, NULL, NULL),
                      0);
-    assert_int_equal(psi_cli_net_recv(&a, PSI_CLI_FRAME_RESPONSE, 10, &p, &len, NULL, NULL),
-                     PSI_CLI_NET_EPEER);
+    assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_RESPONSE, 10, &p, &len, NULL, NULL),
+                     PSI_NET_EPEER);
     tn_long_message(m);
     m[5] = '?';
-    snprintf(want, sizeof want, "the peer reported: %.*s", PSI_CLI_NET_MSG_MAX - 1, m);
+    snprintf(want, sizeof want, "the peer reported: %.*s", PSI_NET_MSG_MAX - 1, m);
     assert_string_equal(a.err, want);
-    psi_cli_net_close(&a);
+    psi_net_close(&a);
     tn_reap(pid);
     // while we are still sending a large frame to it
     tn_pair(&a, &b, 5000);
     pid = tn_spawn(&a, &b, tn_failing_peer, "disk full");
-    assert_int_equal(psi_cli_net_send(&a, PSI_CLI_FRAME_REQUEST, big, TN_BIG, NULL, NULL),
-                     PSI_CLI_NET_EPEER);
+    assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_REQUEST, big, TN_BIG, NULL, NULL),
+                     PSI_NET_EPEER);
     assert_string_equal(a.err, "the peer reported: disk full");
-    psi_cli_net_close(&a);
+    psi_net_close(&a);
     tn_reap(pid);
     free(big);
 }

@@ -37,7 +37,7 @@
 #define VALGRIND_MAKE_MEM_DEFINED(p, n) ((void)(p), (void)(n))
 #endif
 
-#include "cli_keyfile.h"
+#include "app_keyfile.h"
 #include "common.h"
 #include "engine.h"
 #include "psi_shard.h"
@@ -865,7 +865,7 @@ static int holds_key_hex(const char *msg, const uint8_t key[PSI_KEY_BYTES])
 /* (e) the CLI's key file: created (the key known only afterwards, so the
  * creation's blocks are held back), loaded again, and refused when
  * malformed, with messages that never show the key. */
-static void test_key_hygiene_cli_keyfile(void **state)
+static void test_key_hygiene_keyfile(void **state)
 {
     (void)state;
     char dir[] = "/tmp/psi-key-hygiene-XXXXXX", path[64], bad[64], err[512];
@@ -877,7 +877,7 @@ static void test_key_hygiene_cli_keyfile(void **state)
 
     quarantine_begin();
     err[0] = '\0';
-    assert_int_equal(psi_cli_keyfile_engine(&e, &created, path, err, sizeof err), 0);
+    assert_int_equal(psi_app_keyfile_engine(&e, &created, path, err, sizeof err), 0);
     assert_int_equal(created, 1);
     char text[2 * PSI_KEY_BYTES + 8];
     size_t n = read_file(path, text, sizeof text);
@@ -895,7 +895,7 @@ static void test_key_hygiene_cli_keyfile(void **state)
     quarantine_end(&s, 1);
     psi_engine_free(e);
 
-    assert_int_equal(psi_cli_keyfile_engine(&again, &created, path, err, sizeof err), 0);
+    assert_int_equal(psi_app_keyfile_engine(&again, &created, path, err, sizeof err), 0);
     assert_int_equal(created, 0);
     keypair_of(&exported, again);
     assert_true(sodium_memcmp(exported.k, kp.k, PSI_KEY_BYTES) == 0);
@@ -913,7 +913,7 @@ static void test_key_hygiene_cli_keyfile(void **state)
         write_file(bad, t, sizeof t, i < sizeof extra ? 0600 : 0644);
         e = (psi_engine *)&s;
         err[0] = '\0';
-        assert_int_equal(psi_cli_keyfile_engine(&e, &created, bad, err, sizeof err), -1);
+        assert_int_equal(psi_app_keyfile_engine(&e, &created, bad, err, sizeof err), -1);
         assert_null(e);
         assert_true(err[0] != '\0');
         assert_false(holds_key_hex(err, kp.k));
@@ -991,7 +991,7 @@ int main(void)
         cmocka_unit_test_setup(test_key_hygiene_random_keys, scan_reset),
         cmocka_unit_test_setup(test_key_hygiene_clones, scan_reset),
         cmocka_unit_test_setup(test_key_hygiene_shards, scan_reset),
-        cmocka_unit_test_setup(test_key_hygiene_cli_keyfile, scan_reset),
+        cmocka_unit_test_setup(test_key_hygiene_keyfile, scan_reset),
         cmocka_unit_test_setup(test_key_hygiene_rejected_keys, scan_reset),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -604,7 +604,7 @@ part_d() {
         >"$d/client.csv"
     fault "--column" 2 "column" "$f/o3" 2 request "${C[@]}" --input "$d/client.csv" \
         --column name --output "$f/o3"
-    # shardpsi's CSV guard (cli/cli_input.h): a header line is refused unless
+    # shardpsi's CSV guard (app/app_input.h): a header line is refused unless
     # --lines, also when rank 0's slice is empty (a file smaller than -np).
     fault "header line as lines" 2 "client.csv: looks like CSV (first line \"id,name\"); add --column NAME to read a column, or --lines" \
         "$f/g1" 2 request "${C[@]}" --input "$d/client.csv" --output "$f/g1"

@@ -578,7 +578,7 @@ expect_grep "input is a directory: message" "cannot open: Is a directory" "$tmp/
 "$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" \
     --output "$tmp/nodir/out" 2>"$tmp/f5.err"
 expect_rc "output directory missing" 2 $? "$tmp/f5.err"
-# The CSV guard (cli/cli_input.h): the README's example one option short --
+# The CSV guard (app/app_input.h): the README's example one option short --
 # a .csv without --column -- is refused before any connection, with exit 2,
 # a message naming the file and both options, and no output file; so is a
 # header line in a file of another name, on either side, and from stdin.

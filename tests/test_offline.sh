@@ -272,7 +272,7 @@ fault "keygen over an existing file" 2 "not overwritten" "$f/nothing" keygen \
 expect_same "keygen over an existing file: untouched" "$f/exists.key" "$d/sk"
 fault "unknown suite" 2 "suite" "$f/o18" keygen --output "$f/o18" --suite p384
 
-# The CSV guard (cli/cli_input.h): an input that looks like CSV (a ',' in
+# The CSV guard (app/app_input.h): an input that looks like CSV (a ',' in
 # its first line, or a name ending in .csv) is refused as lines with exit 2,
 # a message naming the file and both options, and no output; --lines reads
 # it as lines, --column as CSV; a plain list needs neither.

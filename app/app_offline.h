@@ -1,0 +1,113 @@
+/*
+ * The offline commands of `shardpsi` (PROTOCOL.md §17): keygen, setup, request,
+ * response and match, each one step of the protocol with its messages in
+ * files.  A message file holds exactly the wire bytes of §10/§16.1 (what
+ * `shardpsi server` and `shardpsi client` put in a frame's payload), nothing else.
+ * This is the state they share with `shardpsi-mpi` (mpi/): options and
+ * help, the key file, the input, message files, shards and messages; the
+ * commands themselves are cli/cli_offline.c and mpi/.
+ */
+#ifndef PSI_APP_OFFLINE_H
+#define PSI_APP_OFFLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "app_input.h"
+#include "app_output.h"
+#include "app_party.h"
+#include "app_progress.h"
+#include "psi.h"
+#include "psi_shard.h"
+
+/* What the client writes: the matching rows, their indices, or the count. */
+typedef enum psi_app_offline_mode {
+    PSI_APP_OFFLINE_ROWS = 0,
+    PSI_APP_OFFLINE_INDICES = 1,
+    PSI_APP_OFFLINE_COUNT = 2
+} psi_app_offline_mode;
+
+/* The options of every offline command; each takes only its own. */
+typedef struct psi_app_offline_opts {
+    const char *cmd;            // "setup", ...
+    const char *key_file;       // --key-file
+    const char *input;          // --input ("-": stdin)
+    const char *column;         // --column (CSV)
+    int lines;                  // --lines: line mode even if it looks like CSV
+    const char *output;         // --output
+    const char *setup;          // match: --setup
+    const char *request;        // response: --request
+    const char *response;       // match: --response
+    const char *permutation;    // setup: --permutation
+    int suite;                  // --suite
+    psi_app_shard_opts shard;   // --shards, --threads (always sharded)
+    int progress;               // --progress 1, --no-progress 0, default -1
+    int structure;              // setup: --structure (-1: not given)
+    double fpr;                 // setup: --fpr (0: not given)
+    size_t num_client;          // setup: --num-client-inputs (0: not given)
+    int reveal;                 // response: --reveal
+    psi_app_offline_mode mode;          // request: --count-only; match: the three
+} psi_app_offline_opts;
+
+/* The state of one offline command's run. */
+typedef struct psi_app_offline {
+    psi_app_offline_opts o;
+    psi_app_progress prog;
+    psi_engine *key;            // from the key file
+    psi_shards *g;              // the party's shards
+    psi_app_input in;           // --input
+    psi_app_output out;         // --output
+    char who[64];               // "shardpsi setup", "shardpsi-mpi setup"
+    char err[1024];             // the last failure's message
+    int capture;                // failures only fill err (shardpsi-mpi gathers them)
+} psi_app_offline;
+
+/** Loads the key file (which must exist, be the command's suite and be
+ *  readable by its owner alone).  Returns: 0 or -1 (reported). */
+int psi_app_offline_key(psi_app_offline *s);
+
+/** Reads --input into s->in.  Returns: 0 or -1 (reported). */
+int psi_app_offline_input(psi_app_offline *s);
+
+/** Reads the message file `path` (a regular file, read whole; `what` names
+ *  it in messages: "the request").  Returns: 0 or -1 (reported).
+ *  Out: *buf (malloc'd, at least 1 byte), *len. */
+int psi_app_offline_read_msg(psi_app_offline *s, const char *path, const char *what,
+                             uint8_t **buf, size_t *len);
+
+/** Builds s->g from the key with `role` and `reveal`, on --shards and
+ *  --threads, with progress.  Returns: 0 or -1 (reported). */
+int psi_app_offline_shards(psi_app_offline *s, psi_role role, int reveal);
+
+/** Opens `path` as an output (temporary name, renamed on commit).
+ *  Returns: 0 or -1 (reported). */
+int psi_app_offline_open(psi_app_offline *s, psi_app_output *out, const char *path);
+
+/** Reports the library's error rc of `what` (naming a message of another
+ *  suite as such, with the file `file`).  Returns: -1. */
+int psi_app_offline_fail_psi(psi_app_offline *s, const char *what, const char *file,
+                             int rc);
+
+/** Prints "shardpsi <cmd>: error: <message>" (with s->capture set: only keeps
+ *  the message in s->err).  Returns: -1. */
+int psi_app_offline_fail(psi_app_offline *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/** Frees everything of s but s->o; aborts an uncommitted output. */
+void psi_app_offline_free(psi_app_offline *s);
+
+/** Prints the help of offline command `cmd` (keygen, setup, request,
+ *  response, match) to `out`.  Returns: 0, or -1 when `cmd` is not one (out
+ *  NULL: only the test). */
+int psi_app_offline_usage(FILE *out, const char *cmd);
+
+/** Parses `shardpsi <cmd> ...` into s->o; argv[0] is the command, which
+ *  must be one psi_app_offline_usage knows.  Returns: 0, 1 after --help,
+ *  -1 after a usage message. */
+int psi_app_offline_parse(psi_app_offline *s, int argc, char **argv);
+
+#endif /* PSI_APP_OFFLINE_H */

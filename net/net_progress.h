@@ -1,0 +1,34 @@
+/*
+ * Progress over a connection: the transfers of a round as steps of a
+ * psi_app_progress (lines on stderr), and the keepalives that tell the peer
+ * this side is still working while it computes (PROTOCOL.md §15.1).
+ */
+#ifndef PSI_NET_PROGRESS_H
+#define PSI_NET_PROGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "app_progress.h"
+#include "net.h"
+
+/** Makes every computation step of p send keepalives on c (at a quarter of
+ *  c->timeout_ms, at least 50 ms and at most 5 s), until
+ *  psi_net_progress_detach.  c must outlive the attachment. */
+void psi_net_progress_attach(psi_app_progress *p, psi_net_conn *c);
+
+/** Ends psi_net_progress_attach: p sends no more keepalives. */
+void psi_net_progress_detach(psi_app_progress *p);
+
+/** psi_net_send of one frame as a step named `step`, with progress.
+ *  Returns: psi_net_send's code. */
+int psi_net_progress_send(psi_app_progress *p, psi_net_conn *c, int type,
+                          const uint8_t *payload, size_t len, const char *step);
+
+/** psi_net_recv of one frame as a step named `step`, with progress (its
+ *  rate counted from the first data, its wait for the peer said apart).
+ *  Returns: psi_net_recv's code. */
+int psi_net_progress_recv(psi_app_progress *p, psi_net_conn *c, int type, size_t max_len,
+                          uint8_t **payload, size_t *len, const char *step);
+
+#endif /* PSI_NET_PROGRESS_H */
