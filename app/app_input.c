@@ -2,7 +2,6 @@
  * CSV guard; see app_input.h (CSV mode: app_input_csv.c). */
 #include "app_input.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
