@@ -1,5 +1,5 @@
 /*
- * Timing harness shared by the benchmarks (STYLE.md §10).
+ * Timing harness shared by the benchmarks.
  *
  * A case is a setup/run/teardown triple.  Only run() is timed; it is called
  * `iters` times on the state setup() built, so it must be repeatable: every

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checks that wasm/exports.txt lists exactly the PSI_API functions of the
-# public headers (STYLE.md §7), so the wasm module exports the whole API
+# public headers, so the wasm module exports the whole API
 # and nothing the headers do not declare.
 #   check-exports.sh REPO_ROOT
 set -eu
