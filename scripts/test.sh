@@ -37,8 +37,8 @@ if [[ ! -f build-tsan/build.ninja ]]; then
         -Db_lundef=false -Dbench=false >/dev/null ||
         { echo "0 passed, 1 failed"; exit 1; }
 fi
-ninja -C build-tsan tests/test_pool tests/test_shard tests/test_shard_steps \
-    tests/test_shard_fault >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
+ninja -C build-tsan tests/shard/test_pool tests/shard/test_shard tests/shard/test_shard_steps \
+    tests/shard/test_shard_fault >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
 
 # The portable P-256 arithmetic the wasm build uses (psi/p256.c,
 # -Dp256=portable), natively: every suite again on that engine, compiled as

@@ -1,6 +1,6 @@
 /*
  * An outside program using the installed library: built by
- * tests/test_consumer.sh against a staged `meson install` with only
+ * tests/consumer/test_consumer.sh against a staged `meson install` with only
  * pkg-config's flags, never the build tree.  One raw PSI round with random
  * keys: the client holds 3 values, the server 3, 2 shared; the server
  * answers through the sharding layer (3 shards on 2 threads).  Exit status

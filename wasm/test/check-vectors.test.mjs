@@ -1,5 +1,5 @@
 // bin/check-vectors.mjs prints what `shardpsi vectors check` prints and exits with
-// its status: on the CLI fixtures (tests/cli/), the extra vectors and usage
+// its status: on the CLI fixtures (tests/cli/fixtures/), the extra vectors and usage
 // errors; compared line for line with the C tool when build/cli/shardpsi exists.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tool = root + 'wasm/bin/check-vectors.mjs';
 const cPsi = root + 'build/cli/shardpsi';
-const fx = (f) => `${root}tests/cli/${f}.json`;
+const fx = (f) => `${root}tests/cli/fixtures/${f}.json`;
 const extra = root + 'vectors/shardpsi-extra.json';
 
 function run(...args) {

@@ -1,5 +1,5 @@
-// The malformed-input table, tests/malformed/cases.json (written by tests/malformed/make-cases.py;
-// tests/test_malformed.c runs it natively), through the wasm build.  Every case runs through the
+// The malformed-input table, tests/psi/malformed/cases.json (written by make-cases.py there;
+// tests/psi/test_malformed.c runs it natively), through the wasm build.  Every case runs through the
 // LowLevel class of one instance (the lowest layer that has every operation of the table), the
 // cases of the psi.js-like surface (index.mjs) through it too, and the server, client and key
 // cases through the worker pool at 2 workers.  Each must throw a PsiError with the case's code,
@@ -16,7 +16,7 @@ import { loadModule, compileModule } from '../js/module.mjs';
 import { LowLevel, PsiError, ROLE } from '../js/lowlevel.mjs';
 import { createPool } from '../js/pool.mjs';
 
-const doc = JSON.parse(readFileSync(new URL('../../tests/malformed/cases.json', import.meta.url), 'utf8'));
+const doc = JSON.parse(readFileSync(new URL('../../tests/psi/malformed/cases.json', import.meta.url), 'utf8'));
 const CASES = doc.cases;
 const M = await loadModule();
 const ll = new LowLevel(M);

@@ -17,7 +17,7 @@
  * active because meson compiles the library's sources into this program
  * with -DPSI_CTCHECK.  Reports inside OpenSSL's libcrypto (its EC and BN
  * code) are outside what this test judges and are suppressed by
- * tests/ctime-openssl.supp; with -Dp256=portable only key import, range
+ * tests/psi/ctime-openssl.supp; with -Dp256=portable only key import, range
  * check and inversion in engine.c still call it.
  *
  * Every check runs once per suite (PROTOCOL.md §16).  In the OpenMined
@@ -309,7 +309,7 @@ static void make_values(values *v)
 
 /* H(values): the OpenMined suite's known points (§3.3); in the other suites
  * the masks of an engine with key 1, a known answer checked by
- * tests/test_suites_kat.c. */
+ * tests/psi/test_suites_kat.c. */
 static void hashes(uint8_t *out, const psi_value *values, size_t n)
 {
     if (cur_suite == PSI_SUITE_OPENMINED_P256) {

@@ -1,5 +1,5 @@
 /*
- * A misbehaving partner for tests/test_net.sh: speaks the frames of
+ * A misbehaving partner for tests/cli/test_net.sh: speaks the frames of
  * net/net.h and the handshake of net/net_session.h, and breaks the
  * protocol in one chosen way, so that the real `shardpsi server` and `shardpsi client`
  * can be checked to fail cleanly.

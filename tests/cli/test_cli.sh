@@ -2,12 +2,12 @@
 # Tests of the `shardpsi` command line tool: help and usage errors, `vectors
 # check` on psi.js's sample vectors (vectors/reference/sample-vectors.json),
 # on shardpsi's extra vectors (vectors/shardpsi-extra.json) and on the
-# fixtures in tests/cli/, small `shardpsi demo` runs, and small `shardpsi
-# bench` runs without psi.js, also in the suites p256-sswu and ristretto255
-# with their vector files
-# (tests/test_bench_psijs.sh runs it with psi.js).
+# fixtures in tests/cli/fixtures/, small `shardpsi demo` runs, and small
+# `shardpsi bench` runs without psi.js, also in the suites p256-sswu and
+# ristretto255 with their vector files
+# (tests/cli/test_bench_psijs.sh runs it with psi.js).
 #
-# Usage: tests/test_cli.sh PSI_BINARY REPO_ROOT
+# Usage: tests/cli/test_cli.sh PSI_BINARY REPO_ROOT
 # Prints one line per failed check and exits 1 if any check failed.
 set -u
 
@@ -17,7 +17,7 @@ if [ $# -ne 2 ]; then
 fi
 psi=$1
 root=$2
-fixtures=$root/tests/cli
+fixtures=$root/tests/cli/fixtures
 sample=$root/vectors/reference/sample-vectors.json
 extra=$root/vectors/shardpsi-extra.json
 
@@ -322,7 +322,7 @@ test_vectors_extra() {
 # same_sharded FILE: `vectors check --shards 3 FILE` gives the exit code and
 # the output of the single engine, apart from its "sharded:" line and the
 # psi_shards_ names of the calls.  (Passing vector files on N = 1..8 shards
-# are the 'shard' suite of tests/meson.build.)
+# are the 'shard' suite of tests/cli/meson.build.)
 same_sharded() {
     local f=$1 rc1 rc3
     checks=$((checks + 1))

@@ -5,7 +5,7 @@
  * EC_POINT_set_compressed_coordinates; scalar multiplication against
  * EC_POINT_mul for edge scalars (1, 2, n - 1, n - 2 ... where the last
  * addition meets the doubling case), structured points and random pairs.
- * Built in every configuration, and again (tests/meson.build) for each
+ * Built in every configuration, and again (tests/psi/meson.build) for each
  * other field implementation the machine can compile.  Random cases print their seed
  * (PSI_TEST_SEED replays); PSI_TEST_ITERS sets the number of random
  * scalar multiplications (default 10,000). */

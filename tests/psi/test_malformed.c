@@ -1,5 +1,5 @@
 /* Every documented error from a malformed input, table-driven: each case of
- * tests/malformed/cases.json (written by make-cases.py) runs its operation
+ * tests/psi/malformed/cases.json (written by make-cases.py) runs its operation
  * on one engine and on the sharding layer (3 shards on 2 threads, and 2
  * shards inline), and must give its own code, the detail naming the field,
  * the element index and the byte offset, and the message
@@ -19,7 +19,7 @@
 #include "psi_shard.h"
 #include "test_util.h"
 
-#define CASES_PATH PSI_SOURCE_ROOT "/tests/malformed/cases.json"
+#define CASES_PATH PSI_SOURCE_ROOT "/tests/psi/malformed/cases.json"
 
 /* The generator of P-256, compressed: a valid point for the clean-up call. */
 static const char *const generator_hex =

@@ -1,5 +1,5 @@
 /* Marking memory secret or public for the constant-time test
- * (tests/ctime_psi.c), after libsecp256k1's checkmem.h.  Under valgrind
+ * (tests/psi/ctime_psi.c), after libsecp256k1's checkmem.h.  Under valgrind
  * memcheck a secret byte is "undefined": a branch or a memory index that
  * depends on it is reported as a use of an uninitialised value (Adam
  * Langley's ctgrind method).  Declassifying marks bytes defined again, for

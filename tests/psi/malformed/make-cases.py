@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Writes tests/malformed/cases.json: one case a documented error of psi.h.
+"""Writes tests/psi/malformed/cases.json: one case a documented error of psi.h.
 
 Each case names an operation, its input bytes (hex), the error it must give
 (psi_error_name), and where: the field, the element index and the byte
 offset that psi_error_detail_get must report (null when none).  The
 expectations are written here by hand from PROTOCOL.md §10 and psi.h; the
 inputs are built with the small protobuf helpers below, so each case says
-what it breaks.  Read by tests/test_malformed.c (native, single
+what it breaks.  Read by tests/psi/test_malformed.c (native, single
 engine and sharded) and wasm/test/malformed.test.mjs (the wasm build).
 
-Run: python3 tests/malformed/make-cases.py  (deterministic; commit the
+Run: python3 tests/psi/malformed/make-cases.py  (deterministic; commit the
 output)."""
 import json
 import os
@@ -307,7 +307,7 @@ def main():
         'description': 'Malformed inputs, one case a documented error of psi.h: the operation, '
                        'its inputs (hex), the error code (psi_error_name) and where '
                        '(psi_error_detail: field, element index, byte offset; null when none). '
-                       'Written by tests/malformed/make-cases.py.',
+                       'Written by tests/psi/malformed/make-cases.py.',
         'server_key': KEY_ONE.hex(),
         'client_key': (2).to_bytes(32, 'big').hex(),
         'ristretto255_server_key': (1).to_bytes(32, 'little').hex(),

@@ -20,7 +20,7 @@ die() {
 [ $# -eq 2 ] || die "usage: $0 BUILD_DIR SCRATCH_DIR"
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
-src=$here/consumer/consumer.c
+src=$here/consumer.c
 [ -f "$src" ] || die "missing $src"
 [ -d "$build" ] || die "no build directory $build"
 mkdir -p "$2" || die "cannot create $2"

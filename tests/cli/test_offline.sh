@@ -3,14 +3,14 @@
 # (PROTOCOL.md §17): in each suite, rounds through message files for the
 # raw and gcs setups (and bloom once), with the intersection revealed (rows
 # and --indices) and count-only, checked against a plain comparison of the
-# inputs (awk, as tests/test_net.sh); the message files are the same bytes
+# inputs (awk, as test_net.sh); the message files are the same bytes
 # on one thread and on 2 threads with 5 shards (with fixed keys, every
 # message is a function of the key and the values alone); and the faults:
 # missing files, a key file others can read or of another suite, malformed
 # or other-suite messages, a reveal mismatch, a response to another input,
 # each with a clear message, a non-zero exit and no output file left.
 #
-# Usage: tests/test_offline.sh PSI_BINARY
+# Usage: tests/cli/test_offline.sh PSI_BINARY
 # Prints one line per failed check and exits 1 if any check failed.
 set -u
 
@@ -66,7 +66,7 @@ expect_no_output() {
     fi
 }
 
-# The inputs of tests/test_net.sh: overlapping sets with duplicates on both
+# The inputs of test_net.sh: overlapping sets with duplicates on both
 # sides, a value with a comma and one with a quote, CRLF on the client.
 awk 'BEGIN {
     for (i = 0; i < 300; i++) print "value-" i;

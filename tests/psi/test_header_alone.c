@@ -2,7 +2,7 @@
 /*
  * Proves psi.h compiles on its own (STYLE.md §9): it is the first and only
  * include, so any header it forgets to include itself breaks this build.
- * Registered by the lead in tests/meson.build (suite headers).
+ * Registered by the lead in tests/psi/meson.build (suite headers).
  */
 
 int main(void)

@@ -5,9 +5,10 @@
 # inputs (awk), also in the suites p256-sswu and ristretto255; parameter
 # (and suite) disagreements failing both sides; key files and their suite; and
 # every fault of the network protocol with a clear message, a non-zero exit
-# and no output file left (tests/test_net_peer.c plays the broken peer).
+# and no output file left (tests/helpers/test_net_peer.c plays the broken
+# peer).
 #
-# Usage: tests/test_net.sh PSI_BINARY TEST_NET_PEER_BINARY
+# Usage: tests/cli/test_net.sh PSI_BINARY TEST_NET_PEER_BINARY
 # Prints one line per failed check and exits 1 if any check failed.
 set -u
 

@@ -4,7 +4,7 @@
 # table, bench.json and bench.svg.  Skipped (exit 77) when node or
 # vectors/node_modules/@openmined/psi.js is missing.
 #
-# Usage: tests/test_bench_psijs.sh PSI_BINARY REPO_ROOT
+# Usage: tests/cli/test_bench_psijs.sh PSI_BINARY REPO_ROOT
 set -u
 
 if [ $# -ne 2 ]; then
