@@ -1,4 +1,4 @@
-/* Declassification for the constant-time test (tests/ctime_psi.c), which
+/* Declassification for the constant-time test (tests/psi/ctime_psi.c), which
  * runs the engine under valgrind memcheck with the key marked undefined.
  * PSI_DECLASSIFY(p, n) marks n bytes at p as public where a value derived
  * from the key becomes public by design before a call returns (a masked

@@ -77,7 +77,7 @@ static int secret_set(psi_secret *sec, const uint8_t *key, size_t key_len)
     /* n is prime: k^-1 = k^(n-2), by OpenSSL's constant-time fixed-window
      * exponentiation.  Not BN_mod_inverse: even with BN_FLG_CONSTTIME its
      * Euclid loop runs a key-dependent number of steps on key-sized
-     * BIGNUMs (tests/ctime_psi.c saw about 180 branch sites there). */
+     * BIGNUMs (tests/psi/ctime_psi.c saw about 180 branch sites there). */
     if (BN_copy(n_minus_2, n) == NULL || !BN_sub_word(n_minus_2, 2) ||
         !BN_mod_exp_mont_consttime(kinv, k, n_minus_2, n, ctx, NULL) ||
         BN_bn2binpad(k, sec->k, PSI_KEY_BYTES) != PSI_KEY_BYTES ||

@@ -2,7 +2,7 @@
  * (psi_openssl_wipe_on_free, psi.h).  OpenSSL 3.0's P-256 code for x86-64
  * and arm64 (ecp_nistz256_windowed_mul) copies the scalar into a heap block
  * and frees it unwiped, so every EC_POINT_mul would leave the key or its
- * inverse in freed memory (tests/test_key_hygiene_internal.c finds them).
+ * inverse in freed memory (tests/psi/test_key_hygiene_internal.c finds them).
  * Blocks carry their size in a 16-byte header, which keeps malloc's
  * alignment, and go through the library's allocator hooks (alloc.c), so
  * the key hygiene test sees what reaches free(). */
