@@ -145,7 +145,7 @@ for (const suite of SUITES) {
         // random keys give the same result, except that a Bloom filter may add a non-member:
         // its double hashing (PROTOCOL.md §7.3) gives some elements only a few distinct probes,
         // so at these sizes about one server key in 160 yields a false positive in every suite
-        // (§12.8 item 2; tests/test_suites.c has two such keys), far above fpr 1e-9
+        // (§12.8 item 2; tests/psi/suites_bloom.c has two such keys), far above fpr 1e-9
         const s = psi.server.createWithNewKey(reveal, { suite }), c = psi.client.createWithNewKey(reveal, { suite });
         try {
           const q = roundApi(suite, ds, reveal, { server: s, client: c });

@@ -1,0 +1,165 @@
+/* test_suites, Bloom double hashing (§7.3, §12.8 item 2): two pinned
+ * server keys whose filter gives a false positive by the formula itself,
+ * the filter rebuilt from the specification in every suite. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "psi.h"
+#include "psi_shard.h"
+#include "test_shard_common.h"
+#include "test_util.h"
+#include "suites_common.h"
+
+/* ------------------------------------------ Bloom double hashing */
+
+/* A Bloom false positive that the specified formula itself produces
+ * (§7.3, §12.8 item 2), not a fault of an implementation.  The sets and
+ * fpr are wasm/test/suites.test.mjs's (240 server values "item-i", 94
+ * client values, 36 in common, fpr 1e-9: k = 37, n_bits = 12624); these
+ * server keys, found by a search over random keys, make
+ * h2 = SHA256('2' || e) mod n_bits exactly 0 for the element e of the
+ * non-member "item-518", so its 37 probes are the one bit h1, set by
+ * some server element with probability about 1/2.  Raw and GCS give 36,
+ * Bloom 37, in the psi.js suite as in ristretto255: about one such key in
+ * 160 gives a false positive at these sizes (9.5e-5 per non-member query
+ * from the degenerate h2 alone, about 1.07e-4 measured), not the 1e-9 the
+ * caller asked for.  The filter is rebuilt here from §7.3 over each
+ * element's wire encoding (32 bytes for ristretto255: the zero 33rd byte of
+ * its slot is not hashed) and must equal the setup's bytes. */
+static uint64_t bloom_mod(const uint8_t md[32], uint64_t m)
+{
+    uint64_t r = 0;
+    for (size_t i = 0; i < 32; i++)
+        r = (r * 256 + md[i]) % m; /* m < 2^55 */
+    return r;
+}
+
+static void bloom_hash(uint64_t h[2], const uint8_t *e, size_t elen, uint64_t n_bits)
+{
+    for (int t = 0; t < 2; t++) {
+        uint8_t md[32], prefix = (uint8_t)('1' + t);
+        crypto_hash_sha256_state st;
+        crypto_hash_sha256_init(&st);
+        crypto_hash_sha256_update(&st, &prefix, 1);
+        crypto_hash_sha256_update(&st, e, elen);
+        crypto_hash_sha256_final(&st, md);
+        h[t] = bloom_mod(md, n_bits);
+    }
+}
+
+/* Whether idx (ascending, count entries) is want plus the one extra fp. */
+static int fp_index_ok(const size_t *idx, size_t count, const size_t *want, size_t n_want,
+                       size_t fp)
+{
+    size_t j = 0, extra = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (j < n_want && idx[i] == want[j])
+            j++;
+        else if (idx[i] == fp)
+            extra++;
+        else
+            return 0;
+    }
+    return j == n_want && extra == 1;
+}
+
+void test_suites_bloom_double_hashing(void **state)
+{
+    (void)state;
+    CHECK(sodium_init() >= 0);
+    static const struct {
+        int suite;
+        const char *ks, *kc;
+    } cases[] = {
+        {R255, "8f2c1fac4982232d2175802aacb52d0f05864a87fb6e067a86f57489bb0bc108",
+         "fd87a4dd9903da04d814cf08a1b504c529e29770918621f0d66a7f59c75ed40d"},
+        {PSI_SUITE_OPENMINED_P256,
+         "42912e2c7f3ef14fabed25da352ce5cde308a088f6660deabedc9b6f87eda819",
+         "46be6e8e67dea110b5c66bc36666a15de56359d199ede071caa09b9d9bccb432"},
+    };
+    enum { NS = 240, NC = 94, K = 37, N_BYTES = 1578, FP = 74 }; /* cv[74] = "item-518" */
+    static char text[NS + NC][16];
+    psi_value sv[NS], cv[NC];
+    for (size_t i = 0; i < NS; i++) {
+        snprintf(text[i], sizeof text[i], "item-%zu", i);
+        sv[i] = (psi_value){(const uint8_t *)text[i], strlen(text[i])};
+    }
+    for (size_t i = 0; i < 90; i++) {
+        snprintf(text[NS + i], sizeof text[NS + i], "item-%zu", 7 * i);
+        cv[i] = (psi_value){(const uint8_t *)text[NS + i], strlen(text[NS + i])};
+    }
+    cv[90] = (psi_value){(const uint8_t *)"x", 1};
+    cv[91] = (psi_value){(const uint8_t *)"", 0};
+    cv[92] = (psi_value){(const uint8_t *)"h\xc3\xa9llo", 6};
+    cv[93] = (psi_value){(const uint8_t *)"item-3", 6};
+    size_t want[NC + 1], n_want = 0;
+    for (size_t i = 0; i < NC; i++)
+        if (in_values(cv[i], sv, NS))
+            want[n_want++] = i;
+    CHECK_RC(n_want, 36);
+    CHECK(!in_values(cv[FP], sv, NS));
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int suite = cases[c].suite;
+        size_t elen = psi_suite_element_bytes(suite), len;
+        uint8_t *ks = tu_unhex(cases[c].ks, &len), *kc = tu_unhex(cases[c].kc, &len);
+        psi_engine *s = engine(suite, PSI_ROLE_SERVER, 1, ks, PSI_KEY_BYTES);
+        psi_engine *cl = engine(suite, PSI_ROLE_CLIENT, 1, kc, PSI_KEY_BYTES);
+        msg req = mk_request(cl, cv, NC), resp = mk_response(s, req, NC), setup[3];
+        size_t perm[NS], size[3];
+        for (int st = 0; st < 3; st++) {
+            setup[st] = mk_setup(s, (psi_structure)st, 1e-9, NC, sv, NS,
+                                 st == PSI_STRUCTURE_RAW ? perm : NULL);
+            CHECK_RC(psi_client_get_intersection_size(cl, &size[st], setup[st].p, setup[st].len,
+                                                      resp.p, resp.len), PSI_OK);
+        }
+        CHECK_RC(size[PSI_STRUCTURE_RAW], 36);
+        CHECK_RC(size[PSI_STRUCTURE_GCS], 36);
+        CHECK_RC(size[PSI_STRUCTURE_BLOOM_FILTER], 37);
+        size_t idx[NC], count = NC;
+        msg b = setup[PSI_STRUCTURE_BLOOM_FILTER];
+        CHECK_RC(psi_client_get_intersection(cl, idx, &count, b.p, b.len, resp.p, resp.len),
+                 PSI_OK);
+        CHECK_RC(count, 37);
+        CHECK(fp_index_ok(idx, count, want, n_want, FP));
+
+        /* §7.3 by hand: masked server elements, their wire bytes only. */
+        uint8_t *el = malloc(NS * PSI_ELEMENT_BYTES), bits[N_BYTES] = {0};
+        assert_non_null(el);
+        len = NS * PSI_ELEMENT_BYTES;
+        CHECK_RC(psi_engine_mask(s, el, &len, sv, NS), PSI_OK);
+        uint64_t h[2], n_bits = 8 * (uint64_t)N_BYTES;
+        for (size_t i = 0; i < NS; i++) {
+            bloom_hash(h, el + i * PSI_ELEMENT_BYTES, elen, n_bits);
+            for (uint64_t j = 0; j < K; j++) {
+                uint64_t at = (h[0] + j * h[1]) % n_bits;
+                bits[at / 8] |= (uint8_t)(1u << (at % 8));
+            }
+        }
+        /* the setup ends with num_hash_functions (08 25) and the bits (12 len bits) */
+        CHECK(b.len > N_BYTES + 5);
+        CHECK(memcmp(b.p + b.len - N_BYTES - 5, "\x08\x25\x12\xaa\x0c", 5) == 0);
+        CHECK(memcmp(b.p + b.len - N_BYTES, bits, N_BYTES) == 0);
+        /* the false positive: h2 = 0, one probe, and that bit is set */
+        len = PSI_ELEMENT_BYTES;
+        CHECK_RC(psi_engine_mask(s, el, &len, &cv[FP], 1), PSI_OK);
+        bloom_hash(h, el, elen, n_bits);
+        CHECK(h[1] == 0);
+        CHECK(((bits[h[0] / 8] >> (h[0] % 8)) & 1) == 1);
+        free(el);
+        for (int st = 0; st < 3; st++)
+            free(setup[st].p);
+        free(req.p);
+        free(resp.p);
+        free(ks);
+        free(kc);
+        psi_engine_free(s);
+        psi_engine_free(cl);
+    }
+}
