@@ -1,6 +1,6 @@
 #include "psi.h"
 /*
- * Proves psi.h compiles on its own (STYLE.md §9): it is the first and only
+ * Proves psi.h compiles on its own: it is the first and only
  * include, so any header it forgets to include itself breaks this build.
  * Registered by the lead in tests/psi/meson.build (suite headers).
  */

@@ -1,4 +1,4 @@
-/* Key hygiene (STYLE.md §5): no heap block freed while a key is in use may
+/* Key hygiene: no heap block freed while a key is in use may
  * still hold that key.  This program interposes malloc and its relatives
  * (forwarding to glibc's __libc_* functions), gives OpenSSL the wiping
  * allocator of psi_openssl_wipe_on_free (or its own: see main), hooks the

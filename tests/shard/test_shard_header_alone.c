@@ -1,6 +1,6 @@
 #include "psi_shard.h"
 /*
- * Proves psi_shard.h compiles on its own (STYLE.md §9): it is the first
+ * Proves psi_shard.h compiles on its own: it is the first
  * and only include, and it brings psi.h with it.
  */
 
