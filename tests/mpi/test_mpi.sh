@@ -12,9 +12,11 @@
 #      match: rows and --indices, or --count-only) under `shardpsi` and under
 #      `mpirun -np 4 shardpsi-mpi` for every case, and -np 1 and -np 2 on every
 #      fourth case only (TEST_MPI_STRIDE; 1 = all): an mpirun of shardpsi-mpi
-#      costs 0.3-0.5 s here even with pml ob1 (see below), and there are
-#      ~550 runs a layout, too many for ~3 minutes on 2 cores for all three
-#      (this choice: ~3 minutes).  Cases run TEST_MPI_JOBS (3) at a time.
+#      costs ~0.15 s of CPU and ~0.2 s here with the start-up settings
+#      below (0.3-0.5 s without), and there are ~590 runs a layout, too many
+#      for all three (this choice: ~890 runs, ~1.5 minutes on 2 cores).
+#      Cases run TEST_MPI_JOBS (3) at a time, each case's mpiruns in a
+#      session directory of their own.
 #      psi's messages and match results are also compared with the
 #      vector's expected bytes.  Each shardpsi-mpi step reads psi's files
 #      (request, setup, response), so a difference shows in the step that
@@ -59,7 +61,9 @@
 # or python3 is missing.  TEST_MPI_PARTS (default abcd) picks parts.
 # mpirun runs with --oversubscribe, as root with OMPI_ALLOW_RUN_AS_ROOT*, and
 # with OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader unless already set (one
-# node; this halves the start-up against UCX).
+# node; this halves the start-up against UCX), and with Open MPI's session
+# directory under the test's own temporary directory, so that runs of this
+# test at once, or other mpiruns of the user, do not share /tmp/ompi.*.
 set -u
 
 if [ $# -ne 3 ]; then
@@ -89,6 +93,24 @@ if [ "$(id -u)" = 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export OMPI_MCA_pml=${OMPI_MCA_pml-ob1} OMPI_MCA_btl=${OMPI_MCA_btl-self,vader}
+# Start-up of each mpirun and rank, which is most of the cost of the small
+# runs: no PCI, OpenCL or GL discovery by hwloc (reading PCI configuration
+# space from sysfs was a third of a small run's CPU time on a VM, for no
+# use with self,vader), PMIx's plain hash store, and the modex done on
+# demand.  None of it touches what shardpsi-mpi computes or sends.
+export HWLOC_COMPONENTS=${HWLOC_COMPONENTS--linuxio,-pci,-gl,-opencl}
+export HWLOC_PLUGINS_BLACKLIST=${HWLOC_PLUGINS_BLACKLIST-hwloc_pci,hwloc_gl,hwloc_opencl}
+export PMIX_MCA_gds=${PMIX_MCA_gds-hash}
+export OMPI_MCA_pmix_base_async_modex=${OMPI_MCA_pmix_base_async_modex-1}
+export OMPI_MCA_pmix_base_collect_data=${OMPI_MCA_pmix_base_collect_data-0}
+# Open MPI's session directory (and PMIx's files in it) under $tmp, not
+# /tmp/ompi.HOST.UID: that one is shared by every mpirun of the user, and an
+# mpirun that removes it on exit can pull it from under one starting beside
+# it (two runs of this test at once, or the concurrent vector cases below).
+# Part a gives each case a directory of its own below this one.
+ompi_tmp=$tmp/ompi
+mkdir -p "$ompi_tmp" || exit 2
+export OMPI_MCA_orte_tmpdir_base=$ompi_tmp
 parts=${TEST_MPI_PARTS:-abcd}
 njobs=${TEST_MPI_JOBS:-3}
 stride=${TEST_MPI_STRIDE:-4}
@@ -185,6 +207,9 @@ vector_case() {
     local S=(--suite "$su") X=() CO=() RV=() modes=(count) T mo
     checks=0
     failures=0
+    # this case's mpiruns, one after another, in a session directory of their own
+    export OMPI_MCA_orte_tmpdir_base=$ompi_tmp/${d##*/}
+    mkdir -p "$OMPI_MCA_orte_tmpdir_base"
     if [ "$st" = raw ]; then
         X=(--permutation PERM)
     else
