@@ -10,6 +10,8 @@
 # into fresh projects, in Node and in a Vite build in Chromium
 # (wasm/test/package/run.sh), and ends with one line
 # "N passed, M failed" over all suites.
+# The normal build's run is followed by shardpsi-mpi on a million values
+# (TEST_MPI_PARTS=b, tests/test_mpi.sh), which plain `meson test` skips.
 # Between the native suites and the JavaScript package it also runs every
 # suite once more under valgrind memcheck (`meson test --setup valgrind`,
 # tests/meson.build), installs the library into a fresh prefix and builds
@@ -64,6 +66,15 @@ status=0
 stage() { echo "== test.sh: $* (+${SECONDS}s)"; }
 stage "normal build"
 meson test -C build --print-errorlogs --num-processes 2 || status=1
+# shardpsi-mpi on the million-value set (part b of tests/test_mpi.sh), which
+# `meson test` leaves out for time: ~4 minutes of both cores.
+logs=(build/meson-logs/testlog.json)
+if meson test -C build --list 2>/dev/null | grep -qx 'shardpsi:mpi / mpi'; then
+    stage "normal build: shardpsi-mpi on a million values"
+    TEST_MPI_PARTS=b meson test -C build --no-rebuild --print-errorlogs \
+        --logbase testlog-mpi-big mpi || status=1
+    logs+=(build/meson-logs/testlog-mpi-big.json)
+fi
 stage "AddressSanitizer + UndefinedBehaviorSanitizer"
 meson test -C build-sanitize --print-errorlogs --num-processes 2 --timeout-multiplier 4 || status=1
 stage "ThreadSanitizer"
@@ -128,7 +139,7 @@ fi
 stage "done"
 # Count results from the meson runs' logs (meson writes one JSON object a
 # line) and add the JavaScript runners' counts.
-python3 - build/meson-logs/testlog.json build/meson-logs/testlog-valgrind.json \
+python3 - "${logs[@]}" build/meson-logs/testlog-valgrind.json \
     build-sanitize/meson-logs/testlog.json \
     build-tsan/meson-logs/testlog.json build-portable/meson-logs/testlog.json \
     "${js_counts[@]}" <<'PY'

@@ -36,6 +36,10 @@
 #      on 2 cores), and the part runs 4 setups of the server and 21 client
 #      steps (7 in psi, 7 each under -np 2 and 4), so 1M + 100k keeps the
 #      part near 5 minutes; a 200k client would add ~90 s.
+#      Run only when TEST_MPI_PARTS names it: the default (acd) keeps
+#      `meson test` short enough to run after every edit.  scripts/test.sh
+#      (CI) runs it once the normal build's suites pass, with
+#      TEST_MPI_PARTS=b; TEST_MPI_PARTS=abcd runs everything.
 #   c. Interop: a shardpsi-mpi setup and a shardpsi-mpi response to a plain psi
 #      request, matched by plain shardpsi match, give the plain comparison (raw
 #      rows/--indices, gcs --indices); shardpsi-mpi requests (reveal and
@@ -58,7 +62,8 @@
 # Usage: tests/test_mpi.sh PSI PSI_MPI VECTORS_DIR
 # Prints one line per failed check, the number of skipped vector cases, and
 # `test_mpi: N checks, M failed`; exits 1 if any check failed, 77 if mpirun
-# or python3 is missing.  TEST_MPI_PARTS (default abcd) picks parts.
+# or python3 is missing.  TEST_MPI_PARTS (default acd: all but the big set
+# of part b) picks parts.
 # mpirun runs with --oversubscribe, as root with OMPI_ALLOW_RUN_AS_ROOT*, and
 # with OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader unless already set (one
 # node; this halves the start-up against UCX), and with Open MPI's session
@@ -111,7 +116,7 @@ export OMPI_MCA_pmix_base_collect_data=${OMPI_MCA_pmix_base_collect_data-0}
 ompi_tmp=$tmp/ompi
 mkdir -p "$ompi_tmp" || exit 2
 export OMPI_MCA_orte_tmpdir_base=$ompi_tmp
-parts=${TEST_MPI_PARTS:-abcd}
+parts=${TEST_MPI_PARTS:-acd}
 njobs=${TEST_MPI_JOBS:-3}
 stride=${TEST_MPI_STRIDE:-4}
 big_n=${TEST_MPI_BIG_N:-1000000}
