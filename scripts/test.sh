@@ -11,7 +11,7 @@
 # (wasm/test/package/run.sh), and ends with one line
 # "N passed, M failed" over all suites.
 # The normal build's run is followed by shardpsi-mpi on a million values
-# (TEST_MPI_PARTS=b, tests/test_mpi.sh), which plain `meson test` skips.
+# (TEST_MPI_PARTS=b, tests/mpi/test_mpi.sh), which plain `meson test` skips.
 # Between the native suites and the JavaScript package it also runs every
 # suite once more under valgrind memcheck (`meson test --setup valgrind`,
 # tests/meson.build), installs the library into a fresh prefix and builds
@@ -66,7 +66,7 @@ status=0
 stage() { echo "== test.sh: $* (+${SECONDS}s)"; }
 stage "normal build"
 meson test -C build --print-errorlogs --num-processes 2 || status=1
-# shardpsi-mpi on the million-value set (part b of tests/test_mpi.sh), which
+# shardpsi-mpi on the million-value set (part b of tests/mpi/test_mpi.sh), which
 # `meson test` leaves out for time: ~4 minutes of both cores.
 logs=(build/meson-logs/testlog.json)
 if meson test -C build --list 2>/dev/null | grep -qx 'shardpsi:mpi / mpi'; then

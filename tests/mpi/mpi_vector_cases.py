@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the cases of the committed vector files as inputs for the offline
-commands, for tests/test_mpi.sh.
+commands, for tests/mpi/test_mpi.sh.
 
 Usage: mpi_vector_cases.py VECTORS_DIR OUT_DIR
 

@@ -5,7 +5,7 @@
 # key file, input and options, whatever the number of ranks.
 #
 #   a. The committed vectors (VECTORS_DIR/*.json of format psi-wire-vectors/1,
-#      written out by tests/mpi_vector_cases.py; cases whose values cannot be
+#      written out by tests/mpi/mpi_vector_cases.py; cases whose values cannot be
 #      written one per line are skipped and counted): each step (setup with
 #      the case's structure, fpr and num_client_inputs, and --permutation for
 #      raw; request, with --count-only when the case is not reveal; response;
@@ -59,7 +59,7 @@
 #      under -np 2: mpirun exits non-zero within 120 s, no output, no rank
 #      left running.
 #
-# Usage: tests/test_mpi.sh PSI PSI_MPI VECTORS_DIR
+# Usage: tests/mpi/test_mpi.sh PSI PSI_MPI VECTORS_DIR
 # Prints one line per failed check, the number of skipped vector cases, and
 # `test_mpi: N checks, M failed`; exits 1 if any check failed, 77 if mpirun
 # or python3 is missing.  TEST_MPI_PARTS (default acd: all but the big set
