@@ -19,19 +19,11 @@
 
 #include <cmocka.h>
 
+#include "app_clock.h"
 #include "net.h"
 
 #define TN_MIB ((size_t)1 << 20)
 #define TN_BIG ((size_t)64 << 20) // more than loopback socket buffers hold
-
-/* Returns: milliseconds of the monotonic clock. */
-static double tn_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void tn_sleep_ms(int ms)
 {
@@ -425,12 +417,12 @@ static void test_cli_net_keepalives_skipped(void **state)
  * our big request, then DONE. */
 static int tn_busy_peer(psi_net_conn *c, void *arg)
 {
-    double t0 = tn_now_ms();
+    double t0 = psi_app_now_ms();
     uint8_t *buf;
     size_t len;
 
     (void)arg;
-    while (tn_now_ms() - t0 < 1500) {
+    while (psi_app_now_ms() - t0 < 1500) {
         psi_net_keepalive(c, 200);
         TN_PEER_CHECK(c, !c->broken);
         tn_sleep_ms(20);
@@ -459,10 +451,10 @@ static void test_cli_net_keepalives_keep_a_send_alive(void **state)
     tn_pair(&a, &b, 1000);
     b.timeout_ms = 10000;
     pid = tn_spawn(&a, &b, tn_busy_peer, NULL);
-    t0 = tn_now_ms();
+    t0 = psi_app_now_ms();
     assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_REQUEST, out, TN_BIG, NULL, NULL), 0);
     // blocked for longer than the timeout: only the keepalives kept it going
-    assert_true(tn_now_ms() - t0 > 1200);
+    assert_true(psi_app_now_ms() - t0 > 1200);
     a.timeout_ms = 10000; // the peer now checks 64 MiB, maybe under valgrind
     assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_RESPONSE, 100, &in, &len, NULL, NULL),
                      0);
@@ -487,10 +479,10 @@ static void test_cli_net_timeouts(void **state)
     (void)state;
     assert_non_null(big);
     tn_pair(&a, &b, 300);
-    t0 = tn_now_ms();
+    t0 = psi_app_now_ms();
     assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_RESPONSE, 100, &p, &len, NULL, NULL),
                      PSI_NET_ETIMEOUT);
-    assert_true(tn_now_ms() - t0 >= 290 && tn_now_ms() - t0 < 3000);
+    assert_true(psi_app_now_ms() - t0 >= 290 && psi_app_now_ms() - t0 < 3000);
     assert_null(p);
     snprintf(want, sizeof want, "no data from the peer (%s) for 0.3 s while we were waiting "
              "for a response frame (--timeout)", a.peer);
@@ -503,10 +495,10 @@ static void test_cli_net_timeouts(void **state)
                      PSI_NET_ETIMEOUT);
     tn_err_has(a.err, "for 0.3 s after 10 of 100 bytes of the response frame (--timeout)");
     // a send the peer does not take
-    t0 = tn_now_ms();
+    t0 = psi_app_now_ms();
     assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_REQUEST, big, TN_BIG, NULL, NULL),
                      PSI_NET_ETIMEOUT);
-    assert_true(tn_now_ms() - t0 < 5000);
+    assert_true(psi_app_now_ms() - t0 < 5000);
     snprintf(want, sizeof want, "no data to or from the peer (%s) for 0.3 s after we sent ",
              a.peer);
     tn_err_has(a.err, want);
@@ -566,9 +558,9 @@ static void tn_bad_input(const uint8_t *bytes, size_t n, int expect, size_t max,
 
     tn_pair(&a, &b, 5000);
     assert_int_equal(tn_raw_write(b.fd, bytes, n), 0);
-    t0 = tn_now_ms();
+    t0 = psi_app_now_ms();
     assert_int_equal(psi_net_recv(&a, expect, max, &p, &len, NULL, NULL), code);
-    assert_true(tn_now_ms() - t0 < 2000);
+    assert_true(psi_app_now_ms() - t0 < 2000);
     assert_null(p);
     assert_int_equal(len, 0);
     tn_err_has(a.err, needle);
@@ -686,9 +678,9 @@ static void test_cli_net_keepalive_sends_and_breaks(void **state)
     // a peer that takes nothing: the keepalive gives up after timeout_ms
     tn_pair(&a, &b, 200);
     assert_int_equal(tn_fill_socket(&b), 0);
-    t0 = tn_now_ms();
+    t0 = psi_app_now_ms();
     psi_net_keepalive(&b, 0);
-    assert_true(tn_now_ms() - t0 >= 190 && tn_now_ms() - t0 < 2000);
+    assert_true(psi_app_now_ms() - t0 >= 190 && psi_app_now_ms() - t0 < 2000);
     assert_true(b.broken);
     assert_int_equal(b.broken_code, PSI_NET_ETIMEOUT);
     tn_err_has(b.err, "keepalive");
