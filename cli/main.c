@@ -54,19 +54,14 @@ static const char psi_main_usage_text[] =
     "time), 2 usage error or unusable input file.\n";
 
 /* The commands: name, run (argv from the name on; returns the exit code) and
- * help.  The offline commands share one entry point and one help lookup,
- * which take the command's name. */
+ * help.  The offline commands share one entry point, and their help is
+ * psi_app_offline_usage of their name (usage NULL). */
 typedef struct psi_main_cmd {
     const char *name;
     int (*run)(int argc, char **argv);
     void (*usage)(FILE *out);
 } psi_main_cmd;
 
-static void psi_main_keygen_usage(FILE *out) { psi_app_offline_usage(out, "keygen"); }
-static void psi_main_setup_usage(FILE *out) { psi_app_offline_usage(out, "setup"); }
-static void psi_main_request_usage(FILE *out) { psi_app_offline_usage(out, "request"); }
-static void psi_main_response_usage(FILE *out) { psi_app_offline_usage(out, "response"); }
-static void psi_main_match_usage(FILE *out) { psi_app_offline_usage(out, "match"); }
 static void psi_main_usage(FILE *out) { fputs(psi_main_usage_text, out); }
 
 static const psi_main_cmd psi_main_cmds[] = {
@@ -75,11 +70,11 @@ static const psi_main_cmd psi_main_cmds[] = {
     {"bench", psi_bench_cmd, psi_bench_usage},
     {"server", psi_cli_cmd_server, psi_cli_server_usage},
     {"client", psi_cli_cmd_client, psi_cli_client_usage},
-    {"keygen", psi_cli_cmd_offline, psi_main_keygen_usage},
-    {"setup", psi_cli_cmd_offline, psi_main_setup_usage},
-    {"request", psi_cli_cmd_offline, psi_main_request_usage},
-    {"response", psi_cli_cmd_offline, psi_main_response_usage},
-    {"match", psi_cli_cmd_offline, psi_main_match_usage},
+    {"keygen", psi_cli_cmd_offline, NULL},
+    {"setup", psi_cli_cmd_offline, NULL},
+    {"request", psi_cli_cmd_offline, NULL},
+    {"response", psi_cli_cmd_offline, NULL},
+    {"match", psi_cli_cmd_offline, NULL},
     {"help", NULL, psi_main_usage},  // run: psi_main_help
 };
 
@@ -107,7 +102,10 @@ static int psi_main_help(int argc, char **argv)
         psi_app_error("help: unknown command '%s'", argv[1]);
         return PSI_APP_EXIT_USAGE;
     }
-    c->usage(stdout);
+    if (c->usage != NULL)
+        c->usage(stdout);
+    else
+        psi_app_offline_usage(stdout, c->name);
     return PSI_APP_EXIT_OK;
 }
 
