@@ -286,12 +286,22 @@ static int call_procs(state *st)
 
     if (c->procs > 8 || prerequisites(c->op) != 0)
         return PSI_E_INVALID_ARG;
+    // The cut of §14.1, from an external plan (it holds no input).
+    psi_op_args pa = {.op = PSI_OP_STEP, .step = PSI_STEP_MASK, .n_values = fx.n,
+                      .slices = c->procs, .external = 1};
+    psi_plan *plan = NULL;
+    if (psi_plan_begin(&plan, fx.client, &pa) != PSI_OK)
+        return PSI_E_INVALID_ARG;
     for (k = 0; k < c->procs; k++) {
+        psi_step st;
         memset(&sl[k], 0, sizeof sl[k]);
-        psi_shard_plan(&sl[k].off, &sl[k].count, fx.n, c->procs, k);
+        psi_plan_step(plan, &st, k);
+        sl[k].off = st.offset;
+        sl[k].count = st.count;
         if ((c->op == OP_RESPONSE || c->op == OP_MATCH) && slice_message(c->op, &sl[k]) != 0)
             rc = PSI_E_NOMEM;
     }
+    psi_plan_free(plan);
     double t0 = bench_now();
     for (k = 0; rc == PSI_OK && k < c->procs; k++, started++) {
         pid[k] = fork();

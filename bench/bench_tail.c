@@ -10,10 +10,10 @@
  *
  *   whole_sort        psi_elements_sort of all N: what a response without
  *                     reveal cost before the shards sorted their slices
- *   slice_sorts       psi_elements_sort of each of 8 slices (psi_shard_plan),
+ *   slice_sorts       psi_elements_sort of each of 8 slices (the cut of §14.1),
  *                     one after another; the shards run them on their
  *                     threads, so divide by the thread count
- *   merge             psi_shard_merge_sorted of the 8 slices (ticks)
+ *   merge             the library's merge of the 8 slices (an external plan)
  *   setup_encode      psi_setup_encode of a raw setup of the N elements
  *   setup_parse       psi_setup_parse of it
  *   match_unsorted    psi_setup_match of N client elements in response
@@ -72,23 +72,57 @@ static int check(int rc, const char *what)
     return rc != PSI_OK;
 }
 
-/* Sorts the slices of a in place (perm: their global indices) and merges
- * them into out, out_perm; prints both times. */
-static int slices_and_merge(uint8_t *out, size_t *out_perm, uint8_t *a, size_t *perm, size_t n,
-                            const char *prefix)
+/* An external plan's source: slice k of the sorted slices, whole. */
+typedef struct slices {
+    const uint8_t *a;
+    const size_t *perm;
+    size_t off[SHARDS], cnt[SHARDS];
+} slices;
+
+static int slices_source(void *arg, size_t k, const uint8_t **elements, const size_t **index,
+                         size_t *count)
 {
+    const slices *sl = arg;
+    *elements = sl->a + sl->off[k] * EB;
+    *index = sl->perm + sl->off[k];
+    *count = sl->cnt[k];
+    return PSI_OK;
+}
+
+/* Sorts the slices of a in place (perm: their global indices) and merges
+ * them into out, out_perm with the library's merge (an external plan fed
+ * the sorted slices); prints both times. */
+static int slices_and_merge(const psi_engine *e, uint8_t *out, size_t *out_perm, uint8_t *a,
+                            size_t *perm, size_t n, const char *prefix)
+{
+    psi_op_args pa = {.op = PSI_OP_STEP, .step = PSI_STEP_MASK_SORT, .n_values = n,
+                      .slices = SHARDS, .external = 1};
+    psi_plan *p = NULL;
+    slices sl = {a, perm, {0}, {0}};
+    if (check(psi_plan_begin(&p, e, &pa), "plan"))
+        return 1;
+    for (size_t k = 0; k < SHARDS; k++) {
+        psi_step st;
+        psi_plan_step(p, &st, k);
+        sl.off[k] = st.offset;
+        sl.cnt[k] = st.count;
+    }
     double t = now_s();
     for (size_t k = 0; k < SHARDS; k++) {
-        size_t off, cnt;
-        psi_shard_plan(&off, &cnt, n, SHARDS, k);
-        if (check(psi_elements_sort(a + off * EB, perm + off, cnt), "slice sort"))
+        if (check(psi_elements_sort(a + sl.off[k] * EB, perm + sl.off[k], sl.cnt[k]),
+                  "slice sort"))
             return 1;
-        for (size_t j = 0; j < cnt; j++)
-            perm[off + j] += off;
+        for (size_t j = 0; j < sl.cnt[k]; j++)
+            perm[sl.off[k] + j] += sl.off[k];
     }
     printf("%sslice_sorts,%.3f\n", prefix, now_s() - t);
     t = now_s();
-    if (check(psi_shard_merge_sorted(out, out_perm, a, perm, n, SHARDS), "merge"))
+    psi_op_output o = {.bytes = out, .len = n * EB, .perm = out_perm};
+    int rc = psi_plan_source(p, slices_source, &sl);
+    if (rc == PSI_OK)
+        rc = psi_plan_finish(p, &o);
+    psi_plan_free(p);
+    if (check(rc, "merge"))
         return 1;
     printf("%smerge,%.3f\n", prefix, now_s() - t);
     return 0;
@@ -106,8 +140,13 @@ int main(int argc, char **argv)
     size_t *idx = malloc(n * sizeof *idx), cap = 0, len, found = n, found2 = n;
     psi_setup_params p = {PSI_STRUCTURE_RAW, 1e-9, 0};
     psi_setup *s = NULL;
+    psi_engine *e = NULL;
+    psi_settings es;
     int bad = 1;
     double t;
+    psi_settings_default(&es);
+    if (check(psi_engine_create(&e, &es), "engine"))
+        goto done;
     if (a == NULL || b == NULL || perm == NULL || mp == NULL || idx == NULL) {
         fprintf(stderr, "bench_tail: out of memory for %zu elements\n", n);
         goto done;
@@ -119,7 +158,7 @@ int main(int argc, char **argv)
     if (check(psi_elements_sort(b, NULL, n), "whole sort"))
         goto done;
     printf("whole_sort,%.3f\n", now_s() - t);
-    if (slices_and_merge(b, mp, a, perm, n, "setup_"))
+    if (slices_and_merge(e, b, mp, a, perm, n, "setup_"))
         goto done;
     if (check(psi_setup_bound(&cap, &p, n), "bound"))
         goto done;
@@ -145,7 +184,7 @@ int main(int argc, char **argv)
     if (check(psi_setup_match(s, idx, &found, b, n), "match"))
         goto done;
     printf("match_unsorted,%.3f\n", now_s() - t);
-    if (slices_and_merge(b, mp, a, perm, n, "match_"))
+    if (slices_and_merge(e, b, mp, a, perm, n, "match_"))
         goto done;
     t = now_s();
     if (check(psi_setup_match(s, idx, &found2, b, n), "match"))
@@ -155,6 +194,7 @@ int main(int argc, char **argv)
     if (bad)
         fprintf(stderr, "bench_tail: the matches differ: %zu and %zu\n", found, found2);
 done:
+    psi_engine_free(e);
     psi_setup_free(s);
     free(a);
     free(b);

@@ -11,7 +11,6 @@
 
 #include "app_util.h"
 #include "mpi_run.h"
-#include "psi_shard.h"
 
 /* Reads len bytes at off.  Returns: 0, or -1 with errno (0: end of file). */
 static int slice_pread(int fd, uint8_t *buf, size_t len, uint64_t off)
@@ -190,7 +189,16 @@ static void slice_part(const psi_mpi_run *r, int rank, const uint64_t *counts, u
         *cnt = counts[rank];
         return;
     }
-    psi_shard_plan(&po, &pc, (size_t)m, (size_t)r->size, (size_t)rank);
+    // The cut of §14.1, from an external plan of the library (no input held).
+    psi_op_args a = {.op = PSI_OP_STEP, .step = PSI_STEP_MASK, .n_values = (size_t)m,
+                     .slices = (size_t)r->size, .external = 1};
+    psi_plan *p = NULL;
+    psi_step st = {PSI_STEP_MASK, 0, 0, NULL, NULL};
+    if (psi_plan_begin(&p, r->s.key, &a) != PSI_OK || psi_plan_step(p, &st, (size_t)rank) != PSI_OK)
+        MPI_Abort(MPI_COMM_WORLD, PSI_APP_EXIT_FAIL);
+    psi_plan_free(p);
+    po = st.offset;
+    pc = st.count;
     *off = po;
     *cnt = pc;
 }

@@ -40,11 +40,8 @@ void psi_shards_tick(void *arg)
 static void unit_run(psi_pool_job *job)
 {
     shard_unit *u = (shard_unit *)job;
-    u->rc = psi_shard_run_one(u->engine, u->out, u->perm, &u->slice);
-    /* The detail lives on the thread that ran the shard; the submitter
-     * hands it to its own thread (psi_shards_run). */
-    if (u->rc != PSI_OK)
-        psi_error_detail_get(&u->detail);
+    /* The outcome, detail included, is kept in the plan as data. */
+    psi_plan_run(u->plan, u->engine, u->slice);
 }
 
 static int settings_valid(const psi_shard_settings *s)
@@ -160,34 +157,28 @@ size_t psi_shards_threads(const psi_shards *g)
     return g == NULL ? 0 : psi_pool_threads(g->pool);
 }
 
-int psi_shards_run(psi_shards *g, psi_shard_step step, uint8_t *out, size_t *perm,
-                   const psi_value *values, const uint8_t *points, size_t n)
+int psi_shards_run(psi_shards *g, psi_plan *p)
 {
+    SHARD_CHECK_ARG(psi_plan_slices(p) == g->n_units);
+    uint64_t total = 0;
+    psi_step s;
+    for (size_t k = 0; k < g->n_units; k++) {
+        psi_plan_step(p, &s, k);
+        total += s.count;
+    }
     g->progress_done = 0;
-    g->progress_total = n;
-    psi_error_detail_set(NULL);
+    g->progress_total = total;
     for (size_t k = 0; k < g->n_units; k++) {
         shard_unit *u = &g->units[k];
-        size_t off, count;
-        psi_shard_plan(&off, &count, n, g->n_units, k);
-        /* NULL stays NULL: no offset is added to a null pointer. */
-        u->slice = (psi_shard_slice){step, off, count, values ? values + off : NULL,
-                                     points ? points + off * PSI_ELEMENT_BYTES : NULL};
-        u->out = out != NULL ? out + off * PSI_ELEMENT_BYTES : NULL;
-        u->perm = perm != NULL ? perm + off : NULL;
-        u->rc = PSI_OK;
+        psi_plan_step(p, &s, k);
+        u->plan = p;
+        u->slice = k;
         u->reported = 0;
-        if (count > 0) /* an empty slice has nothing to do (N > n) */
+        if (s.count > 0) /* an empty slice has nothing to do (N > n) */
             psi_pool_submit(g->pool, &u->job);
+        else
+            psi_plan_put(p, k, PSI_OK, -1, NULL, NULL);
     }
     psi_pool_wait(g->pool);
-    for (size_t k = 0; k < g->n_units; k++) {
-        if (g->units[k].rc != PSI_OK) {
-            if (n > 0)
-                memset(out, 0, n * PSI_ELEMENT_BYTES);
-            psi_error_detail_set(&g->units[k].detail);
-            return g->units[k].rc;
-        }
-    }
     return PSI_OK;
 }

@@ -14,12 +14,8 @@ typedef struct shard_unit {
     psi_shards *group;
     psi_engine *engine;      /* this shard's own clone of the key */
     /* Written by the submitter before submit, read by the worker. */
-    psi_shard_slice slice;
-    uint8_t *out;            /* slice.count * 33 bytes of the call's output */
-    size_t *perm;            /* MASK_SORT: slice.count entries */
-    /* Written by the worker, read by the submitter after psi_pool_wait. */
-    int rc;
-    psi_error_detail detail; /* the worker thread's, when rc failed */
+    psi_plan *plan;
+    size_t slice;            /* the plan's slice this unit runs */
     /* Values this shard last reported; under group->progress_lock. */
     uint64_t reported;
 } shard_unit;
@@ -40,15 +36,12 @@ struct psi_shards {
     uint64_t progress_total; /* inputs of the current call */
 };
 
-/* Runs `step` over n inputs on every shard, each writing its slice of
- * out (n * 33 bytes) and, for MASK_SORT, of perm (n entries, global
- * indices).  values or points as the step needs; n <= SIZE_MAX / 33.
- * Returns PSI_OK or the lowest-numbered failing shard's error, after
- * every job has finished; on failure out is wiped. */
-int psi_shards_run(psi_shards *g, psi_shard_step step, uint8_t *out, size_t *perm,
-                   const psi_value *values, const uint8_t *points, size_t n);
+/* The executor: runs slice k of `p` on shard k (the plan has as many
+ * slices as there are shards) on the pool, each slice keeping its outcome
+ * in the plan, and returns after every job has finished. */
+int psi_shards_run(psi_shards *g, psi_plan *p);
 
-/* The tick of a serial merge after psi_shards_run (psi_shard_merge_ticked):
+/* The tick of a plan's serial merge after psi_shards_run:
  * calls the caller's progress callback, if any, with done = total.  arg is
  * the psi_shards. */
 void psi_shards_tick(void *arg);

@@ -30,13 +30,6 @@ void psi_shard_misuse(const char *file, int line, const char *cond);
             goto done;                                                        \
     } while (0)
 
-/* psi_shard_merge_sorted, calling tick(tick_arg) (when not NULL) before
- * every PSI_SHARD_TICK-th element, so a long merge can report that it is
- * alive (psi_shard_settings.progress). */
-int psi_shard_merge_ticked(uint8_t *out, size_t *out_perm, const uint8_t *elements,
-                           const size_t *perm, size_t n, size_t shards,
-                           void (*tick)(void *arg), void *tick_arg);
-
 /* Every allocation of shard/ goes through these.  psi_shard_alloc(0) gives
  * a valid unique pointer; psi_shard_calloc checks n * size for overflow. */
 void *psi_shard_alloc(size_t n);

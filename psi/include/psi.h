@@ -137,8 +137,10 @@ typedef enum psi_error {
     PSI_E_SUITE_MISMATCH = -33,    /* a message or setup of another suite
                                       than the engine's or the caller's
                                       (§16.1) */
-    PSI_E_POINT_ENCODING = -34     /* not a canonical ristretto255 encoding
+    PSI_E_POINT_ENCODING = -34,    /* not a canonical ristretto255 encoding
                                       of a group element (§16.3) */
+    PSI_E_IO = -35                 /* the caller's sink refused the output
+                                      (psi_plan_finish_to) */
 } psi_error;
 
 /** Returns: a static, NUL-terminated English message for `code`; unknown
@@ -460,6 +462,195 @@ PSI_API int psi_client_get_association(const psi_engine *e, psi_pair *out, size_
 PSI_API int psi_association_map(psi_pair *pairs, size_t n_pairs,
                                 const size_t *perm, size_t n_perm);
 
+
+/* ---------------------------------------------- plans of steps (§14, §19) */
+/* Every message operation is written once, as a plan: psi_plan_begin checks
+ * the arguments, decodes the input message and cuts the work into slices;
+ * each slice is one pure step (an engine call on a contiguous part of the
+ * input, psi_step_run) that any executor may run on any thread, worker or
+ * process, with any engine holding the key; psi_plan_finish applies the
+ * merge rule of §14 and encodes the result.  The message calls above are a
+ * plan of one slice run inline (psi_op_run with no executor); psi_shard.h
+ * runs the slices on a thread pool, the wasm package on Web Workers and
+ * shardpsi-mpi on MPI ranks (§19).  Nothing outside the library repeats a
+ * check, a sort order, a merge rule or an encoding. */
+
+/** The operations a plan runs. */
+typedef enum psi_op {
+    PSI_OP_SETUP = 1,             /* server: values -> ServerSetup (§7) */
+    PSI_OP_REQUEST = 2,           /* client: values -> Request (§6) */
+    PSI_OP_RESPONSE = 3,          /* server: Request -> Response (§8) */
+    PSI_OP_INTERSECTION = 4,      /* client: ServerSetup, Response -> indices (§9) */
+    PSI_OP_INTERSECTION_SIZE = 5, /* client: -> their number */
+    PSI_OP_ASSOCIATION = 6,       /* client: -> pairs, raw setup (§9.6) */
+    PSI_OP_STEP = 7               /* either: one step over the whole input,
+                                     its elements (and indices) as output */
+} psi_op;
+
+/** The kinds of step.  The _SORT steps also sort their slice by bytes,
+ *  stably, and give each element's input index (counted in the whole
+ *  input); the plan merges the sorted slices in (bytes, index) order. */
+typedef enum psi_step_kind {
+    PSI_STEP_MASK = 1,        /* values -> masked elements */
+    PSI_STEP_MASK_SORT = 2,   /* raw setup */
+    PSI_STEP_REMASK = 3,      /* partner points -> re-masked (response) */
+    PSI_STEP_UNMASK = 4,      /* response points -> unmasked (match) */
+    PSI_STEP_REMASK_SORT = 5, /* response with reveal off (§14.3) */
+    PSI_STEP_UNMASK_SORT = 6  /* match against a raw setup (§14.4) */
+} psi_step_kind;
+
+/** Most slices a plan may have. */
+#define PSI_PLAN_MAX_SLICES 4096
+/** Elements a plan's serial merge handles between two calls of its
+ *  progress callback. */
+#define PSI_PLAN_TICK 4096
+
+/** What to run.  Unused fields must be zero. */
+typedef struct psi_op_args {
+    psi_op op;
+    const psi_value *values;   /* SETUP, REQUEST, STEP with a MASK kind:
+                                  n_values values */
+    size_t n_values;           /* also the input count of an external plan */
+    const uint8_t *message;    /* RESPONSE: the Request; client ops: the
+                                  Response; STEP with a point kind: points,
+                                  n_values * PSI_ELEMENT_BYTES bytes */
+    size_t message_len;
+    const uint8_t *setup;      /* client ops: the ServerSetup */
+    size_t setup_len;
+    psi_setup_params params;   /* SETUP */
+    psi_step_kind step;        /* STEP */
+    size_t slices;             /* slices to cut; 0 means 1 */
+    const size_t *slice_counts;/* may be NULL: the cut of §14.1; else
+                                  `slices` counts adding up to the input
+                                  count, for executors that hold the input
+                                  cut their own way (shardpsi-mpi's ranks) */
+    int external;              /* 1: the executor holds the inputs (values
+                                  and message are NULL; n_values is the
+                                  input count; a RESPONSE's reveal flag is
+                                  then the executor's to check), runs the
+                                  steps on them and hands the outputs to
+                                  finish through psi_plan_source */
+    psi_progress_fn progress;  /* may be NULL: called by finish during its
+                                  serial merge with done = total every
+                                  PSI_PLAN_TICK elements (so a caller can
+                                  send keepalives) */
+    void *progress_arg;
+    unsigned char reserved[32];
+} psi_op_args;
+
+/** Where an operation's result goes.  Capacities in, sizes out; unused
+ *  fields are ignored. */
+typedef struct psi_op_output {
+    uint8_t *bytes;     /* SETUP, REQUEST, RESPONSE: the message; STEP: the
+                           elements (n * PSI_ELEMENT_BYTES) */
+    size_t len;         /* capacity of bytes in, bytes written out */
+    size_t *perm;       /* may be NULL: SETUP raw: perm[j] = input index of
+                           setup element j (§9.6); STEP _SORT kinds: each
+                           element's input index (n entries) */
+    size_t *indices;    /* INTERSECTION */
+    psi_pair *pairs;    /* ASSOCIATION */
+    size_t count;       /* capacity of indices or pairs in, items out;
+                           INTERSECTION_SIZE: the size */
+} psi_op_output;
+
+/** A plan in progress.  Thread-safety: psi_plan_run may run concurrently
+ *  for distinct slices; every other call needs exclusive access. */
+typedef struct psi_plan psi_plan;
+
+/** One slice's step: an engine call on count inputs from offset. */
+typedef struct psi_step {
+    psi_step_kind kind;
+    size_t offset;           /* index of the slice's first input in the whole */
+    size_t count;            /* inputs in the slice */
+    const psi_value *values; /* MASK kinds: count values (NULL: external) */
+    const uint8_t *points;   /* point kinds: count * 33 bytes (NULL: external) */
+} psi_step;
+
+/** Begins an operation: every check of the message call of the same
+ *  operation, in its order (arguments, role, reveal, parameters, setup
+ *  parsing, message decoding), then the cut into slices.  Records this
+ *  thread's error detail on failure.  Returns: PSI_OK or the message
+ *  call's error.  Ownership: the caller frees *out with psi_plan_free; the
+ *  plan borrows args->values until it is freed and keeps no other pointer
+ *  to caller memory. */
+PSI_API int psi_plan_begin(psi_plan **out, const psi_engine *e, const psi_op_args *args);
+
+/** Wipes and frees a plan.  NULL is a no-op. */
+PSI_API void psi_plan_free(psi_plan *p);
+
+/** Returns: the number of slices (0 for NULL). */
+PSI_API size_t psi_plan_slices(const psi_plan *p);
+
+/** Out: *s, slice k's step, its inputs pointing into the plan (NULL for an
+ *  external plan).  Returns: PSI_OK, PSI_E_INVALID_ARG (k out of range). */
+PSI_API int psi_plan_step(const psi_plan *p, psi_step *s, size_t k);
+
+/** Runs one step on `e` (any engine with the key; no threads): the engine
+ *  call of its kind, then for the _SORT kinds the stable byte sort with
+ *  each element's input index.  Out: out (s->count * PSI_ELEMENT_BYTES
+ *  bytes, wiped on failure), perm (s->count entries for the _SORT kinds,
+ *  else may be NULL), *detail (may be NULL): where the step failed, the
+ *  index counted in the whole input.  Returns: as psi_engine_mask,
+ *  psi_engine_remask or psi_engine_unmask. */
+PSI_API int psi_step_run(const psi_engine *e, uint8_t *out, size_t *perm,
+                         psi_error_detail *detail, const psi_step *s);
+
+/** Runs slice k of the plan on `e` and keeps its output and outcome in
+ *  the plan.  Returns: the step's code (also kept for finish). */
+PSI_API int psi_plan_run(psi_plan *p, const psi_engine *e, size_t k);
+
+/** Stores the outcome of slice k run elsewhere (psi_step_run in another
+ *  worker or process): code and, on failure, the detail's index; on
+ *  success its output and, for _SORT kinds, its indices (copied).
+ *  Returns: PSI_OK, PSI_E_INVALID_ARG. */
+PSI_API int psi_plan_put(psi_plan *p, size_t k, int code, int64_t index,
+                         const uint8_t *out, const size_t *perm);
+
+/** Where an external plan's finish gets the steps' outputs: the next chunk
+ *  of slice k's output (*count > 0 elements, and their input indices for
+ *  _SORT kinds, else *index may be NULL), valid until the next call for
+ *  slice k.  Slices are asked in order, or interleaved for a merge; the
+ *  plan never asks past a slice's count.  Returns: PSI_OK or an error
+ *  code, which finish returns. */
+typedef int (*psi_plan_source_fn)(void *arg, size_t k, const uint8_t **elements,
+                                  const size_t **index, size_t *count);
+
+/** Sets the source of an external plan.  Returns: PSI_OK,
+ *  PSI_E_INVALID_ARG (not external). */
+PSI_API int psi_plan_source(psi_plan *p, psi_plan_source_fn fn, void *arg);
+
+/** Returns: the capacity finish needs: message bytes (SETUP, REQUEST,
+ *  RESPONSE), element bytes (STEP), or items (client ops). */
+PSI_API size_t psi_plan_bound(const psi_plan *p);
+
+/** Finishes: the lowest-numbered failing slice's error (with its detail,
+ *  named as the message call names it), else the merge rule of §14 and
+ *  the encoding into `o`.  A failed finish leaves no partial result.
+ *  Returns: PSI_OK or the message call's error. */
+PSI_API int psi_plan_finish(psi_plan *p, psi_op_output *o);
+
+/** Where psi_plan_finish_to writes a message: len bytes, in order.
+ *  Returns: 0, or non-zero to stop (finish then returns PSI_E_IO). */
+typedef int (*psi_sink_fn)(void *arg, const uint8_t *bytes, size_t len);
+
+/** As psi_plan_finish for SETUP, REQUEST and RESPONSE, but hands the
+ *  message to `sink` in pieces (PROTOCOL.md §10.1) instead of a buffer, so
+ *  a message of any size can go to a file or a socket; perm as in
+ *  psi_op_output (may be NULL).  A raw setup, a request and a response
+ *  are streamed; GCS and Bloom setups are built whole (§10.1) and then
+ *  written. */
+PSI_API int psi_plan_finish_to(psi_plan *p, psi_sink_fn sink, void *arg, size_t *perm);
+
+/** An executor: runs every slice of p (psi_plan_run, or psi_step_run
+ *  elsewhere and psi_plan_put).  Returns: PSI_OK, or an error of its own
+ *  (PSI_E_THREAD, ...); the steps' errors are the plan's. */
+typedef int (*psi_exec_fn)(void *arg, psi_plan *p);
+
+/** A whole operation: begin, the slices through `exec` (NULL: inline on
+ *  e, in order), finish into o.  Checks o's capacities where the message
+ *  call does (a request's before masking).  Returns: as the message call. */
+PSI_API int psi_op_run(const psi_engine *e, const psi_op_args *args, psi_op_output *o,
+                       psi_exec_fn exec, void *exec_arg);
 
 /* -------------------------------------------- building blocks (§7, §9) */
 /* The message-level calls above are composed of these.  They hold no key,

@@ -5,16 +5,11 @@
  * and every thread count.  PROTOCOL.md §14 gives the rules; psi.h's global
  * rules (argument order, (buf, *len) outputs, error codes) apply here too.
  *
- * Two levels:
- *  - Pure steps, no threads, usable by any executor (the native pool below,
- *    browser workers, other processes): psi_shard_plan cuts n inputs into N
- *    contiguous slices, psi_shard_run_one runs one slice on one engine,
- *    psi_shard_merge_sorted merges the sorted slices of a raw setup.
- *    Requests, responses and unmasked elements merge by concatenation, so
- *    they need no merge function: slices are written one after another.
- *  - psi_shards: N engines cloned from one engine plus a native thread pool,
- *    offering the sharded form of every engine operation of psi.h with the
- *    same arguments, results and errors.
+ * It is an executor of the step API of psi.h: N engines cloned from one
+ * engine and a native thread pool that runs a plan's slices, one a shard,
+ * offering the sharded form of every operation of psi.h with the same
+ * arguments, results and errors.  The plans, merge rules and encodings are
+ * the library's (psi_op_run); this layer only runs slices.
  */
 #ifndef PSI_SHARD_H
 #define PSI_SHARD_H
@@ -37,64 +32,7 @@ extern "C" {
 #define PSI_SHARD_DEFAULT_PER_THREAD 4
 /** Elements a serial merge of psi_shards handles between two calls of the
  *  progress callback (psi_shard_settings.progress). */
-#define PSI_SHARD_TICK 4096
-
-/* ------------------------------------------------------- pure steps §14 */
-
-/** The plan (§14.1): shard k of `shards` covers inputs [*offset, *offset +
- *  *count) of n; slices are contiguous, in order, and their sizes differ by
- *  at most one (the first n mod shards slices are one larger).  Slices are
- *  empty when shards > n.
- *  Returns: PSI_OK, PSI_E_INVALID_ARG (shards == 0, k >= shards).
- *  Out: *offset, *count. */
-PSI_API int psi_shard_plan(size_t *offset, size_t *count, size_t n, size_t shards, size_t k);
-
-/** The expensive step one shard runs. */
-typedef enum psi_shard_step {
-    PSI_SHARD_MASK = 1,      /* values -> masked elements (request; GCS and
-                                Bloom setup) */
-    PSI_SHARD_MASK_SORT = 2, /* values -> masked elements sorted by bytes,
-                                stably, with their input indices (raw setup) */
-    PSI_SHARD_REMASK = 3,    /* partner points -> re-masked (response) */
-    PSI_SHARD_UNMASK = 4,    /* response points -> unmasked (match step) */
-    PSI_SHARD_REMASK_SORT = 5, /* REMASK, then sorted as MASK_SORT sorts
-                                  (a response without reveal, §14.3) */
-    PSI_SHARD_UNMASK_SORT = 6  /* UNMASK, then sorted as MASK_SORT sorts
-                                  (the raw match, §14.3) */
-} psi_shard_step;
-
-/** One shard's input: a slice of the whole input, as psi_shard_plan cut it. */
-typedef struct psi_shard_slice {
-    psi_shard_step step;
-    size_t offset;           /* index of the slice's first input in the whole */
-    size_t count;            /* inputs in the slice */
-    const psi_value *values; /* MASK, MASK_SORT: the slice's count values */
-    const uint8_t *points;   /* REMASK, UNMASK: the slice's count * 33 bytes */
-} psi_shard_slice;
-
-/** Runs one shard: the engine call of the step on the slice (psi_engine_mask,
- *  _remask or _unmask), and for the three _SORT steps the stable byte sort
- *  of the slice (psi_elements_sort) with offset added to each index.  No
- *  threads.  Returns: as the engine call, plus PSI_E_WRONG_ROLE never (any
- *  role may mask); PSI_E_INVALID_ARG for a bad step or a missing input.
- *  Out: out, count * 33 bytes (no partial result on failure: wiped);
- *  perm, count entries for the _SORT steps (global input indices in sorted
- *  order), may be NULL otherwise.
- *  Thread-safety: as the engine's const calls; slices may run concurrently
- *  on one engine or on clones. */
-PSI_API int psi_shard_run_one(const psi_engine *e, uint8_t *out, size_t *perm,
-                              const psi_shard_slice *in);
-
-/** Merges a raw setup's shards (§14.2): `elements` holds the N slices of
- *  psi_shard_plan(n, shards) one after another, each sorted by bytes by
- *  PSI_SHARD_MASK_SORT, and perm their global input indices.  Writes all n
- *  elements in byte order, ties by input index (so equal to one stable sort
- *  of the whole input), and the merged permutation.
- *  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_NOMEM, PSI_E_SETUP_UNSORTED (a
- *  slice is not in (bytes, index) order).  Out: out (n * 33 bytes, must not
- *  overlap elements), out_perm (n entries).  In: elements, perm, n, shards. */
-PSI_API int psi_shard_merge_sorted(uint8_t *out, size_t *out_perm, const uint8_t *elements,
-                                   const size_t *perm, size_t n, size_t shards);
+#define PSI_SHARD_TICK PSI_PLAN_TICK
 
 /* --------------------------------------------------- the native executor */
 
@@ -152,6 +90,12 @@ PSI_API size_t psi_shards_count(const psi_shards *g);
  *  shards) after defaults, or 0 for the inline executor (that minimum is
  *  1) and for NULL. */
 PSI_API size_t psi_shards_threads(const psi_shards *g);
+
+/** Runs a whole operation of the step API (psi_op_run) with one slice a
+ *  shard on the pool; args->slices, slice_counts and progress must be 0
+ *  (the shards and psi_shard_settings.progress decide them).  Returns: as
+ *  psi_op_run. */
+PSI_API int psi_shards_run_op(psi_shards *g, const psi_op_args *args, psi_op_output *o);
 
 /*
  * The sharded operations.  Each takes the arguments of the psi.h function

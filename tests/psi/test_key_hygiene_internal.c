@@ -237,16 +237,24 @@ static void test_key_hygiene_shards(void **state)
         assert_int_equal(psi_shards_create(&g[i], e[i], &ss), PSI_OK);
     assert_int_equal(psi_shards_threads(g[0]), 3);
     run_shard_ops(g[0], g[1], g[2], g[3]);
-    /* The pure steps on one engine: two sorted slices merged. */
+    /* The step API on one engine: a plan of two sorted slices, each run
+     * elsewhere (psi_step_run) and put back, then merged. */
     size_t perm[N_SERVER], merged_perm[N_SERVER];
+    psi_op_args pa = {.op = PSI_OP_STEP, .step = PSI_STEP_MASK_SORT, .values = in.server,
+                      .n_values = N_SERVER, .slices = 2};
+    psi_plan *plan = NULL;
+    assert_int_equal(psi_plan_begin(&plan, e[1], &pa), PSI_OK);
     for (size_t k = 0; k < 2; k++) {
-        size_t off, cnt;
-        assert_int_equal(psi_shard_plan(&off, &cnt, N_SERVER, 2, k), PSI_OK);
-        psi_shard_slice sl = {PSI_SHARD_MASK_SORT, off, cnt, in.server + off, NULL};
-        assert_int_equal(psi_shard_run_one(e[1], a + off * PSI_ELEMENT_BYTES, perm + off, &sl),
-                         PSI_OK);
+        psi_step sl;
+        assert_int_equal(psi_plan_step(plan, &sl, k), PSI_OK);
+        assert_int_equal(psi_step_run(e[1], a + sl.offset * PSI_ELEMENT_BYTES,
+                                      perm + sl.offset, NULL, &sl), PSI_OK);
+        assert_int_equal(psi_plan_put(plan, k, PSI_OK, -1, a + sl.offset * PSI_ELEMENT_BYTES,
+                                      perm + sl.offset), PSI_OK);
     }
-    assert_int_equal(psi_shard_merge_sorted(b, merged_perm, a, perm, N_SERVER, 2), PSI_OK);
+    psi_op_output po = {.bytes = b, .len = N_SERVER * PSI_ELEMENT_BYTES, .perm = merged_perm};
+    assert_int_equal(psi_plan_finish(plan, &po), PSI_OK);
+    psi_plan_free(plan);
     for (int i = 0; i < 4; i++) {
         psi_shards_free(g[i]);
         psi_engine_free(e[i]);

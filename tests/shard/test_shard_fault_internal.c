@@ -104,12 +104,24 @@ static void fixture_messages(fixture *f)
     assert_int_equal(psi_response_decode(f->response_points, &n, f->response,
                                          f->response_len), PSI_OK);
     for (size_t k = 0; k < 2; k++) {
-        size_t off, count;
-        assert_int_equal(psi_shard_plan(&off, &count, N_VALUES, 2, k), PSI_OK);
-        psi_shard_slice sl = {PSI_SHARD_MASK_SORT, off, count, f->values + off, NULL};
-        assert_int_equal(psi_shard_run_one(f->server, f->sorted_halves + off * PSI_ELEMENT_BYTES,
-                                           f->sorted_perm + off, &sl), PSI_OK);
+        /* The cut of §14.1: the first slice takes the odd value. */
+        size_t off = k * ((N_VALUES + 1) / 2), count = k == 0 ? (N_VALUES + 1) / 2 : N_VALUES / 2;
+        psi_step sl = {PSI_STEP_MASK_SORT, off, count, f->values + off, NULL};
+        assert_int_equal(psi_step_run(f->server, f->sorted_halves + off * PSI_ELEMENT_BYTES,
+                                      f->sorted_perm + off, NULL, &sl), PSI_OK);
     }
+}
+
+/* An external plan's source: each half of the sorted halves, whole. */
+static int halves_source(void *arg, size_t k, const uint8_t **elements, const size_t **index,
+                         size_t *count)
+{
+    fixture *f = arg;
+    size_t off = k * ((N_VALUES + 1) / 2);
+    *elements = f->sorted_halves + off * PSI_ELEMENT_BYTES;
+    *index = f->sorted_perm + off;
+    *count = k == 0 ? (N_VALUES + 1) / 2 : N_VALUES / 2;
+    return PSI_OK;
 }
 
 static void fixture_init(fixture *f, size_t threads, size_t shards)
@@ -153,8 +165,8 @@ typedef struct result {
 
 #define N_OPS 24
 
-/* psi_shards_create (with count and threads) and the pure steps:
- * psi_shard_run_one for each step, psi_shard_merge_sorted, psi_shard_plan. */
+/* psi_shards_create (with count and threads) and the step API: psi_step_run
+ * for each step, an external plan's merge of sorted slices, the cut. */
 static void run_step(fixture *f, int op, result *r)
 {
     size_t *perm = (size_t *)(r->bytes + CAP / 2);
@@ -170,23 +182,39 @@ static void run_step(fixture *f, int op, result *r)
         r->len = psi_shards_count(g);
         psi_shards_free(g);
     } else if (op < 21) {
-        static const psi_shard_step steps[4] = {PSI_SHARD_MASK, PSI_SHARD_MASK_SORT,
-                                                PSI_SHARD_REMASK, PSI_SHARD_UNMASK};
-        size_t off = 0, count = 0;
-        assert_int_equal(psi_shard_plan(&off, &count, N_VALUES, 2, 1), PSI_OK);
+        static const psi_step_kind steps[4] = {PSI_STEP_MASK, PSI_STEP_MASK_SORT,
+                                               PSI_STEP_REMASK, PSI_STEP_UNMASK};
+        size_t off = (N_VALUES + 1) / 2, count = N_VALUES / 2; /* the second slice */
         const uint8_t *points = op == 19 ? f->request_points : f->response_points;
-        psi_shard_slice sl = {steps[op - 17], off, count, f->values + off,
-                              points + off * PSI_ELEMENT_BYTES};
-        r->rc = psi_shard_run_one(op == 20 ? f->client : f->server, r->bytes, perm, &sl);
+        psi_step sl = {steps[op - 17], off, count, f->values + off,
+                       points + off * PSI_ELEMENT_BYTES};
+        r->rc = psi_step_run(op == 20 ? f->client : f->server, r->bytes, perm, NULL, &sl);
         r->len = r->rc == PSI_OK ? count : 0;
     } else if (op == 21) {
-        r->rc = psi_shard_merge_sorted(r->bytes, perm, f->sorted_halves, f->sorted_perm,
-                                       N_VALUES, 2);
+        psi_op_args a = {.op = PSI_OP_STEP, .step = PSI_STEP_MASK_SORT, .n_values = N_VALUES,
+                         .slices = 2, .external = 1};
+        psi_op_output o = {.bytes = r->bytes, .len = N_VALUES * PSI_ELEMENT_BYTES, .perm = perm};
+        psi_plan *p = NULL;
+        r->rc = psi_plan_begin(&p, f->server, &a);
+        if (r->rc == PSI_OK && (r->rc = psi_plan_source(p, halves_source, f)) == PSI_OK)
+            r->rc = psi_plan_finish(p, &o);
+        psi_plan_free(p);
         r->len = r->rc == PSI_OK ? N_VALUES : 0;
     } else if (op == 22) {
-        for (size_t k = 0; k < f->shards && r->rc == PSI_OK; k++)
-            r->rc = psi_shard_plan(perm + 2 * k, perm + 2 * k + 1, N_VALUES, f->shards, k);
-        r->len = f->shards;
+        psi_op_args a = {.op = PSI_OP_STEP, .step = PSI_STEP_MASK, .n_values = N_VALUES,
+                         .slices = f->shards, .external = 1};
+        psi_plan *p = NULL;
+        r->rc = psi_plan_begin(&p, f->server, &a);
+        for (size_t k = 0; r->rc == PSI_OK && k < f->shards; k++) {
+            psi_step st;
+            r->rc = psi_plan_step(p, &st, k);
+            perm[2 * k] = st.offset;
+            perm[2 * k + 1] = st.count;
+        }
+        psi_plan_free(p);
+        r->len = r->rc == PSI_OK ? f->shards : 0;
+        if (r->rc != PSI_OK)
+            memset(perm, 0, 2 * f->shards * sizeof *perm);
     } else {
         perm[0] = psi_shards_count(f->gs);
         perm[1] = psi_shards_threads(f->gs);
@@ -262,9 +290,9 @@ static const char *const op_names[N_OPS] = {
     "shards_client_get_intersection_size no reveal", "shards_client_create_request",
     "shards_server_process_request reveal", "shards_server_process_request no reveal",
     "shards_mask", "shards_remask", "shards_unmask", "shards_server_create_setup raw",
-    "shards_create", "shard_run_one mask", "shard_run_one mask_sort",
-    "shard_run_one remask", "shard_run_one unmask", "shard_merge_sorted",
-    "shard_plan", "shards_count, shards_threads",
+    "shards_create", "step_run mask", "step_run mask_sort",
+    "step_run remask", "step_run unmask", "plan merge of sorted slices",
+    "plan cut", "shards_count, shards_threads",
 };
 
 /* ------------------------------------------------------------ driver */

@@ -1,5 +1,5 @@
-/* The pure steps of the sharding layer (psi_shard_plan,
- * psi_shard_merge_sorted, psi_shard_run_one) against the single engine, and
+/* The step API of psi.h (the cut, psi_step_run, an external plan's merge
+ * of sorted slices fed in chunks) against the single engine, and
  * the executor: settings checks, shard and thread counts, progress.
  * Public API only.  Random cases print their seed; PSI_TEST_SEED replays
  * one. */
@@ -20,51 +20,77 @@
 #include "test_shard_common.h"
 #include "test_util.h"
 
-static void check_plan(size_t n, size_t shards)
+/* The cut of §14.1, through the plans of psi.h: an external plan has no
+ * inputs to hold, so any n may be cut. */
+static void check_plan(const psi_engine *e, size_t n, size_t shards)
 {
+    psi_op_args a = {.op = PSI_OP_STEP, .step = PSI_STEP_MASK, .n_values = n,
+                     .slices = shards, .external = 1};
+    psi_plan *p = NULL;
+    assert_int_equal(psi_plan_begin(&p, e, &a), PSI_OK);
+    assert_int_equal(psi_plan_slices(p), shards);
     size_t next = 0, lo = SIZE_MAX, hi = 0;
     for (size_t k = 0; k < shards; k++) {
-        size_t off = 7, cnt = 7;
-        assert_int_equal(psi_shard_plan(&off, &cnt, n, shards, k), PSI_OK);
-        if (off != next || cnt != n / shards + (k < n % shards))
+        psi_step s;
+        assert_int_equal(psi_plan_step(p, &s, k), PSI_OK);
+        size_t off = s.offset, cnt = s.count;
+        if (off != next || cnt != n / shards + (k < n % shards) || s.kind != PSI_STEP_MASK ||
+            s.values != NULL || s.points != NULL)
             fail_msg("plan n=%zu shards=%zu k=%zu: [%zu, +%zu)", n, shards, k, off, cnt);
         next += cnt;
         lo = cnt < lo ? cnt : lo;
         hi = cnt > hi ? cnt : hi;
     }
     assert_true(next == n && hi - lo <= 1);
+    psi_step s;
+    assert_int_equal(psi_plan_step(p, &s, shards), PSI_E_INVALID_ARG);
+    psi_plan_free(p);
 }
 
 static void test_shard_plan_slices(void **state)
 {
     (void)state;
+    uint64_t rng = ts_rng_for(6);
+    keyset k;
+    ts_keyset_make(&k, &rng);
     for (size_t n = 0; n <= 40; n++)
         for (size_t shards = 1; shards <= 20; shards++)
-            check_plan(n, shards);
-    static const size_t big[] = {1000, 100000, SIZE_MAX - 1, SIZE_MAX};
+            check_plan(k.c[1], n, shards);
+    static const size_t big[] = {1000, 100000, SIZE_MAX / PSI_ELEMENT_BYTES - 1,
+                                 SIZE_MAX / PSI_ELEMENT_BYTES};
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
-        check_plan(big[i], 3);
-        check_plan(big[i], 7);
-        check_plan(big[i], PSI_SHARD_MAX_SHARDS);
+        check_plan(k.c[1], big[i], 3);
+        check_plan(k.c[1], big[i], 7);
+        check_plan(k.c[1], big[i], PSI_PLAN_MAX_SLICES);
     }
-    check_plan(3, PSI_SHARD_MAX_SHARDS);
-    size_t off = 7, cnt = 7;
-    assert_int_equal(psi_shard_plan(&off, &cnt, 10, 0, 0), PSI_E_INVALID_ARG);
-    assert_true(off == 0 && cnt == 0);
-    off = cnt = 7;
-    assert_int_equal(psi_shard_plan(&off, &cnt, 10, 4, 4), PSI_E_INVALID_ARG);
-    assert_true(off == 0 && cnt == 0);
-    assert_int_equal(psi_shard_plan(&off, &cnt, 10, 4, SIZE_MAX), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_shard_plan(NULL, &cnt, 10, 4, 0), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_shard_plan(&off, NULL, 10, 4, 0), PSI_E_INVALID_ARG);
+    check_plan(k.c[1], 3, PSI_PLAN_MAX_SLICES);
+    psi_plan *p = (psi_plan *)&rng;
+    psi_op_args a = {.op = PSI_OP_STEP, .step = PSI_STEP_MASK, .n_values = 10,
+                     .slices = PSI_PLAN_MAX_SLICES + 1, .external = 1};
+    assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_E_INVALID_ARG);
+    assert_null(p);
+    /* The executor's own counts must add up to the input. */
+    size_t counts[3] = {4, 4, 3};
+    a.slices = 3;
+    a.slice_counts = counts;
+    assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_E_INVALID_ARG);
+    counts[2] = 2;
+    assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_OK);
+    psi_step s;
+    assert_int_equal(psi_plan_step(p, &s, 2), PSI_OK);
+    assert_true(s.offset == 8 && s.count == 2);
+    psi_plan_free(p);
+    a.reserved[3] = 1;
+    assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_E_INVALID_ARG);
+    ts_keyset_free(&k);
 }
 
 /* Each slice sorted on its own (indices made global), as MASK_SORT does. */
 static void sort_slices(uint8_t *el, size_t *perm, size_t n, size_t shards)
 {
     for (size_t k = 0; k < shards; k++) {
-        size_t off, cnt;
-        assert_int_equal(psi_shard_plan(&off, &cnt, n, shards, k), PSI_OK);
+        size_t off = k * (n / shards) + (k < n % shards ? k : n % shards);
+        size_t cnt = n / shards + (k < n % shards);
         assert_int_equal(psi_elements_sort(el + off * EB, perm + off, cnt), PSI_OK);
         for (size_t i = off; i < off + cnt; i++)
             perm[i] += off;
@@ -80,10 +106,53 @@ static size_t equal_pair(const uint8_t *el, size_t n)
     return n;
 }
 
+/* An external plan's source: slice k of `el`/`perm` in chunks of at most
+ * `chunk` elements. */
+typedef struct slice_source {
+    const uint8_t *el;
+    const size_t *perm;
+    size_t n, shards, chunk;
+    size_t at[32]; /* next element of each slice, within it */
+    int calls;
+} slice_source;
+
+static int source_next(void *arg, size_t k, const uint8_t **elements, const size_t **index,
+                       size_t *count)
+{
+    slice_source *src = arg;
+    size_t n = src->n, sh = src->shards;
+    size_t off = k * (n / sh) + (k < n % sh ? k : n % sh), cnt = n / sh + (k < n % sh);
+    size_t c = cnt - src->at[k] < src->chunk ? cnt - src->at[k] : src->chunk;
+    *elements = src->el + (off + src->at[k]) * EB;
+    *index = src->perm + off + src->at[k];
+    *count = c;
+    src->at[k] += c;
+    src->calls++;
+    return PSI_OK;
+}
+
+/* The merge of sorted slices (§14.2), fed in chunks, against one sort. */
+static int merge_external(const psi_engine *e, uint8_t *out, size_t *operm, const uint8_t *el,
+                          const size_t *perm, size_t n, size_t shards, size_t chunk)
+{
+    psi_op_args a = {.op = PSI_OP_STEP, .step = PSI_STEP_MASK_SORT, .n_values = n,
+                     .slices = shards, .external = 1};
+    slice_source src = {el, perm, n, shards, chunk, {0}, 0};
+    psi_plan *p = NULL;
+    assert_int_equal(psi_plan_begin(&p, e, &a), PSI_OK);
+    assert_int_equal(psi_plan_source(p, source_next, &src), PSI_OK);
+    psi_op_output o = {.bytes = out, .len = n * EB, .perm = operm};
+    int rc = psi_plan_finish(p, &o);
+    assert_int_equal(o.len, rc == PSI_OK ? n * EB : 0);
+    psi_plan_free(p);
+    return rc;
+}
+
 static void test_shard_merge_sorted_equals_sort(void **state)
 {
     (void)state;
-    static const size_t counts[] = {1, 2, 3, 5, 7, 8, 16, 199, 200, 300};
+    static const size_t counts[] = {1, 2, 3, 5, 7, 8, 16, 31};
+    static const size_t chunks[] = {1, 3, 64, 1000};
     enum { N = 200 };
     uint64_t rng = ts_rng_for(7);
     keyset k;
@@ -96,40 +165,48 @@ static void test_shard_merge_sorted_equals_sort(void **state)
     memcpy(whole, el, sizeof el);
     assert_int_equal(psi_elements_sort(whole, wperm, N), PSI_OK);
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        memcpy(parts, el, sizeof el);
-        sort_slices(parts, pperm, N, counts[i]);
-        assert_int_equal(psi_shard_merge_sorted(out, operm, parts, pperm, N, counts[i]), PSI_OK);
-        assert_memory_equal(out, whole, sizeof whole);
-        assert_memory_equal(operm, wperm, sizeof wperm);
+        for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+            memcpy(parts, el, sizeof el);
+            sort_slices(parts, pperm, N, counts[i]);
+            memset(out, 0, sizeof out);
+            assert_int_equal(merge_external(k.s[1], out, operm, parts, pperm, N, counts[i],
+                                            chunks[c]), PSI_OK);
+            assert_memory_equal(out, whole, sizeof whole);
+            assert_memory_equal(operm, wperm, sizeof wperm);
+        }
     }
-    /* Slices out of (bytes, index) order. */
+    /* Slices out of (bytes, index) order: refused, nothing left behind. */
     memcpy(parts, el, sizeof el);
     sort_slices(parts, pperm, N, 2);
     size_t i = equal_pair(parts, N / 2), t;
     assert_true(i < N / 2);
     t = pperm[i], pperm[i] = pperm[i + 1], pperm[i + 1] = t;
-    assert_int_equal(psi_shard_merge_sorted(out, operm, parts, pperm, N, 2), PSI_E_SETUP_UNSORTED);
+    memset(out, FILL, sizeof out);
+    assert_int_equal(merge_external(k.s[1], out, operm, parts, pperm, N, 2, 7),
+                     PSI_E_SETUP_UNSORTED);
+    for (size_t j = 0; j < sizeof out; j++)
+        assert_int_equal(out[j], 0);
     sort_slices(memcpy(parts, el, sizeof el), pperm, N, 2);
     memcpy(out, parts, EB);
     memcpy(parts, parts + (N / 2 - 1) * EB, EB);
     memcpy(parts + (N / 2 - 1) * EB, out, EB);
-    assert_int_equal(psi_shard_merge_sorted(out, operm, parts, pperm, N, 2), PSI_E_SETUP_UNSORTED);
-    assert_int_equal(psi_shard_merge_sorted(out, operm, parts, pperm, N, 0), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_shard_merge_sorted(NULL, operm, parts, pperm, N, 2), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_shard_merge_sorted(out, NULL, parts, pperm, N, 2), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_shard_merge_sorted(out, operm, NULL, pperm, N, 2), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_shard_merge_sorted(out, operm, parts, NULL, N, 2), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_shard_merge_sorted(NULL, NULL, NULL, NULL, 0, 3), PSI_OK);
+    assert_int_equal(merge_external(k.s[1], out, operm, parts, pperm, N, 2, 64),
+                     PSI_E_SETUP_UNSORTED);
+    /* An index outside its slice is a broken source. */
+    sort_slices(memcpy(parts, el, sizeof el), pperm, N, 2);
+    pperm[3] = N - 1;
+    assert_int_equal(merge_external(k.s[1], out, operm, parts, pperm, N, 2, 64),
+                     PSI_E_INVALID_ARG);
     ts_dataset_free(&d);
     ts_keyset_free(&k);
 }
 
-static int slice_run(const psi_engine *e, uint8_t *out, size_t *perm, psi_shard_step step,
+static int slice_run(const psi_engine *e, uint8_t *out, size_t *perm, psi_step_kind step,
                      size_t off, size_t cnt, const psi_value *values, const uint8_t *points)
 {
-    psi_shard_slice in = {step, off, cnt, values ? values + off : NULL,
-                          points ? points + off * EB : NULL};
-    return psi_shard_run_one(e, out, perm, &in);
+    psi_step in = {step, off, cnt, values ? values + off : NULL,
+                   points ? points + off * EB : NULL};
+    return psi_step_run(e, out, perm, NULL, &in);
 }
 
 /* Each step on each slice equals the engine call on that slice. */
@@ -139,35 +216,36 @@ static void check_run_one_slices(const keyset *k, const dataset *d, const uint8_
     uint8_t out[64 * EB], want[64 * EB];
     size_t perm[64], wperm[64];
     for (size_t j = 0; j < shards; j++) {
-        size_t off, cnt, len = sizeof want;
-        assert_int_equal(psi_shard_plan(&off, &cnt, d->nc, shards, j), PSI_OK);
-        assert_int_equal(slice_run(k->c[1], out, NULL, PSI_SHARD_MASK, off, cnt, d->cv, NULL),
+        size_t len = sizeof want;
+        size_t off = j * (d->nc / shards) + (j < d->nc % shards ? j : d->nc % shards);
+        size_t cnt = d->nc / shards + (j < d->nc % shards);
+        assert_int_equal(slice_run(k->c[1], out, NULL, PSI_STEP_MASK, off, cnt, d->cv, NULL),
                          PSI_OK);
         assert_memory_equal(out, masked + off * EB, cnt * EB);
-        assert_int_equal(slice_run(k->s[0], out, perm, PSI_SHARD_MASK_SORT, off, cnt, d->cv,
+        assert_int_equal(slice_run(k->s[0], out, perm, PSI_STEP_MASK_SORT, off, cnt, d->cv,
                                    NULL), PSI_OK);
         assert_int_equal(psi_engine_mask(k->s[0], want, &len, d->cv + off, cnt), PSI_OK);
         assert_int_equal(psi_elements_sort(want, wperm, cnt), PSI_OK);
         for (size_t i = 0; i < cnt; i++)
             assert_int_equal(perm[i], wperm[i] + off);
         assert_memory_equal(out, want, cnt * EB);
-        assert_int_equal(slice_run(k->s[1], out, NULL, PSI_SHARD_REMASK, off, cnt, NULL, masked),
+        assert_int_equal(slice_run(k->s[1], out, NULL, PSI_STEP_REMASK, off, cnt, NULL, masked),
                          PSI_OK);
         assert_memory_equal(out, remasked + off * EB, cnt * EB);
-        assert_int_equal(slice_run(k->c[1], out, NULL, PSI_SHARD_UNMASK, off, cnt, NULL,
+        assert_int_equal(slice_run(k->c[1], out, NULL, PSI_STEP_UNMASK, off, cnt, NULL,
                                    remasked), PSI_OK);
         len = sizeof want;
         assert_int_equal(psi_engine_unmask(k->c[1], want, &len, remasked + off * EB, cnt),
                          PSI_OK);
         assert_memory_equal(out, want, cnt * EB);
         /* The _SORT steps: the step's slice, sorted stably, indices global. */
-        assert_int_equal(slice_run(k->c[1], out, perm, PSI_SHARD_UNMASK_SORT, off, cnt, NULL,
+        assert_int_equal(slice_run(k->c[1], out, perm, PSI_STEP_UNMASK_SORT, off, cnt, NULL,
                                    remasked), PSI_OK);
         assert_int_equal(psi_elements_sort(want, wperm, cnt), PSI_OK);
         for (size_t i = 0; i < cnt; i++)
             assert_int_equal(perm[i], wperm[i] + off);
         assert_memory_equal(out, want, cnt * EB);
-        assert_int_equal(slice_run(k->s[1], out, perm, PSI_SHARD_REMASK_SORT, off, cnt, NULL,
+        assert_int_equal(slice_run(k->s[1], out, perm, PSI_STEP_REMASK_SORT, off, cnt, NULL,
                                    masked), PSI_OK);
         memcpy(want, remasked + off * EB, cnt * EB);
         assert_int_equal(psi_elements_sort(want, wperm, cnt), PSI_OK);
@@ -181,40 +259,45 @@ static void check_run_one_errors(const keyset *k, const dataset *d, const uint8_
 {
     uint8_t buf[4 * EB], bad[4 * EB];
     size_t perm[4];
-    psi_shard_slice in = {(psi_shard_step)0, 0, 2, d->cv, masked};
-    assert_int_equal(psi_shard_run_one(k->c[1], buf, perm, &in), PSI_E_INVALID_ARG);
-    in.step = (psi_shard_step)7;
-    assert_int_equal(psi_shard_run_one(k->c[1], buf, perm, &in), PSI_E_INVALID_ARG);
-    assert_int_equal(psi_shard_run_one(k->c[1], buf, perm, NULL), PSI_E_INVALID_ARG);
-    assert_int_equal(slice_run(NULL, buf, NULL, PSI_SHARD_MASK, 0, 2, d->cv, NULL),
+    psi_step in = {(psi_step_kind)0, 0, 2, d->cv, masked};
+    assert_int_equal(psi_step_run(k->c[1], buf, perm, NULL, &in), PSI_E_INVALID_ARG);
+    in.kind = (psi_step_kind)7;
+    assert_int_equal(psi_step_run(k->c[1], buf, perm, NULL, &in), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_step_run(k->c[1], buf, perm, NULL, NULL), PSI_E_INVALID_ARG);
+    assert_int_equal(slice_run(NULL, buf, NULL, PSI_STEP_MASK, 0, 2, d->cv, NULL),
                      PSI_E_INVALID_ARG);
-    assert_int_equal(slice_run(k->c[1], NULL, NULL, PSI_SHARD_MASK, 0, 2, d->cv, NULL),
+    assert_int_equal(slice_run(k->c[1], NULL, NULL, PSI_STEP_MASK, 0, 2, d->cv, NULL),
                      PSI_E_INVALID_ARG);
-    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_SHARD_MASK, 0, 2, NULL, NULL),
+    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_STEP_MASK, 0, 2, NULL, NULL),
                      PSI_E_INVALID_ARG);
-    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_SHARD_MASK_SORT, 0, 2, d->cv, NULL),
+    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_STEP_MASK_SORT, 0, 2, d->cv, NULL),
                      PSI_E_INVALID_ARG);
-    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_SHARD_REMASK, 0, 2, NULL, NULL),
+    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_STEP_REMASK, 0, 2, NULL, NULL),
                      PSI_E_INVALID_ARG);
-    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_SHARD_UNMASK, 0, 2, NULL, NULL),
+    assert_int_equal(slice_run(k->c[1], buf, NULL, PSI_STEP_UNMASK, 0, 2, NULL, NULL),
                      PSI_E_INVALID_ARG);
-    for (int st = PSI_SHARD_REMASK_SORT; st <= PSI_SHARD_UNMASK_SORT; st++)
-        assert_int_equal(slice_run(k->s[1], buf, NULL, (psi_shard_step)st, 0, 2, NULL, masked),
+    for (int st = PSI_STEP_REMASK_SORT; st <= PSI_STEP_UNMASK_SORT; st++)
+        assert_int_equal(slice_run(k->s[1], buf, NULL, (psi_step_kind)st, 0, 2, NULL, masked),
                          PSI_E_INVALID_ARG); /* no perm */
-    for (int st = PSI_SHARD_MASK; st <= PSI_SHARD_UNMASK_SORT; st++)
-        assert_int_equal(slice_run(k->c[1], NULL, NULL, (psi_shard_step)st, 5, 0, NULL, NULL),
+    for (int st = PSI_STEP_MASK; st <= PSI_STEP_UNMASK_SORT; st++)
+        assert_int_equal(slice_run(k->c[1], NULL, NULL, (psi_step_kind)st, 5, 0, NULL, NULL),
                          PSI_OK);
-    /* A bad point: its code, and no partial output. */
+    /* A bad point: its code, its place as data (counted in the whole
+     * input), and no partial output. */
     memcpy(bad, masked, sizeof bad);
     ts_corrupt(bad, 2, BAD_X_ONE);
-    for (int st = PSI_SHARD_REMASK; st <= PSI_SHARD_UNMASK_SORT; st++) {
+    for (int st = PSI_STEP_REMASK; st <= PSI_STEP_UNMASK_SORT; st++) {
         out o = {0, 0, 1, 4, buf, NULL, 0};
         memset(buf, FILL, sizeof buf);
-        o.rc = slice_run(k->s[1], buf, perm, (psi_shard_step)st, 0, 4, NULL, bad);
+        psi_step s = {(psi_step_kind)st, 100, 4, NULL, bad};
+        psi_error_detail det;
+        o.rc = psi_step_run(k->s[1], buf, perm, &det, &s);
         assert_int_equal(o.rc, PSI_E_POINT_NOT_ON_CURVE);
+        assert_int_equal(det.code, PSI_E_POINT_NOT_ON_CURVE);
+        assert_int_equal(det.index, 102);
         o.cap = sizeof buf;
-        snprintf(ts_where, sizeof ts_where, "run_one step %d", st);
-        ts_expect_no_partial("run_one", &o);
+        snprintf(ts_where, sizeof ts_where, "step_run step %d", st);
+        ts_expect_no_partial("step_run", &o);
     }
 }
 

@@ -1,0 +1,511 @@
+/* The step API's second half (PROTOCOL.md §14, §19): the steps' outputs in
+ * the operation's order (concatenated in slice order, or the k-way merge
+ * of sorted slices by (bytes, input index)), then the operation's rule:
+ * the encoding of a message, or the match of §9 on the unmasked elements.
+ * The one place the merge rules are written. */
+#include <string.h>
+
+#include "messages.h"
+#include "plan.h"
+#include "suite.h"
+
+/* --------------------------------------------------- the steps' outputs */
+
+/* A slice being read: the rest of its current chunk, and what is left of
+ * the slice (chunk included). */
+typedef struct cursor {
+    const uint8_t *elem;
+    const size_t *idx;
+    size_t avail, left, k, next; /* next: input index of an unsorted slice's head */
+} cursor;
+
+/* Gets slice c->k's next chunk when the current one is used up. */
+static int cursor_fill(psi_plan *p, cursor *c)
+{
+    if (c->avail > 0 || c->left == 0)
+        return PSI_OK;
+    const plan_slice *sl = &p->slices[c->k];
+    if (!p->external) {
+        c->elem = p->out + sl->offset * PSI_ELEMENT_BYTES;
+        c->idx = p->perm != NULL ? p->perm + sl->offset : NULL;
+        c->avail = sl->count;
+        return PSI_OK;
+    }
+    if (p->source == NULL)
+        return PSI_E_INVALID_ARG;
+    const uint8_t *elem = NULL;
+    const size_t *idx = NULL;
+    size_t got = 0;
+    int rc = p->source(p->source_arg, c->k, &elem, &idx, &got);
+    if (rc != PSI_OK)
+        return rc;
+    if (got == 0 || got > c->left || elem == NULL || (psi_step_sorts(p->kind) && idx == NULL))
+        return PSI_E_INVALID_ARG;
+    // A slice's indices are its own inputs': anything else is a broken source.
+    for (size_t i = 0; idx != NULL && i < got; i++)
+        if (idx[i] < sl->offset || idx[i] - sl->offset >= sl->count)
+            return PSI_E_INVALID_ARG;
+    c->elem = elem;
+    c->idx = idx;
+    c->avail = got;
+    return PSI_OK;
+}
+
+static size_t cursor_index(const cursor *c)
+{
+    return c->idx != NULL ? *c->idx : c->next;
+}
+
+static void cursor_advance(cursor *c)
+{
+    c->elem += PSI_ELEMENT_BYTES;
+    if (c->idx != NULL)
+        c->idx++;
+    c->next++;
+    c->avail--;
+    c->left--;
+}
+
+/* Receives the elements in order with their input indices. */
+typedef int (*emit_fn)(void *arg, const uint8_t *elem, size_t index);
+
+/* Unsorted steps: the slices one after another (§14.3). */
+static int walk_concat(psi_plan *p, cursor *cs, emit_fn emit, void *arg)
+{
+    int rc = PSI_OK;
+    for (size_t k = 0; k < p->n_slices && rc == PSI_OK; k++) {
+        cursor *c = &cs[k];
+        while (rc == PSI_OK && c->left > 0 && (rc = cursor_fill(p, c)) == PSI_OK) {
+            rc = emit(arg, c->elem, cursor_index(c));
+            cursor_advance(c);
+        }
+    }
+    return rc;
+}
+
+/* (bytes, input index): the order of one stable sort of the whole input. */
+static int cursor_less(const cursor *a, const cursor *b)
+{
+    int d = memcmp(a->elem, b->elem, PSI_ELEMENT_BYTES);
+    return d != 0 ? d < 0 : cursor_index(a) < cursor_index(b);
+}
+
+static void heap_down(cursor **heap, size_t size, size_t i)
+{
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < size && cursor_less(heap[l], heap[least]))
+            least = l;
+        if (r < size && cursor_less(heap[r], heap[least]))
+            least = r;
+        if (least == i)
+            return;
+        cursor *t = heap[i];
+        heap[i] = heap[least];
+        heap[least] = t;
+        i = least;
+    }
+}
+
+/* Sorted steps: the k-way merge of the sorted slices (§14.2), the least
+ * head first.  Every slice must be in (bytes, index) order, which holds
+ * exactly when the merged output never goes down: PSI_E_SETUP_UNSORTED
+ * otherwise (a broken executor or source). */
+static int walk_merge(psi_plan *p, cursor *cs, emit_fn emit, void *arg)
+{
+    cursor **heap = psi_calloc(p->n_slices, sizeof *heap);
+    if (heap == NULL)
+        return PSI_E_NOMEM;
+    uint8_t last[PSI_ELEMENT_BYTES];
+    size_t size = 0, last_idx = 0, j = 0;
+    int rc = PSI_OK;
+    for (size_t k = 0; k < p->n_slices && rc == PSI_OK; k++)
+        if (cs[k].left > 0 && (rc = cursor_fill(p, &cs[k])) == PSI_OK)
+            heap[size++] = &cs[k];
+    for (size_t i = size / 2; i-- > 0;)
+        heap_down(heap, size, i);
+    while (rc == PSI_OK && size > 0) {
+        cursor *c = heap[0];
+        size_t idx = cursor_index(c);
+        int d = j == 0 ? 1 : memcmp(c->elem, last, PSI_ELEMENT_BYTES);
+        if (d < 0 || (d == 0 && idx <= last_idx)) {
+            rc = PSI_E_SETUP_UNSORTED;
+            break;
+        }
+        memcpy(last, c->elem, PSI_ELEMENT_BYTES);
+        last_idx = idx;
+        if (p->progress != NULL && j % PSI_PLAN_TICK == PSI_PLAN_TICK - 1)
+            p->progress(p->progress_arg, p->n, p->n);
+        j++;
+        rc = emit(arg, c->elem, idx);
+        cursor_advance(c);
+        if (rc == PSI_OK && c->left == 0)
+            heap[0] = heap[--size];
+        else if (rc == PSI_OK)
+            rc = cursor_fill(p, c);
+        heap_down(heap, size, 0);
+    }
+    psi_free(heap);
+    return rc;
+}
+
+/* Every element of the plan in the operation's order. */
+static int plan_walk(psi_plan *p, emit_fn emit, void *arg)
+{
+    cursor *cs = psi_calloc(p->n_slices, sizeof *cs);
+    if (cs == NULL)
+        return PSI_E_NOMEM;
+    for (size_t k = 0; k < p->n_slices; k++) {
+        cs[k].k = k;
+        cs[k].left = p->slices[k].count;
+        cs[k].next = p->slices[k].offset;
+    }
+    int rc = psi_step_sorts(p->kind) ? walk_merge(p, cs, emit, arg) : walk_concat(p, cs, emit, arg);
+    psi_free(cs);
+    return rc;
+}
+
+/* Every element contiguous, in slice order (GCS, Bloom): the plan's own
+ * array, or an external plan's chunks gathered into *owned. */
+static int emit_gather(void *arg, const uint8_t *elem, size_t index)
+{
+    uint8_t **at = arg;
+    (void)index;
+    memcpy(*at, elem, PSI_ELEMENT_BYTES);
+    *at += PSI_ELEMENT_BYTES;
+    return PSI_OK;
+}
+
+static int plan_contiguous(psi_plan *p, const uint8_t **elements, uint8_t **owned)
+{
+    *owned = NULL;
+    if (!p->external) {
+        *elements = p->out;
+        return PSI_OK;
+    }
+    *owned = psi_calloc(p->n, PSI_ELEMENT_BYTES);
+    if (*owned == NULL)
+        return PSI_E_NOMEM;
+    uint8_t *at = *owned;
+    *elements = *owned;
+    return plan_walk(p, emit_gather, &at);
+}
+
+/* -------------------------------------------------------------- writing */
+
+/* Message bytes to the caller's buffer or, in pieces, to a sink. */
+typedef struct writer {
+    uint8_t *buf;
+    size_t cap, len;
+    psi_sink_fn sink;
+    void *sink_arg;
+    uint8_t chunk[1 << 16];
+    size_t *perm; /* raw setup: each record's input index, in order */
+    size_t elen;
+    uint8_t tag;
+} writer;
+
+static int writer_put(writer *w, const uint8_t *bytes, size_t len)
+{
+    if (w->sink == NULL) {
+        if (len > w->cap - w->len)
+            return PSI_E_BUFFER_TOO_SMALL;
+        memcpy(w->buf + w->len, bytes, len);
+        w->len += len;
+        return PSI_OK;
+    }
+    if (len > sizeof w->chunk - w->len) {
+        if (w->len > 0 && w->sink(w->sink_arg, w->chunk, w->len) != 0)
+            return PSI_E_IO;
+        w->len = 0;
+    }
+    if (len > sizeof w->chunk)
+        return w->sink(w->sink_arg, bytes, len) != 0 ? PSI_E_IO : PSI_OK;
+    memcpy(w->chunk + w->len, bytes, len);
+    w->len += len;
+    return PSI_OK;
+}
+
+static int writer_flush(writer *w)
+{
+    if (w->sink == NULL || w->len == 0)
+        return PSI_OK;
+    int rc = w->sink(w->sink_arg, w->chunk, w->len) != 0 ? PSI_E_IO : PSI_OK;
+    w->len = 0;
+    return rc;
+}
+
+/* One element record (tag, length, the suite's element bytes, §10). */
+static int emit_record(void *arg, const uint8_t *elem, size_t index)
+{
+    writer *w = arg;
+    uint8_t rec[2 + PSI_ELEMENT_BYTES];
+    rec[0] = w->tag;
+    rec[1] = (uint8_t)w->elen;
+    memcpy(rec + 2, elem, w->elen);
+    if (w->perm != NULL)
+        *w->perm++ = index;
+    return writer_put(w, rec, 2 + w->elen);
+}
+
+/* The bytes before the records (§10, §16.1): the suite header, a
+ * request's reveal flag, a raw setup's RawInfo tag and length. */
+static int write_head(writer *w, const psi_plan *p)
+{
+    uint8_t head[16];
+    psi_wbuf b = {head, sizeof head, 0};
+    if (p->suite != PSI_SUITE_OPENMINED_P256) {
+        const uint8_t h[PSI_SUITE_HEADER_BYTES] = {PSI_SUITE_HEADER_TAG, (uint8_t)p->suite};
+        psi_wbuf_bytes(&b, h, sizeof h);
+    }
+    if (p->op == PSI_OP_REQUEST && p->reveal) {
+        psi_wbuf_tag(&b, REQUEST_REVEAL, PSI_WIRE_VARINT);
+        psi_wbuf_varint(&b, 1);
+    }
+    if (p->op == PSI_OP_SETUP) {
+        if (p->n > (SIZE_MAX - 16) / (2 + w->elen))
+            return PSI_E_MSG_TOO_LARGE;
+        psi_wbuf_tag(&b, SETUP_RAW, PSI_WIRE_LEN);
+        psi_wbuf_varint(&b, p->n * (2 + w->elen));
+    }
+    return writer_put(w, head, b.len);
+}
+
+/* SETUP (raw), REQUEST and RESPONSE: head, then the records in order. */
+static int write_records(psi_plan *p, writer *w, size_t *perm)
+{
+    w->elen = psi_suite_element_bytes(p->suite);
+    w->tag = (uint8_t)(((p->op == PSI_OP_REQUEST ? REQUEST_ELEMENTS : RESPONSE_ELEMENTS) << 3) |
+                       PSI_WIRE_LEN); // RAW_ELEMENTS is field 1 too
+    w->perm = perm;
+    int rc = write_head(w, p);
+    if (rc == PSI_OK)
+        rc = plan_walk(p, emit_record, w);
+    if (rc == PSI_OK)
+        rc = writer_flush(w);
+    return rc;
+}
+
+/* GCS and Bloom: built once from all elements (§14.2). */
+static int write_built(psi_plan *p, writer *w)
+{
+    const uint8_t *elements;
+    uint8_t *owned = NULL, *msg = NULL;
+    size_t bound = 0, len;
+    int rc = plan_contiguous(p, &elements, &owned);
+    if (rc == PSI_OK && w->sink == NULL) {
+        len = w->cap;
+        rc = psi_setup_encode_suite(w->buf, &len, p->suite, &p->params, elements, p->n);
+        w->len = rc == PSI_OK ? len : 0;
+    } else if (rc == PSI_OK && (rc = psi_setup_bound_suite(&bound, p->suite, &p->params,
+                                                          p->n)) == PSI_OK) {
+        msg = psi_alloc(bound);
+        len = bound;
+        rc = msg == NULL ? PSI_E_NOMEM
+                         : psi_setup_encode_suite(msg, &len, p->suite, &p->params, elements,
+                                                  p->n);
+        if (rc == PSI_OK && len > 0 && w->sink(w->sink_arg, msg, len) != 0)
+            rc = PSI_E_IO;
+    }
+    psi_free(msg);
+    psi_free(owned);
+    return rc;
+}
+
+/* -------------------------------------------------------------- results */
+
+/* The first failing slice's error: the first bad input overall, the
+ * single engine's (§14.4), with its place named as the message call
+ * names it. */
+static int slices_outcome(psi_plan *p)
+{
+    for (size_t k = 0; k < p->n_slices; k++) {
+        const plan_slice *sl = &p->slices[k];
+        if (!sl->done && !p->external)
+            return PSI_E_INVALID_ARG; /* an executor left a slice out */
+        if (sl->rc != PSI_OK) {
+            if (sl->index >= 0)
+                return psi_fail_at(sl->rc, p->field, sl->index, -1);
+            return sl->rc;
+        }
+    }
+    return PSI_OK;
+}
+
+/* The raw walk of §9.1 over the merged (bytes, response index) order:
+ * each setup element matches at most one client element. */
+typedef struct raw_match {
+    const psi_setup *setup;
+    size_t b;           /* next setup element */
+    size_t m, cap;      /* matches, output capacity */
+    size_t *indices;    /* may be NULL */
+    psi_pair *pairs;    /* may be NULL */
+} raw_match;
+
+static int emit_raw_match(void *arg, const uint8_t *elem, size_t index)
+{
+    raw_match *r = arg;
+    const psi_setup *s = r->setup;
+    int c = 1;
+    while (r->b < s->raw_count &&
+           (c = memcmp(s->raw + r->b * PSI_ELEMENT_BYTES, elem, PSI_ELEMENT_BYTES)) < 0)
+        r->b++;
+    if (r->b >= s->raw_count || c != 0)
+        return PSI_OK;
+    if (r->m < r->cap && r->indices != NULL)
+        r->indices[r->m] = index;
+    if (r->m < r->cap && r->pairs != NULL)
+        r->pairs[r->m] = (psi_pair){index, r->b};
+    r->m++;
+    r->b++;
+    return PSI_OK;
+}
+
+static int finish_client(psi_plan *p, psi_op_output *o)
+{
+    size_t cap = o->count;
+    o->count = 0;
+    if (p->op == PSI_OP_ASSOCIATION && psi_setup_structure(p->setup) != PSI_STRUCTURE_RAW)
+        return psi_fail_at(PSI_E_STRUCTURE, "ServerSetup", -1, -1);
+    if (p->op == PSI_OP_INTERSECTION)
+        PSI_CHECK_ARG(o->indices != NULL || cap == 0);
+    if (p->op == PSI_OP_ASSOCIATION)
+        PSI_CHECK_ARG(o->pairs != NULL || cap == 0);
+    if (p->kind == PSI_STEP_UNMASK_SORT) {
+        raw_match r = {p->setup, 0, 0, p->op == PSI_OP_INTERSECTION_SIZE ? 0 : cap,
+                       p->op == PSI_OP_INTERSECTION ? o->indices : NULL,
+                       p->op == PSI_OP_ASSOCIATION ? o->pairs : NULL};
+        int rc = plan_walk(p, emit_raw_match, &r);
+        if (rc == PSI_OK && p->op != PSI_OP_INTERSECTION_SIZE && r.m > cap)
+            rc = PSI_E_BUFFER_TOO_SMALL;
+        if (rc != PSI_OK && r.cap > 0 && r.indices != NULL)
+            memset(r.indices, 0, r.cap * sizeof *r.indices);
+        if (rc != PSI_OK && r.cap > 0 && r.pairs != NULL)
+            memset(r.pairs, 0, r.cap * sizeof *r.pairs);
+        if (rc == PSI_OK)
+            o->count = r.m;
+        return rc;
+    }
+    // GCS and Bloom: once over all unmasked elements (§14.4).
+    const uint8_t *elements;
+    uint8_t *owned = NULL;
+    int rc = plan_contiguous(p, &elements, &owned);
+    if (rc == PSI_OK && p->op == PSI_OP_INTERSECTION_SIZE) {
+        rc = psi_setup_count(p->setup, &o->count, elements, p->n);
+    } else if (rc == PSI_OK) {
+        o->count = cap;
+        rc = psi_setup_match(p->setup, o->indices, &o->count, elements, p->n);
+    }
+    psi_free(owned);
+    return rc;
+}
+
+static int emit_element(void *arg, const uint8_t *elem, size_t index)
+{
+    psi_op_output *o = arg;
+    memcpy(o->bytes + o->len, elem, PSI_ELEMENT_BYTES);
+    if (o->perm != NULL)
+        o->perm[o->len / PSI_ELEMENT_BYTES] = index;
+    o->len += PSI_ELEMENT_BYTES;
+    return PSI_OK;
+}
+
+static int finish_step(psi_plan *p, psi_op_output *o)
+{
+    size_t cap = o->len;
+    o->len = 0;
+    PSI_CHECK_ARG(o->bytes != NULL || cap == 0);
+    if (cap < p->n * PSI_ELEMENT_BYTES)
+        return PSI_E_BUFFER_TOO_SMALL;
+    int rc = plan_walk(p, emit_element, o);
+    if (rc != PSI_OK) {
+        if (cap > 0)
+            memset(o->bytes, 0, cap);
+        if (o->perm != NULL && p->n > 0)
+            memset(o->perm, 0, p->n * sizeof *o->perm);
+        o->len = 0;
+    }
+    return rc;
+}
+
+/* The message ops into a writer. */
+static int finish_message(psi_plan *p, writer *w, size_t *perm)
+{
+    if (p->op == PSI_OP_SETUP && p->params.structure != PSI_STRUCTURE_RAW)
+        return write_built(p, w);
+    int rc = write_records(p, w, p->op == PSI_OP_SETUP ? perm : NULL);
+    if (rc != PSI_OK && p->op == PSI_OP_SETUP && perm != NULL && p->n > 0)
+        memset(perm, 0, p->n * sizeof *perm); /* no partial permutation */
+    return rc;
+}
+
+int psi_plan_finish(psi_plan *p, psi_op_output *o)
+{
+    PSI_CHECK_ARG(p != NULL && o != NULL);
+    int rc = slices_outcome(p);
+    int message = p->op == PSI_OP_SETUP || p->op == PSI_OP_REQUEST || p->op == PSI_OP_RESPONSE;
+    if (rc != PSI_OK) {
+        // As the engine's batch calls: a failed step leaves its output wiped.
+        if (p->op == PSI_OP_STEP && o->bytes != NULL && o->len >= p->n * PSI_ELEMENT_BYTES &&
+            p->n > 0)
+            memset(o->bytes, 0, p->n * PSI_ELEMENT_BYTES);
+        o->len = 0;
+        o->count = 0;
+        return rc;
+    }
+    if (p->op == PSI_OP_STEP)
+        return finish_step(p, o);
+    if (!message)
+        return finish_client(p, o);
+    size_t cap = o->len;
+    o->len = 0;
+    PSI_CHECK_ARG(o->bytes != NULL || cap == 0);
+    writer *w = psi_calloc(1, sizeof *w);
+    if (w == NULL)
+        return PSI_E_NOMEM;
+    w->buf = o->bytes;
+    w->cap = cap;
+    rc = finish_message(p, w, o->perm);
+    if (rc == PSI_OK)
+        o->len = w->len;
+    else if (cap > 0)
+        memset(o->bytes, 0, w->len < cap ? w->len : cap); /* no partial message */
+    psi_free(w);
+    return rc;
+}
+
+int psi_plan_finish_to(psi_plan *p, psi_sink_fn sink, void *arg, size_t *perm)
+{
+    PSI_CHECK_ARG(p != NULL && sink != NULL);
+    PSI_CHECK_ARG(p->op == PSI_OP_SETUP || p->op == PSI_OP_REQUEST || p->op == PSI_OP_RESPONSE);
+    int rc = slices_outcome(p);
+    if (rc != PSI_OK)
+        return rc;
+    writer *w = psi_calloc(1, sizeof *w);
+    if (w == NULL)
+        return PSI_E_NOMEM;
+    w->sink = sink;
+    w->sink_arg = arg;
+    rc = finish_message(p, w, perm);
+    psi_free(w);
+    return rc;
+}
+
+size_t psi_plan_bound(const psi_plan *p)
+{
+    size_t bound = 0;
+    if (p == NULL)
+        return 0;
+    switch (p->op) {
+    case PSI_OP_SETUP:
+        return psi_setup_bound_suite(&bound, p->suite, &p->params, p->n) == PSI_OK ? bound : 0;
+    case PSI_OP_REQUEST:
+        return psi_request_bound_suite(p->suite, p->n);
+    case PSI_OP_RESPONSE:
+        return psi_response_bound_suite(p->suite, p->n);
+    case PSI_OP_STEP:
+        return p->n * PSI_ELEMENT_BYTES;
+    default:
+        return p->n;
+    }
+}
