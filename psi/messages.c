@@ -95,27 +95,7 @@ int psi_msg_header(size_t *skip, int suite, const uint8_t *msg, size_t len, cons
     return PSI_OK;
 }
 
-static void put_header(psi_wbuf *w, int suite)
-{
-    if (suite == PSI_SUITE_OPENMINED_P256)
-        return;
-    const uint8_t header[PSI_SUITE_HEADER_BYTES] = {PSI_SUITE_HEADER_TAG, (uint8_t)suite};
-    psi_wbuf_bytes(w, header, sizeof header);
-}
-
 /* ------------------------------------------------------------- writing */
-
-/* Writes each element as its own length-delimited field, as protobuf does
- * for `repeated bytes` (never packed). */
-static void put_elements(psi_wbuf *w, uint32_t field, const uint8_t *elements, size_t n,
-                         size_t elen)
-{
-    for (size_t i = 0; i < n; i++) {
-        psi_wbuf_tag(w, field, PSI_WIRE_LEN);
-        psi_wbuf_varint(w, elen);
-        psi_wbuf_bytes(w, elements + i * PSI_ELEMENT_BYTES, elen);
-    }
-}
 
 /* proto3 implicit presence: zero is not written.  Negative int32 and int64
  * values are sign-extended to 64 bits, as protobuf does. */
@@ -156,8 +136,7 @@ static int write_message(uint8_t *out, size_t *out_len, size_t cap, writer_fn fn
     return PSI_OK;
 }
 
-/* Clears the output as the header's rules require and checks the buffer. */
-static int take_output(uint8_t *out, size_t *out_len, size_t *cap)
+int psi_msg_take_output(uint8_t *out, size_t *out_len, size_t *cap)
 {
     PSI_CHECK_ARG(out_len != NULL);
     *cap = *out_len;
@@ -168,27 +147,12 @@ static int take_output(uint8_t *out, size_t *out_len, size_t *cap)
 
 /* ---------------------------------------------- Request and Response */
 
-typedef struct elements_msg {
-    int suite;
-    int reveal;
-    uint32_t field;
-    const uint8_t *elements;
-    size_t n;
-} elements_msg;
-
-static void put_elements_msg(psi_wbuf *w, const void *ctx)
-{
-    const elements_msg *m = ctx;
-    put_header(w, m->suite);
-    put_int(w, REQUEST_REVEAL, m->reveal); // 0 for a Response: never written
-    put_elements(w, m->field, m->elements, m->n, psi_suite_element_bytes(m->suite));
-}
-
+/* Both are a head and element records (chunks.c): one encoder. */
 int psi_request_encode_suite(uint8_t *out, size_t *out_len, int suite, int reveal,
                              const uint8_t *elements, size_t n)
 {
     size_t cap;
-    int rc = take_output(out, out_len, &cap);
+    int rc = psi_msg_take_output(out, out_len, &cap);
     if (rc != PSI_OK)
         return rc;
     PSI_CHECK_ARG(reveal == 0 || reveal == 1);
@@ -196,8 +160,7 @@ int psi_request_encode_suite(uint8_t *out, size_t *out_len, int suite, int revea
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
     if (!psi_suite_known(suite))
         return PSI_E_SUITE;
-    elements_msg m = {suite, reveal, REQUEST_ELEMENTS, elements, n};
-    return write_message(out, out_len, cap, put_elements_msg, &m);
+    return psi_msg_encode(out, out_len, cap, suite, PSI_MESSAGE_REQUEST, reveal, elements, n);
 }
 
 int psi_request_encode(uint8_t *out, size_t *out_len, int reveal, const uint8_t *elements,
@@ -211,15 +174,14 @@ int psi_response_encode_suite(uint8_t *out, size_t *out_len, int suite,
                               const uint8_t *elements, size_t n)
 {
     size_t cap;
-    int rc = take_output(out, out_len, &cap);
+    int rc = psi_msg_take_output(out, out_len, &cap);
     if (rc != PSI_OK)
         return rc;
     PSI_CHECK_ARG(elements != NULL || n == 0);
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
     if (!psi_suite_known(suite))
         return PSI_E_SUITE;
-    elements_msg m = {suite, 0, RESPONSE_ELEMENTS, elements, n};
-    return write_message(out, out_len, cap, put_elements_msg, &m);
+    return psi_msg_encode(out, out_len, cap, suite, PSI_MESSAGE_RESPONSE, 0, elements, n);
 }
 
 int psi_response_encode(uint8_t *out, size_t *out_len, const uint8_t *elements, size_t n)
@@ -361,12 +323,11 @@ int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, si
 
 /* ---------------------------------------------------- ServerSetup out */
 
-/* The contents of one ServerSetup oneof member. */
+/* The contents of a GCS or Bloom member (a raw setup is a head and
+ * element records, chunks.c). */
 typedef struct setup_body {
     int suite;
     psi_structure structure;
-    const uint8_t *elements; /* raw */
-    size_t n;
     int32_t div; /* GCS */
     int64_t hash_range;
     int32_t k; /* Bloom */
@@ -376,19 +337,13 @@ typedef struct setup_body {
 
 static void put_body(psi_wbuf *w, const setup_body *b)
 {
-    switch (b->structure) {
-    case PSI_STRUCTURE_RAW:
-        put_elements(w, RAW_ELEMENTS, b->elements, b->n, psi_suite_element_bytes(b->suite));
-        break;
-    case PSI_STRUCTURE_GCS:
+    if (b->structure == PSI_STRUCTURE_GCS) {
         put_int(w, GCS_DIV, b->div);
         put_int(w, GCS_HASH_RANGE, b->hash_range);
         put_bytes(w, GCS_BITS, b->bits, b->bits_len);
-        break;
-    default:
+    } else {
         put_int(w, BLOOM_HASHES, b->k);
         put_bytes(w, BLOOM_BITS, b->bits, b->bits_len);
-        break;
     }
 }
 
@@ -398,7 +353,7 @@ static void put_setup(psi_wbuf *w, const void *ctx)
     const setup_body *b = ctx;
     psi_wbuf body_size = {NULL, 0, 0};
     put_body(&body_size, b);
-    put_header(w, b->suite);
+    psi_msg_put_header(w, b->suite);
     // The oneof field numbers are the structure values plus one.
     psi_wbuf_tag(w, (uint32_t)b->structure + 1, PSI_WIRE_LEN);
     psi_wbuf_varint(w, body_size.len);
@@ -413,9 +368,7 @@ static int encode_raw(uint8_t *out, size_t *out_len, size_t cap, int suite,
         if (memcmp(e - PSI_ELEMENT_BYTES, e, PSI_ELEMENT_BYTES) > 0)
             return psi_fail_at(PSI_E_SETUP_UNSORTED, "elements", (int64_t)i, -1);
     }
-    setup_body b = {.suite = suite, .structure = PSI_STRUCTURE_RAW, .elements = elements,
-                    .n = n};
-    return write_message(out, out_len, cap, put_setup, &b);
+    return psi_msg_encode(out, out_len, cap, suite, PSI_MESSAGE_SETUP_RAW, 0, elements, n);
 }
 
 static int encode_gcs(uint8_t *out, size_t *out_len, size_t cap, int suite,
@@ -466,7 +419,7 @@ int psi_setup_encode_suite(uint8_t *out, size_t *out_len, int suite, const psi_s
                            const uint8_t *elements, size_t n)
 {
     size_t cap;
-    int rc = take_output(out, out_len, &cap);
+    int rc = psi_msg_take_output(out, out_len, &cap);
     if (rc != PSI_OK)
         return rc;
     PSI_CHECK_ARG(p != NULL);

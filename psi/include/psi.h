@@ -384,6 +384,51 @@ PSI_API size_t psi_message_element_bound(size_t msg_len);
  *  PSI_E_PARAM_OVERFLOW, PSI_E_STRUCTURE. */
 PSI_API int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_server);
 
+/* --------------------------------------------- messages in chunks (§10.1) */
+/* A Request, a Response or a raw ServerSetup is a head and then one
+ * record per element, so it can be written and read in pieces: a message
+ * larger than memory, or one still arriving over a network, never has to
+ * be held whole.  The whole-message encoders below are built from these,
+ * so both give the same bytes. */
+
+/** The messages made of element records. */
+typedef enum psi_message_kind {
+    PSI_MESSAGE_REQUEST = 1,
+    PSI_MESSAGE_RESPONSE = 2,
+    PSI_MESSAGE_SETUP_RAW = 3
+} psi_message_kind;
+
+/** A capacity always enough for psi_message_head. */
+#define PSI_MESSAGE_HEAD_MAX 16
+
+/** Writes the bytes of a message of `kind` that come before its element
+ *  records: the suite header (§16.1); for a Request its reveal field when
+ *  reveal is 1; for a raw ServerSetup the RawInfo field's tag and length,
+ *  which depend on the n elements that follow (n is ignored otherwise).
+ *  The head, then n records written by psi_message_records in any number
+ *  of pieces, is byte for byte the message psi_request_encode_suite,
+ *  psi_response_encode_suite or psi_setup_encode_suite (raw) writes for
+ *  the same elements.
+ *  Returns: PSI_OK, PSI_E_SUITE, PSI_E_INVALID_ARG (bad kind, reveal not 0
+ *  or 1), PSI_E_MSG_TOO_LARGE (the RawInfo length, or the whole message,
+ *  overflows size_t), PSI_E_BUFFER_TOO_SMALL.
+ *  Out: out, *out_len (capacity PSI_MESSAGE_HEAD_MAX is enough).
+ *  In: suite; kind; reveal (0 or 1; only a Request carries it); n (the
+ *  number of elements of a raw setup). */
+PSI_API int psi_message_head(uint8_t *out, size_t *out_len, int suite, psi_message_kind kind,
+                             int reveal, uint64_t n);
+
+/** Writes n element records of `kind` (each its tag, its length and the
+ *  suite's element bytes, §10) from n PSI_ELEMENT_BYTES slots.  For a raw
+ *  setup the records of all the pieces together must be in byte order, as
+ *  psi_setup_encode requires (psi_setup_parse refuses them otherwise);
+ *  this call does not check it.
+ *  Returns: as psi_message_head.
+ *  Out: out, *out_len (capacity n * (2 + psi_suite_element_bytes(suite))).
+ *  In: suite, kind; elements, n * PSI_ELEMENT_BYTES bytes. */
+PSI_API int psi_message_records(uint8_t *out, size_t *out_len, int suite,
+                                psi_message_kind kind, const uint8_t *elements, size_t n);
+
 /* ------------------------------------------------------------ the server */
 
 /** Builds the ServerSetup message (§7) from the server's values.
