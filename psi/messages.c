@@ -4,12 +4,16 @@
  * accepts except where PROTOCOL.md asks for a stricter rule (element size,
  * a single oneof member, sorted raw elements).  The other suites' messages
  * are the same with a suite header in front and their own element length
- * (§16.1).  ServerSetup is read by setup_parse.c. */
+ * (§16.1).  This file holds the sizes, the whole-message calls and the
+ * GCS and Bloom setups; a Request, a Response and a raw setup are written
+ * by chunks.c (a head and element records), Request and Response are read
+ * by reader.c, ServerSetup by setup_parse.c. */
 #include <string.h>
 
 #include "bloom.h"
 #include "gcs.h"
 #include "messages.h"
+#include "reader.h"
 #include "suite.h"
 
 /* A tag and a worst-case (10-byte) varint: the most a scalar field takes. */
@@ -196,85 +200,33 @@ int psi_msg_check_element(const psi_field *f, size_t elen)
     return f->len == elen ? PSI_OK : PSI_E_MSG_ELEMENT_SIZE;
 }
 
-/* Names for error details: a message and its element field. */
-typedef struct msg_names {
-    const char *message;  /* "Request" */
-    const char *elements; /* "Request.encrypted_elements" */
-    const char *scalar;   /* "Request.reveal_intersection", or NULL */
-} msg_names;
-
-static const msg_names request_names = {"Request", "Request.encrypted_elements",
-                                        "Request.reveal_intersection"};
-static const msg_names response_names = {"Response", "Response.encrypted_elements", NULL};
-
-/* Records a field reader's failure at `at` (the start of the field that
- * could not be read).  When the tag itself is readable and names the
- * element field (or the reveal flag), the detail names that field, with
- * the element's index. */
-static int wire_fail(int rc, const uint8_t *msg, const uint8_t *at, const uint8_t *end,
-                     uint32_t elements_field, const msg_names *names, size_t index)
-{
-    const uint8_t *q = at;
-    uint64_t tag = 0;
-    int tag_read = psi_wire_varint(&q, end, &tag) == PSI_OK;
-    if (tag_read && (tag >> 3) == elements_field)
-        return psi_fail_at(rc, names->elements, (int64_t)index, at - msg);
-    if (tag_read && names->scalar != NULL && (tag >> 3) == REQUEST_REVEAL)
-        return psi_fail_at(rc, names->scalar, -1, at - msg);
-    return psi_fail_at(rc, names->message, -1, at - msg);
-}
-
-/* Decodes a Request (reveal_field 1) or a Response (reveal_field 0, which
- * no field has) into at most `cap` elements.  On failure the elements
- * written so far are wiped and *count and *reveal stay 0. */
+/* Decodes a whole Request or Response into at most `cap` elements: the
+ * reader of reader.c run over the whole message, so a message read whole
+ * and one fed in pieces give the same elements, codes and details.  On
+ * failure the elements written are wiped and *count and *reveal stay 0. */
 static int decode_elements(uint8_t *elements, size_t cap, size_t *count, int *reveal,
-                           int suite, uint32_t reveal_field, uint32_t elements_field,
-                           const msg_names *names, const uint8_t *msg, size_t len)
+                           int suite, psi_message_kind kind, const uint8_t *msg, size_t len)
 {
-    size_t skip, elen = psi_suite_element_bytes(suite);
-    int rc = psi_msg_header(&skip, suite, msg, len, names->message);
+    psi_reader r;
+    size_t n = 0, used = 0;
+    uint64_t total;
+    int rc = psi_reader_init(&r, suite, kind);
     if (rc != PSI_OK)
         return rc;
-    const uint8_t *p = msg + skip, *end = msg + len, *at = p;
-    size_t n = 0;
-    int flag = 0;
-    psi_field f;
-    while ((rc = psi_wire_next(&p, end, &f)) == PSI_OK) {
-        if (f.number == reveal_field) {
-            if (f.wire_type != PSI_WIRE_VARINT) {
-                rc = psi_fail_at(PSI_E_MSG_TAG, names->scalar, -1, at - msg);
-                break;
-            }
-            flag = f.varint != 0; // last occurrence wins, as in protobuf
-        } else if (f.number == elements_field) {
-            rc = psi_msg_check_element(&f, elen);
-            if (rc != PSI_OK) {
-                psi_fail_at(rc, names->elements, (int64_t)n, at - msg);
-                break;
-            }
-            if (n == cap) {
-                rc = PSI_E_BUFFER_TOO_SMALL;
-                break;
-            }
-            // A shorter element fills the start of its slot (psi.h).
-            uint8_t *slot = elements + n * PSI_ELEMENT_BYTES;
-            memset(slot, 0, PSI_ELEMENT_BYTES);
-            memcpy(slot, f.data, elen);
-            n++;
-        }
-        at = p;
-    }
-    // The reader failed: it leaves p at the field it could not read (every
-    // other failure above breaks out after p moved past a whole field).
-    if (rc < 0 && at == p)
-        wire_fail(rc, msg, p, end, elements_field, names, n);
-    if (rc != 1) {
+    rc = psi_reader_run(&r, elements, cap, &n, &used, msg, len);
+    // The reader stops early only at an element it has no room for.
+    if (rc == PSI_OK && used < len)
+        rc = PSI_E_BUFFER_TOO_SMALL;
+    if (rc == PSI_OK)
+        rc = psi_reader_finish(&r, reveal, &total);
+    psi_reader_wipe(&r);
+    if (rc != PSI_OK) {
         if (n != 0)
             memset(elements, 0, n * PSI_ELEMENT_BYTES);
+        *reveal = 0;
         return rc;
     }
     *count = n;
-    *reveal = flag;
     return PSI_OK;
 }
 
@@ -290,9 +242,8 @@ int psi_request_decode_suite(uint8_t *elements, size_t *count, int *reveal, int 
     PSI_CHECK_ARG(cap <= SIZE_MAX / PSI_ELEMENT_BYTES);
     PSI_CHECK_ARG(msg != NULL || len == 0);
     psi_detail_clear();
-    return decode_elements(elements, cap, count, reveal, suite, REQUEST_REVEAL,
-                           REQUEST_ELEMENTS, &request_names, msg != NULL ? msg : psi_msg_empty,
-                           len);
+    return decode_elements(elements, cap, count, reveal, suite, PSI_MESSAGE_REQUEST,
+                           msg != NULL ? msg : psi_msg_empty, len);
 }
 
 int psi_request_decode(uint8_t *elements, size_t *count, int *reveal, const uint8_t *msg,
@@ -312,8 +263,8 @@ int psi_response_decode_suite(uint8_t *elements, size_t *count, int suite, const
     PSI_CHECK_ARG(cap <= SIZE_MAX / PSI_ELEMENT_BYTES);
     PSI_CHECK_ARG(msg != NULL || len == 0);
     psi_detail_clear();
-    return decode_elements(elements, cap, count, &unused_reveal, suite, 0, RESPONSE_ELEMENTS,
-                           &response_names, msg != NULL ? msg : psi_msg_empty, len);
+    return decode_elements(elements, cap, count, &unused_reveal, suite, PSI_MESSAGE_RESPONSE,
+                           msg != NULL ? msg : psi_msg_empty, len);
 }
 
 int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, size_t len)

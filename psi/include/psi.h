@@ -388,8 +388,8 @@ PSI_API int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_s
 /* A Request, a Response or a raw ServerSetup is a head and then one
  * record per element, so it can be written and read in pieces: a message
  * larger than memory, or one still arriving over a network, never has to
- * be held whole.  The whole-message encoders below are built from these,
- * so both give the same bytes. */
+ * be held whole.  The whole-message calls below are built from these, so
+ * both give the same bytes and the same errors. */
 
 /** The messages made of element records. */
 typedef enum psi_message_kind {
@@ -428,6 +428,52 @@ PSI_API int psi_message_head(uint8_t *out, size_t *out_len, int suite, psi_messa
  *  In: suite, kind; elements, n * PSI_ELEMENT_BYTES bytes. */
 PSI_API int psi_message_records(uint8_t *out, size_t *out_len, int suite,
                                 psi_message_kind kind, const uint8_t *elements, size_t n);
+
+/** A decoder of a Request or Response fed its bytes as they arrive.  It
+ *  holds at most one element record and a tag of the message, whatever
+ *  the message's size and whatever lengths its fields claim.  It is the
+ *  only decoder of these messages: psi_request_decode_suite and
+ *  psi_response_decode_suite run it over the whole message. */
+typedef struct psi_reader psi_reader;
+
+/** Creates a reader for one message of `kind` (PSI_MESSAGE_REQUEST or
+ *  PSI_MESSAGE_RESPONSE) in `suite`.
+ *  Returns: PSI_OK, PSI_E_SUITE, PSI_E_INVALID_ARG, PSI_E_NOMEM.
+ *  Out: *out (NULL on failure).  Ownership: the caller frees *out with
+ *  psi_reader_free. */
+PSI_API int psi_reader_create(psi_reader **out, int suite, psi_message_kind kind);
+
+/** Feeds the next len bytes of the message.  Writes the complete elements
+ *  found into `elements` and sets *used to the bytes taken.  It stops
+ *  early only when an element is complete and the capacity is full: then
+ *  *used < len, and the caller calls again with the rest (bytes + *used)
+ *  and room for more.  The bytes of a field cut by the end of the chunk
+ *  are kept inside the reader (at most one element record plus a tag);
+ *  an unknown length-delimited field, or an element field of a wrong
+ *  length, is skipped without being held, however long.
+ *  Returns: PSI_OK; the codes psi_request_decode_suite or
+ *  psi_response_decode_suite give for the same whole message
+ *  (PSI_E_SUITE_MISMATCH, PSI_E_MSG_VARINT, PSI_E_MSG_TAG,
+ *  PSI_E_MSG_ELEMENT_SIZE) with the same detail: the field, the element
+ *  index counted in the whole message, the byte offset from the message's
+ *  start; PSI_E_INVALID_ARG (also after a successful psi_reader_end).
+ *  After an error every later call returns the same error and detail.
+ *  Out: elements, *count (capacity in elements in, the number written
+ *  out; nothing on failure); *used (0 on failure).  In: bytes, len. */
+PSI_API int psi_reader_feed(psi_reader *r, uint8_t *elements, size_t *count, size_t *used,
+                            const uint8_t *bytes, size_t len);
+
+/** Ends the message: every byte has been fed.
+ *  Returns: PSI_OK; PSI_E_MSG_TRUNCATED when the bytes stopped inside a
+ *  field, and PSI_E_SUITE_MISMATCH inside the suite header, with the
+ *  whole decoder's code and detail for the bytes fed; an earlier error of
+ *  the reader; PSI_E_INVALID_ARG.  Calling it again gives the same result.
+ *  Out: *reveal (the Request's flag, 0 or 1; 0 for a Response), *total
+ *  (the elements of the whole message); both 0 on failure. */
+PSI_API int psi_reader_end(psi_reader *r, int *reveal, uint64_t *total);
+
+/** Wipes and frees a reader.  NULL is a no-op. */
+PSI_API void psi_reader_free(psi_reader *r);
 
 /* ------------------------------------------------------------ the server */
 
