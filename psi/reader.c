@@ -217,8 +217,10 @@ int psi_reader_run(psi_reader *r, uint8_t *elements, size_t cap, size_t *count, 
             if (r->suite == PSI_SUITE_OPENMINED_P256) {
                 // No header; a message that starts with the header's tag is
                 // another suite's (and no valid protobuf either).
-                rc = b == PSI_SUITE_HEADER_TAG ? fail_suite(r) : PSI_OK;
-                r->state = R_TAG;
+                if (b == PSI_SUITE_HEADER_TAG)
+                    rc = fail_suite(r);
+                else
+                    r->state = R_TAG;
                 continue; // the byte is the first tag's
             }
             if (b != (r->header_seen == 0 ? PSI_SUITE_HEADER_TAG : (uint8_t)r->suite)) {
