@@ -459,7 +459,9 @@ PSI_API int psi_reader_create(psi_reader **out, int suite, psi_message_kind kind
  *  start; PSI_E_INVALID_ARG (also after a successful psi_reader_end).
  *  After an error every later call returns the same error and detail.
  *  Out: elements, *count (capacity in elements in, the number written
- *  out; nothing on failure); *used (0 on failure).  In: bytes, len. */
+ *  out; on failure 0, and the elements this call wrote are wiped, those
+ *  of earlier calls are the caller's); *used (0 on failure).
+ *  In: bytes, len (bytes may be NULL when len is 0). */
 PSI_API int psi_reader_feed(psi_reader *r, uint8_t *elements, size_t *count, size_t *used,
                             const uint8_t *bytes, size_t len);
 
