@@ -4,12 +4,16 @@
  * accepts except where PROTOCOL.md asks for a stricter rule (element size,
  * a single oneof member, sorted raw elements).  The other suites' messages
  * are the same with a suite header in front and their own element length
- * (§16.1).  ServerSetup is read by setup_parse.c. */
+ * (§16.1).  This file holds the sizes, the whole-message calls and the
+ * GCS and Bloom setups; a Request, a Response and a raw setup are written
+ * by chunks.c (a head and element records), Request and Response are read
+ * by reader.c, ServerSetup by setup_parse.c. */
 #include <string.h>
 
 #include "bloom.h"
 #include "gcs.h"
 #include "messages.h"
+#include "reader.h"
 #include "suite.h"
 
 /* A tag and a worst-case (10-byte) varint: the most a scalar field takes. */
@@ -95,27 +99,7 @@ int psi_msg_header(size_t *skip, int suite, const uint8_t *msg, size_t len, cons
     return PSI_OK;
 }
 
-static void put_header(psi_wbuf *w, int suite)
-{
-    if (suite == PSI_SUITE_OPENMINED_P256)
-        return;
-    const uint8_t header[PSI_SUITE_HEADER_BYTES] = {PSI_SUITE_HEADER_TAG, (uint8_t)suite};
-    psi_wbuf_bytes(w, header, sizeof header);
-}
-
 /* ------------------------------------------------------------- writing */
-
-/* Writes each element as its own length-delimited field, as protobuf does
- * for `repeated bytes` (never packed). */
-static void put_elements(psi_wbuf *w, uint32_t field, const uint8_t *elements, size_t n,
-                         size_t elen)
-{
-    for (size_t i = 0; i < n; i++) {
-        psi_wbuf_tag(w, field, PSI_WIRE_LEN);
-        psi_wbuf_varint(w, elen);
-        psi_wbuf_bytes(w, elements + i * PSI_ELEMENT_BYTES, elen);
-    }
-}
 
 /* proto3 implicit presence: zero is not written.  Negative int32 and int64
  * values are sign-extended to 64 bits, as protobuf does. */
@@ -156,8 +140,7 @@ static int write_message(uint8_t *out, size_t *out_len, size_t cap, writer_fn fn
     return PSI_OK;
 }
 
-/* Clears the output as the header's rules require and checks the buffer. */
-static int take_output(uint8_t *out, size_t *out_len, size_t *cap)
+int psi_msg_take_output(uint8_t *out, size_t *out_len, size_t *cap)
 {
     PSI_CHECK_ARG(out_len != NULL);
     *cap = *out_len;
@@ -168,27 +151,12 @@ static int take_output(uint8_t *out, size_t *out_len, size_t *cap)
 
 /* ---------------------------------------------- Request and Response */
 
-typedef struct elements_msg {
-    int suite;
-    int reveal;
-    uint32_t field;
-    const uint8_t *elements;
-    size_t n;
-} elements_msg;
-
-static void put_elements_msg(psi_wbuf *w, const void *ctx)
-{
-    const elements_msg *m = ctx;
-    put_header(w, m->suite);
-    put_int(w, REQUEST_REVEAL, m->reveal); // 0 for a Response: never written
-    put_elements(w, m->field, m->elements, m->n, psi_suite_element_bytes(m->suite));
-}
-
+/* Both are a head and element records (chunks.c): one encoder. */
 int psi_request_encode_suite(uint8_t *out, size_t *out_len, int suite, int reveal,
                              const uint8_t *elements, size_t n)
 {
     size_t cap;
-    int rc = take_output(out, out_len, &cap);
+    int rc = psi_msg_take_output(out, out_len, &cap);
     if (rc != PSI_OK)
         return rc;
     PSI_CHECK_ARG(reveal == 0 || reveal == 1);
@@ -196,8 +164,7 @@ int psi_request_encode_suite(uint8_t *out, size_t *out_len, int suite, int revea
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
     if (!psi_suite_known(suite))
         return PSI_E_SUITE;
-    elements_msg m = {suite, reveal, REQUEST_ELEMENTS, elements, n};
-    return write_message(out, out_len, cap, put_elements_msg, &m);
+    return psi_msg_encode(out, out_len, cap, suite, PSI_MESSAGE_REQUEST, reveal, elements, n);
 }
 
 int psi_request_encode(uint8_t *out, size_t *out_len, int reveal, const uint8_t *elements,
@@ -211,15 +178,14 @@ int psi_response_encode_suite(uint8_t *out, size_t *out_len, int suite,
                               const uint8_t *elements, size_t n)
 {
     size_t cap;
-    int rc = take_output(out, out_len, &cap);
+    int rc = psi_msg_take_output(out, out_len, &cap);
     if (rc != PSI_OK)
         return rc;
     PSI_CHECK_ARG(elements != NULL || n == 0);
     PSI_CHECK_ARG(n <= SIZE_MAX / PSI_ELEMENT_BYTES);
     if (!psi_suite_known(suite))
         return PSI_E_SUITE;
-    elements_msg m = {suite, 0, RESPONSE_ELEMENTS, elements, n};
-    return write_message(out, out_len, cap, put_elements_msg, &m);
+    return psi_msg_encode(out, out_len, cap, suite, PSI_MESSAGE_RESPONSE, 0, elements, n);
 }
 
 int psi_response_encode(uint8_t *out, size_t *out_len, const uint8_t *elements, size_t n)
@@ -234,85 +200,33 @@ int psi_msg_check_element(const psi_field *f, size_t elen)
     return f->len == elen ? PSI_OK : PSI_E_MSG_ELEMENT_SIZE;
 }
 
-/* Names for error details: a message and its element field. */
-typedef struct msg_names {
-    const char *message;  /* "Request" */
-    const char *elements; /* "Request.encrypted_elements" */
-    const char *scalar;   /* "Request.reveal_intersection", or NULL */
-} msg_names;
-
-static const msg_names request_names = {"Request", "Request.encrypted_elements",
-                                        "Request.reveal_intersection"};
-static const msg_names response_names = {"Response", "Response.encrypted_elements", NULL};
-
-/* Records a field reader's failure at `at` (the start of the field that
- * could not be read).  When the tag itself is readable and names the
- * element field (or the reveal flag), the detail names that field, with
- * the element's index. */
-static int wire_fail(int rc, const uint8_t *msg, const uint8_t *at, const uint8_t *end,
-                     uint32_t elements_field, const msg_names *names, size_t index)
-{
-    const uint8_t *q = at;
-    uint64_t tag = 0;
-    int tag_read = psi_wire_varint(&q, end, &tag) == PSI_OK;
-    if (tag_read && (tag >> 3) == elements_field)
-        return psi_fail_at(rc, names->elements, (int64_t)index, at - msg);
-    if (tag_read && names->scalar != NULL && (tag >> 3) == REQUEST_REVEAL)
-        return psi_fail_at(rc, names->scalar, -1, at - msg);
-    return psi_fail_at(rc, names->message, -1, at - msg);
-}
-
-/* Decodes a Request (reveal_field 1) or a Response (reveal_field 0, which
- * no field has) into at most `cap` elements.  On failure the elements
- * written so far are wiped and *count and *reveal stay 0. */
+/* Decodes a whole Request or Response into at most `cap` elements: the
+ * reader of reader.c run over the whole message, so a message read whole
+ * and one fed in pieces give the same elements, codes and details.  On
+ * failure the elements written are wiped and *count and *reveal stay 0. */
 static int decode_elements(uint8_t *elements, size_t cap, size_t *count, int *reveal,
-                           int suite, uint32_t reveal_field, uint32_t elements_field,
-                           const msg_names *names, const uint8_t *msg, size_t len)
+                           int suite, psi_message_kind kind, const uint8_t *msg, size_t len)
 {
-    size_t skip, elen = psi_suite_element_bytes(suite);
-    int rc = psi_msg_header(&skip, suite, msg, len, names->message);
+    psi_reader r;
+    size_t n = 0, used = 0;
+    uint64_t total;
+    int rc = psi_reader_init(&r, suite, kind);
     if (rc != PSI_OK)
         return rc;
-    const uint8_t *p = msg + skip, *end = msg + len, *at = p;
-    size_t n = 0;
-    int flag = 0;
-    psi_field f;
-    while ((rc = psi_wire_next(&p, end, &f)) == PSI_OK) {
-        if (f.number == reveal_field) {
-            if (f.wire_type != PSI_WIRE_VARINT) {
-                rc = psi_fail_at(PSI_E_MSG_TAG, names->scalar, -1, at - msg);
-                break;
-            }
-            flag = f.varint != 0; // last occurrence wins, as in protobuf
-        } else if (f.number == elements_field) {
-            rc = psi_msg_check_element(&f, elen);
-            if (rc != PSI_OK) {
-                psi_fail_at(rc, names->elements, (int64_t)n, at - msg);
-                break;
-            }
-            if (n == cap) {
-                rc = PSI_E_BUFFER_TOO_SMALL;
-                break;
-            }
-            // A shorter element fills the start of its slot (psi.h).
-            uint8_t *slot = elements + n * PSI_ELEMENT_BYTES;
-            memset(slot, 0, PSI_ELEMENT_BYTES);
-            memcpy(slot, f.data, elen);
-            n++;
-        }
-        at = p;
-    }
-    // The reader failed: it leaves p at the field it could not read (every
-    // other failure above breaks out after p moved past a whole field).
-    if (rc < 0 && at == p)
-        wire_fail(rc, msg, p, end, elements_field, names, n);
-    if (rc != 1) {
+    rc = psi_reader_run(&r, elements, cap, &n, &used, msg, len);
+    // The reader stops early only at an element it has no room for.
+    if (rc == PSI_OK && used < len)
+        rc = PSI_E_BUFFER_TOO_SMALL;
+    if (rc == PSI_OK)
+        rc = psi_reader_finish(&r, reveal, &total);
+    psi_reader_wipe(&r);
+    if (rc != PSI_OK) {
         if (n != 0)
             memset(elements, 0, n * PSI_ELEMENT_BYTES);
+        *reveal = 0;
         return rc;
     }
     *count = n;
-    *reveal = flag;
     return PSI_OK;
 }
 
@@ -328,9 +242,8 @@ int psi_request_decode_suite(uint8_t *elements, size_t *count, int *reveal, int 
     PSI_CHECK_ARG(cap <= SIZE_MAX / PSI_ELEMENT_BYTES);
     PSI_CHECK_ARG(msg != NULL || len == 0);
     psi_detail_clear();
-    return decode_elements(elements, cap, count, reveal, suite, REQUEST_REVEAL,
-                           REQUEST_ELEMENTS, &request_names, msg != NULL ? msg : psi_msg_empty,
-                           len);
+    return decode_elements(elements, cap, count, reveal, suite, PSI_MESSAGE_REQUEST,
+                           msg != NULL ? msg : psi_msg_empty, len);
 }
 
 int psi_request_decode(uint8_t *elements, size_t *count, int *reveal, const uint8_t *msg,
@@ -350,8 +263,8 @@ int psi_response_decode_suite(uint8_t *elements, size_t *count, int suite, const
     PSI_CHECK_ARG(cap <= SIZE_MAX / PSI_ELEMENT_BYTES);
     PSI_CHECK_ARG(msg != NULL || len == 0);
     psi_detail_clear();
-    return decode_elements(elements, cap, count, &unused_reveal, suite, 0, RESPONSE_ELEMENTS,
-                           &response_names, msg != NULL ? msg : psi_msg_empty, len);
+    return decode_elements(elements, cap, count, &unused_reveal, suite, PSI_MESSAGE_RESPONSE,
+                           msg != NULL ? msg : psi_msg_empty, len);
 }
 
 int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, size_t len)
@@ -361,12 +274,11 @@ int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, si
 
 /* ---------------------------------------------------- ServerSetup out */
 
-/* The contents of one ServerSetup oneof member. */
+/* The contents of a GCS or Bloom member (a raw setup is a head and
+ * element records, chunks.c). */
 typedef struct setup_body {
     int suite;
     psi_structure structure;
-    const uint8_t *elements; /* raw */
-    size_t n;
     int32_t div; /* GCS */
     int64_t hash_range;
     int32_t k; /* Bloom */
@@ -376,19 +288,13 @@ typedef struct setup_body {
 
 static void put_body(psi_wbuf *w, const setup_body *b)
 {
-    switch (b->structure) {
-    case PSI_STRUCTURE_RAW:
-        put_elements(w, RAW_ELEMENTS, b->elements, b->n, psi_suite_element_bytes(b->suite));
-        break;
-    case PSI_STRUCTURE_GCS:
+    if (b->structure == PSI_STRUCTURE_GCS) {
         put_int(w, GCS_DIV, b->div);
         put_int(w, GCS_HASH_RANGE, b->hash_range);
         put_bytes(w, GCS_BITS, b->bits, b->bits_len);
-        break;
-    default:
+    } else {
         put_int(w, BLOOM_HASHES, b->k);
         put_bytes(w, BLOOM_BITS, b->bits, b->bits_len);
-        break;
     }
 }
 
@@ -398,7 +304,7 @@ static void put_setup(psi_wbuf *w, const void *ctx)
     const setup_body *b = ctx;
     psi_wbuf body_size = {NULL, 0, 0};
     put_body(&body_size, b);
-    put_header(w, b->suite);
+    psi_msg_put_header(w, b->suite);
     // The oneof field numbers are the structure values plus one.
     psi_wbuf_tag(w, (uint32_t)b->structure + 1, PSI_WIRE_LEN);
     psi_wbuf_varint(w, body_size.len);
@@ -413,9 +319,7 @@ static int encode_raw(uint8_t *out, size_t *out_len, size_t cap, int suite,
         if (memcmp(e - PSI_ELEMENT_BYTES, e, PSI_ELEMENT_BYTES) > 0)
             return psi_fail_at(PSI_E_SETUP_UNSORTED, "elements", (int64_t)i, -1);
     }
-    setup_body b = {.suite = suite, .structure = PSI_STRUCTURE_RAW, .elements = elements,
-                    .n = n};
-    return write_message(out, out_len, cap, put_setup, &b);
+    return psi_msg_encode(out, out_len, cap, suite, PSI_MESSAGE_SETUP_RAW, 0, elements, n);
 }
 
 static int encode_gcs(uint8_t *out, size_t *out_len, size_t cap, int suite,
@@ -466,7 +370,7 @@ int psi_setup_encode_suite(uint8_t *out, size_t *out_len, int suite, const psi_s
                            const uint8_t *elements, size_t n)
 {
     size_t cap;
-    int rc = take_output(out, out_len, &cap);
+    int rc = psi_msg_take_output(out, out_len, &cap);
     if (rc != PSI_OK)
         return rc;
     PSI_CHECK_ARG(p != NULL);

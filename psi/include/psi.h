@@ -386,6 +386,99 @@ PSI_API size_t psi_message_element_bound(size_t msg_len);
  *  PSI_E_PARAM_OVERFLOW, PSI_E_STRUCTURE. */
 PSI_API int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_server);
 
+/* --------------------------------------------- messages in chunks (§10.1) */
+/* A Request, a Response or a raw ServerSetup is a head and then one
+ * record per element, so it can be written and read in pieces: a message
+ * larger than memory, or one still arriving over a network, never has to
+ * be held whole.  The whole-message calls below are built from these, so
+ * both give the same bytes and the same errors. */
+
+/** The messages made of element records. */
+typedef enum psi_message_kind {
+    PSI_MESSAGE_REQUEST = 1,
+    PSI_MESSAGE_RESPONSE = 2,
+    PSI_MESSAGE_SETUP_RAW = 3
+} psi_message_kind;
+
+/** A capacity always enough for psi_message_head. */
+#define PSI_MESSAGE_HEAD_MAX 16
+
+/** Writes the bytes of a message of `kind` that come before its element
+ *  records: the suite header (§16.1); for a Request its reveal field when
+ *  reveal is 1; for a raw ServerSetup the RawInfo field's tag and length,
+ *  which depend on the n elements that follow (n is ignored otherwise).
+ *  The head, then n records written by psi_message_records in any number
+ *  of pieces, is byte for byte the message psi_request_encode_suite,
+ *  psi_response_encode_suite or psi_setup_encode_suite (raw) writes for
+ *  the same elements.
+ *  Returns: PSI_OK, PSI_E_SUITE, PSI_E_INVALID_ARG (bad kind, reveal not 0
+ *  or 1), PSI_E_MSG_TOO_LARGE (the RawInfo length, or the whole message,
+ *  overflows size_t), PSI_E_BUFFER_TOO_SMALL.
+ *  Out: out, *out_len (capacity PSI_MESSAGE_HEAD_MAX is enough).
+ *  In: suite; kind; reveal (0 or 1; only a Request carries it); n (the
+ *  number of elements of a raw setup). */
+PSI_API int psi_message_head(uint8_t *out, size_t *out_len, int suite, psi_message_kind kind,
+                             int reveal, uint64_t n);
+
+/** Writes n element records of `kind` (each its tag, its length and the
+ *  suite's element bytes, §10) from n PSI_ELEMENT_BYTES slots.  For a raw
+ *  setup the records of all the pieces together must be in byte order, as
+ *  psi_setup_encode requires (psi_setup_parse refuses them otherwise);
+ *  this call does not check it.
+ *  Returns: as psi_message_head.
+ *  Out: out, *out_len (capacity n * (2 + psi_suite_element_bytes(suite))).
+ *  In: suite, kind; elements, n * PSI_ELEMENT_BYTES bytes. */
+PSI_API int psi_message_records(uint8_t *out, size_t *out_len, int suite,
+                                psi_message_kind kind, const uint8_t *elements, size_t n);
+
+/** A decoder of a Request or Response fed its bytes as they arrive.  It
+ *  holds at most one element record and a tag of the message, whatever
+ *  the message's size and whatever lengths its fields claim.  It is the
+ *  only decoder of these messages: psi_request_decode_suite and
+ *  psi_response_decode_suite run it over the whole message. */
+typedef struct psi_reader psi_reader;
+
+/** Creates a reader for one message of `kind` (PSI_MESSAGE_REQUEST or
+ *  PSI_MESSAGE_RESPONSE) in `suite`.
+ *  Returns: PSI_OK, PSI_E_SUITE, PSI_E_INVALID_ARG, PSI_E_NOMEM.
+ *  Out: *out (NULL on failure).  Ownership: the caller frees *out with
+ *  psi_reader_free. */
+PSI_API int psi_reader_create(psi_reader **out, int suite, psi_message_kind kind);
+
+/** Feeds the next len bytes of the message.  Writes the complete elements
+ *  found into `elements` and sets *used to the bytes taken.  It stops
+ *  early only when an element is complete and the capacity is full: then
+ *  *used < len, and the caller calls again with the rest (bytes + *used)
+ *  and room for more.  The bytes of a field cut by the end of the chunk
+ *  are kept inside the reader (at most one element record plus a tag);
+ *  an unknown length-delimited field, or an element field of a wrong
+ *  length, is skipped without being held, however long.
+ *  Returns: PSI_OK; the codes psi_request_decode_suite or
+ *  psi_response_decode_suite give for the same whole message
+ *  (PSI_E_SUITE_MISMATCH, PSI_E_MSG_VARINT, PSI_E_MSG_TAG,
+ *  PSI_E_MSG_ELEMENT_SIZE) with the same detail: the field, the element
+ *  index counted in the whole message, the byte offset from the message's
+ *  start; PSI_E_INVALID_ARG (also after a successful psi_reader_end).
+ *  After an error every later call returns the same error and detail.
+ *  Out: elements, *count (capacity in elements in, the number written
+ *  out; on failure 0, and the elements this call wrote are wiped, those
+ *  of earlier calls are the caller's); *used (0 on failure).
+ *  In: bytes, len (bytes may be NULL when len is 0). */
+PSI_API int psi_reader_feed(psi_reader *r, uint8_t *elements, size_t *count, size_t *used,
+                            const uint8_t *bytes, size_t len);
+
+/** Ends the message: every byte has been fed.
+ *  Returns: PSI_OK; PSI_E_MSG_TRUNCATED when the bytes stopped inside a
+ *  field, and PSI_E_SUITE_MISMATCH inside the suite header, with the
+ *  whole decoder's code and detail for the bytes fed; an earlier error of
+ *  the reader; PSI_E_INVALID_ARG.  Calling it again gives the same result.
+ *  Out: *reveal (the Request's flag, 0 or 1; 0 for a Response), *total
+ *  (the elements of the whole message); both 0 on failure. */
+PSI_API int psi_reader_end(psi_reader *r, int *reveal, uint64_t *total);
+
+/** Wipes and frees a reader.  NULL is a no-op. */
+PSI_API void psi_reader_free(psi_reader *r);
+
 /* ------------------------------------------------------------ the server */
 
 /** Builds the ServerSetup message (§7) from the server's values.

@@ -1,6 +1,7 @@
 /* What the parts of test_codec share (test_codec_internal.c holds main;
  * codec_vectors.c, codec_errors.c and codec_malformed.c the rest): the
- * vectors, hex and random helpers, and the test cases main runs. */
+ * vectors, hex and random helpers, the malformed-message table (test_chunks
+ * uses it too) and the test cases main runs. */
 #ifndef PSI_TEST_CODEC_COMMON_H
 #define PSI_TEST_CODEC_COMMON_H
 
@@ -59,7 +60,18 @@ void test_codec_decode_buffer_too_small(void **state);
 void test_codec_null_args_encoders(void **state);
 void test_codec_null_args_decoders(void **state);
 
-/* codec_malformed.c */
+/* codec_malformed.c; its table is also fed in pieces by test_chunks.c. */
+enum decoder { DEC_REQUEST, DEC_RESPONSE, DEC_SETUP };
+/* A malformed (or barely valid) message of the OpenMined suite and the
+ * code its decoder must return. */
+typedef struct malformed_case {
+    const char *name;
+    enum decoder decoder;
+    const char *hex;
+    int expect;
+} malformed_case;
+extern const malformed_case codec_malformed_cases[];
+extern const size_t codec_malformed_count;
 void test_codec_malformed_table(void **state);
 void test_codec_unknown_fields_skipped(void **state);
 void test_codec_scalar_rules(void **state);

@@ -17,8 +17,6 @@
 
 /* ------------------------------------------------ malformed messages */
 
-enum decoder { DEC_REQUEST, DEC_RESPONSE, DEC_SETUP };
-
 /* Runs one decoder with enough capacity, checks the failure contract
  * (nothing returned on error) and the invariants of a success. */
 static int run_decoder(enum decoder d, const uint8_t *msg, size_t len)
@@ -55,14 +53,7 @@ static int run_decoder(enum decoder d, const uint8_t *msg, size_t len)
     return rc;
 }
 
-typedef struct malformed_case {
-    const char *name;
-    enum decoder decoder;
-    const char *hex;
-    int expect;
-} malformed_case;
-
-static const malformed_case malformed[] = {
+const malformed_case codec_malformed_cases[] = {
     {"request empty", DEC_REQUEST, "", PSI_OK},
     {"varint missing", DEC_REQUEST, "08", PSI_E_MSG_TRUNCATED},
     {"varint cut", DEC_REQUEST, "08 80", PSI_E_MSG_TRUNCATED},
@@ -153,12 +144,13 @@ static const malformed_case malformed[] = {
     {"gcs bits past inner end", DEC_SETUP, "1203 1a0501 2205 0000000000", PSI_E_MSG_TRUNCATED},
     {"gcs inner wire type 7", DEC_SETUP, "1203 1064 0f", PSI_E_MSG_TAG},
 };
+const size_t codec_malformed_count = sizeof codec_malformed_cases / sizeof codec_malformed_cases[0];
 
 void test_codec_malformed_table(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
-        const malformed_case *c = &malformed[i];
+    for (size_t i = 0; i < codec_malformed_count; i++) {
+        const malformed_case *c = &codec_malformed_cases[i];
         size_t len;
         uint8_t *msg = hex_alloc(c->hex, &len);
         int rc = run_decoder(c->decoder, msg, len);
