@@ -5,9 +5,7 @@
  * The one place the merge rules are written. */
 #include <string.h>
 
-#include "messages.h"
 #include "plan.h"
-#include "suite.h"
 
 /* --------------------------------------------------- the steps' outputs */
 
@@ -201,8 +199,8 @@ typedef struct writer {
     void *sink_arg;
     uint8_t chunk[1 << 16];
     size_t *perm; /* raw setup: each record's input index, in order */
-    size_t elen;
-    uint8_t tag;
+    psi_suite suite;
+    psi_message_kind kind;
 } writer;
 
 static int writer_put(writer *w, const uint8_t *bytes, size_t len)
@@ -235,50 +233,35 @@ static int writer_flush(writer *w)
     return rc;
 }
 
-/* One element record (tag, length, the suite's element bytes, §10). */
+/* One element record (§10.1), from the library's one encoder. */
 static int emit_record(void *arg, const uint8_t *elem, size_t index)
 {
     writer *w = arg;
     uint8_t rec[2 + PSI_ELEMENT_BYTES];
-    rec[0] = w->tag;
-    rec[1] = (uint8_t)w->elen;
-    memcpy(rec + 2, elem, w->elen);
+    size_t len = sizeof rec;
+    int rc = psi_message_records(rec, &len, w->suite, w->kind, elem, 1);
+    if (rc != PSI_OK)
+        return rc;
     if (w->perm != NULL)
         *w->perm++ = index;
-    return writer_put(w, rec, 2 + w->elen);
+    return writer_put(w, rec, len);
 }
 
-/* The bytes before the records (§10, §16.1): the suite header, a
- * request's reveal flag, a raw setup's RawInfo tag and length. */
-static int write_head(writer *w, const psi_plan *p)
-{
-    uint8_t head[16];
-    psi_wbuf b = {head, sizeof head, 0};
-    if (p->suite != PSI_SUITE_OPENMINED_P256) {
-        const uint8_t h[PSI_SUITE_HEADER_BYTES] = {PSI_SUITE_HEADER_TAG, (uint8_t)p->suite};
-        psi_wbuf_bytes(&b, h, sizeof h);
-    }
-    if (p->op == PSI_OP_REQUEST && p->reveal) {
-        psi_wbuf_tag(&b, REQUEST_REVEAL, PSI_WIRE_VARINT);
-        psi_wbuf_varint(&b, 1);
-    }
-    if (p->op == PSI_OP_SETUP) {
-        if (p->n > (SIZE_MAX - 16) / (2 + w->elen))
-            return PSI_E_MSG_TOO_LARGE;
-        psi_wbuf_tag(&b, SETUP_RAW, PSI_WIRE_LEN);
-        psi_wbuf_varint(&b, p->n * (2 + w->elen));
-    }
-    return writer_put(w, head, b.len);
-}
-
-/* SETUP (raw), REQUEST and RESPONSE: head, then the records in order. */
+/* SETUP (raw), REQUEST and RESPONSE: the head (§10.1), then the records in
+ * the operation's order. */
 static int write_records(psi_plan *p, writer *w, size_t *perm)
 {
-    w->elen = psi_suite_element_bytes(p->suite);
-    w->tag = (uint8_t)(((p->op == PSI_OP_REQUEST ? REQUEST_ELEMENTS : RESPONSE_ELEMENTS) << 3) |
-                       PSI_WIRE_LEN); // RAW_ELEMENTS is field 1 too
+    uint8_t head[PSI_MESSAGE_HEAD_MAX];
+    size_t hlen = sizeof head;
+    w->suite = p->suite;
+    w->kind = p->op == PSI_OP_REQUEST    ? PSI_MESSAGE_REQUEST
+              : p->op == PSI_OP_RESPONSE ? PSI_MESSAGE_RESPONSE
+                                         : PSI_MESSAGE_SETUP_RAW;
     w->perm = perm;
-    int rc = write_head(w, p);
+    int rc = psi_message_head(head, &hlen, p->suite, w->kind,
+                              p->op == PSI_OP_REQUEST ? p->reveal : 0, p->n);
+    if (rc == PSI_OK)
+        rc = writer_put(w, head, hlen);
     if (rc == PSI_OK)
         rc = plan_walk(p, emit_record, w);
     if (rc == PSI_OK)
