@@ -229,6 +229,19 @@ void *psi_app_alloc(size_t n, size_t size)
     return malloc(n * size);
 }
 
+static int util_cmp_index(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+void psi_app_sort_indices(size_t *idx, size_t n)
+{
+    if (n > 1)
+        qsort(idx, n, sizeof *idx, util_cmp_index);
+}
+
 const char *psi_app_suite_label(int suite)
 {
     static char buf[32];

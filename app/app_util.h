@@ -86,6 +86,12 @@ size_t psi_app_clean_text(char *dst, size_t cap, const uint8_t *src, size_t len,
 /** Returns: malloc(n ? n : 1) times `size`, or NULL on overflow/failure. */
 void *psi_app_alloc(size_t n, size_t size);
 
+/** Sorts n result indices ascending.  The commands write an intersection's
+ *  rows or indices in input order, whatever order the library gives them
+ *  in (§9: by ciphertext, by hash or ascending): a rule of the commands'
+ *  output, not of the protocol. */
+void psi_app_sort_indices(size_t *idx, size_t n);
+
 /** Returns: the suite's name, or "suite N" (in a static buffer) for an
  *  unknown number. */
 const char *psi_app_suite_label(int suite);

@@ -304,14 +304,7 @@ static int client_exchange(client_ctx *s)
     return 0;
 }
 
-/* Orders indices and pairs for the output. */
-static int client_cmp_index(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-
-    return (x > y) - (x < y);
-}
-
+/* Orders pairs for the output. */
 static int client_cmp_pair(const void *a, const void *b)
 {
     const psi_pair *x = a, *y = b;
@@ -337,7 +330,7 @@ static int client_write_matches(client_ctx *s, size_t *count)
         free(idx);
         return client_fail_psi(s, "cannot compute the intersection", rc);
     }
-    qsort(idx, k, sizeof *idx, client_cmp_index);
+    psi_app_sort_indices(idx, k);
     if (s->o->mode == CLIENT_ROWS)
         psi_app_input_write_header(f, &s->in);
     for (size_t i = 0; i < k; i++) {

@@ -181,13 +181,6 @@ done:
     return rc;
 }
 
-static int steps_cmp_index(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-
-    return (x > y) - (x < y);
-}
-
 /* Computes the result and writes it to s->out (not committed).  Out: *count. */
 static int steps_match_write(psi_app_offline *s, const uint8_t *setup, size_t setup_len,
                              const uint8_t *resp, size_t resp_len, size_t *count)
@@ -217,7 +210,7 @@ static int steps_match_write(psi_app_offline *s, const uint8_t *setup, size_t se
         return psi_app_offline_fail_psi(s, "cannot compute the intersection", files,
                                         prc);
     }
-    qsort(idx, k, sizeof *idx, steps_cmp_index);
+    psi_app_sort_indices(idx, k);
     if (s->o.mode == PSI_APP_OFFLINE_ROWS)
         psi_app_input_write_header(s->out.f, &s->in);
     for (size_t i = 0; i < k; i++) {
