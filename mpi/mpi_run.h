@@ -1,15 +1,16 @@
 /*
  * shardpsi-mpi: the four protocol steps of the offline commands (PROTOCOL.md
- * §17) run on the ranks of an MPI job, each rank one shard with its own
- * engines and threads, merged by the rules of §14 into files byte-identical
- * to the single process's (§18).
+ * §17) run on the ranks of an MPI job, each rank one slice of the library's
+ * plan of the step (§19) on its own engines and threads; the plan's finish
+ * on rank 0 merges and encodes, so the files are byte-identical to the
+ * single process's (§18).
  *
  * Every rank runs the same sequence of steps.  A step that can fail on some
  * ranks ends in psi_mpi_agree(), a collective call after which every rank knows
  * whether all succeeded; rank 0 then prints the lowest failing rank's
  * message and every rank returns the same exit code.  Only rank 0 writes
  * output files; the other ranks send it their parts in bounded chunks
- * (mpi_stream.c).  MPI calls are made by the main thread only.
+ * (mpi_plan.c, mpi_stream.c).  MPI calls are made by the main thread only.
  */
 #ifndef PSI_MPI_RUN_H
 #define PSI_MPI_RUN_H
@@ -78,6 +79,50 @@ int psi_mpi_read_input(psi_mpi_run *r);
 int psi_mpi_read_elements(psi_mpi_run *r, const char *path, const char *what, int is_request,
                       const uint64_t *counts, uint8_t **elems, size_t *n,
                       uint64_t *total, int *reveal);
+
+/* ---- mpi_plan.c ---- */
+
+/** This rank's part of an external plan of the library (psi.h, "plans of
+ *  steps", PROTOCOL.md §19): every rank begins the same plan, one slice a
+ *  rank, and runs its slice's step where its inputs are. */
+typedef struct psi_mpi_plan {
+    psi_engine *e;    // the key with the operation's role and reveal flag
+    psi_plan *p;      // the plan, on every rank
+    psi_step st;      // this rank's slice: its step kind, offset and count
+    uint8_t *out;     // the step's outputs, st.count elements
+    size_t *idx;      // their indices in the whole input (indexed steps), else NULL
+} psi_mpi_plan;
+
+/** Collective.  Begins the external plan of `a` (the fields external,
+ *  slices and slice_counts are set here: one slice a rank, rank k's with
+ *  counts[k] inputs) on an engine of the key with `role` and `reveal`, and
+ *  takes this rank's step.  A failure is reported as `what` (of `file`,
+ *  may be NULL), as the single process reports the same call.
+ *  Returns: as psi_mpi_agree; free *mp with psi_mpi_plan_free either way. */
+int psi_mpi_plan_begin(psi_mpi_run *r, psi_mpi_plan *mp, psi_role role, int reveal,
+                       psi_op_args *a, const uint64_t *counts, const char *what,
+                       const char *file);
+
+/** Collective.  Runs this rank's step on its st.count inputs (values for a
+ *  masking step, else points) on its shards, with progress `step`, into
+ *  mp->out and mp->idx.  Returns: as psi_mpi_plan_begin. */
+int psi_mpi_plan_run(psi_mpi_run *r, psi_mpi_plan *mp, const char *step,
+                     const psi_value *values, const uint8_t *points, const char *what,
+                     const char *file);
+
+/** Collective.  Ranks other than 0 send their outputs to rank 0 in chunks
+ *  of r->chunk elements; rank 0 runs the plan's finish, which asks for
+ *  each rank's next chunk only when its merge reaches it: into `o` when
+ *  it is not NULL (psi_plan_finish), else as a message written to `f`
+ *  (psi_plan_finish_to, with `perm`, may be NULL).  Every chunk is
+ *  received even when the finish fails.  Returns: on rank 0 the finish's
+ *  code (PSI_E_IO: `f` could not be written), PSI_OK on the others. */
+int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, FILE *f, size_t *perm,
+                        psi_op_output *o);
+
+/** Frees what psi_mpi_plan_begin and psi_mpi_plan_run made.  A zeroed *mp
+ *  is fine. */
+void psi_mpi_plan_free(psi_mpi_plan *mp);
 
 /* ---- mpi_stream.c ---- */
 
