@@ -126,38 +126,10 @@ void psi_mpi_plan_free(psi_mpi_plan *mp);
 
 /* ---- mpi_stream.c ---- */
 
-/** The bytes of one wire record for an element slot: tag, length, the
- *  suite's element bytes.  Returns: bytes written to out. */
-size_t psi_mpi_record(uint8_t *out, uint8_t tag, int suite, const uint8_t *elem);
-
-/** Writes v as a protobuf varint (at most 10 bytes).  Returns: its length. */
-size_t psi_mpi_varint(uint8_t *out, uint64_t v);
-
-/* The streams below learn each rank's count themselves (MPI_Gather). */
-
-/** Collective.  Streams each rank's `n` elements, as wire records with
- *  `tag`, to rank 0, which writes them to `f` in rank order (request,
- *  reveal-on response).  Returns: 0, or -1 on rank 0 when writing failed
- *  (every chunk is still received). */
-int psi_mpi_stream_records(psi_mpi_run *r, FILE *f, uint8_t tag, const uint8_t *elems, size_t n);
-
 /** Collective.  Streams each rank's `len` bytes to rank 0, which writes them
- *  to `f` in rank order (match's rows or indices).  Returns: as above. */
+ *  to `f` in rank order (match's rows), in chunks of 4 MiB.  Returns: 0, or
+ *  -1 on rank 0 when writing failed (every chunk is still received). */
 int psi_mpi_stream_bytes(psi_mpi_run *r, FILE *f, const uint8_t *buf, size_t len);
-
-/** Collective.  Each rank's n elements are sorted by (bytes, index) with
- *  their global indices in idx (may be NULL: then by bytes alone).  Rank 0
- *  merges them (k-way, the least head first, ties to the lower rank) and
- *  passes each element in order to emit(arg, elem, index).  Returns: 0, or
- *  emit's first non-zero return on rank 0 (the streams are still drained). */
-typedef int (*psi_mpi_emit_fn)(void *arg, const uint8_t *elem, uint64_t index);
-int psi_mpi_stream_merge(psi_mpi_run *r, const uint8_t *elems, const uint64_t *idx, size_t n,
-                     psi_mpi_emit_fn emit, void *arg);
-
-/** Collective.  Rank 0 receives every rank's elements in rank order into
- *  one buffer of r->total elements (GCS and Bloom setups).  Returns: as
- *  psi_mpi_agree; out on rank 0 only. */
-int psi_mpi_gather_elements(psi_mpi_run *r, const uint8_t *elems, size_t n, uint8_t **out);
 
 /* ---- mpi_steps.c, mpi_match.c ---- */
 int psi_mpi_setup(psi_mpi_run *r);
