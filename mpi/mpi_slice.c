@@ -205,24 +205,25 @@ static void slice_part(const psi_mpi_run *r, int rank, const uint64_t *counts, u
 
 typedef struct msg_kind {
     int suite, is_request;
-    uint8_t p0[8], p1[8];   // the prefix without and with the reveal field
-    size_t p0_len, p1_len;  // p1: requests only
+    psi_message_kind kind;
+    uint8_t p0[PSI_MESSAGE_HEAD_MAX], p1[PSI_MESSAGE_HEAD_MAX]; // the head without and
+    size_t p0_len, p1_len;  // with the reveal field (p1: requests only)
     size_t rec;             // bytes per element record
 } msg_kind;
 
+/* The bytes before the records (§10.1), from the library. */
 static void slice_kind(msg_kind *k, int suite, int is_request)
 {
     memset(k, 0, sizeof *k);
     k->suite = suite;
     k->is_request = is_request;
-    k->p0_len = k->p1_len = sizeof k->p0;
-    if (is_request) {
-        psi_request_encode_suite(k->p0, &k->p0_len, suite, 0, NULL, 0);
-        psi_request_encode_suite(k->p1, &k->p1_len, suite, 1, NULL, 0);
-    } else {
-        psi_response_encode_suite(k->p0, &k->p0_len, suite, NULL, 0);
+    k->kind = is_request ? PSI_MESSAGE_REQUEST : PSI_MESSAGE_RESPONSE;
+    k->p0_len = k->p1_len = PSI_MESSAGE_HEAD_MAX;
+    if (psi_message_head(k->p0, &k->p0_len, suite, k->kind, 0, 0) != PSI_OK ||
+        (is_request && psi_message_head(k->p1, &k->p1_len, suite, k->kind, 1, 0) != PSI_OK))
+        MPI_Abort(MPI_COMM_WORLD, PSI_APP_EXIT_FAIL); // the suite was checked by the parser
+    if (!is_request)
         k->p1_len = 0;
-    }
     k->rec = 2 + psi_suite_element_bytes(suite);
 }
 
@@ -236,37 +237,50 @@ static int slice_decode(const msg_kind *k, uint8_t *elems, size_t *n, int *revea
     return psi_response_decode_suite(elems, n, k->suite, msg, len);
 }
 
-/* The canonical path: reads and decodes this rank's records.  Returns: 0,
- * 1 when they are not canonical records (the fallback decides), -1 on an
- * I/O error or no memory (reported). */
+/* The canonical path: reads this rank's records in pieces and decodes them
+ * with the library's reader, as the message's head and then those records.
+ * Returns: 0, 1 when they are not exactly cnt element records (the
+ * fallback decides), -1 on an I/O error or no memory (reported). */
 static int slice_records(psi_mpi_run *r, const msg_kind *k, const char *path, uint64_t base,
                          uint64_t off, uint64_t cnt, uint8_t **elems)
 {
-    uint64_t size;
-    size_t bytes = k->p0_len + (size_t)cnt * k->rec, n = (size_t)cnt;
-    uint8_t *msg = psi_app_alloc(bytes, 1);
-    int fd, rv = 0, rc = -1;
+    uint8_t buf[1 << 16];
+    uint64_t size, at = base + off * k->rec, end = at + cnt * k->rec, total = 0;
+    size_t got = 0, c, used;
+    psi_reader *rd = NULL;
+    int fd = -1, rv = 0, rc = -1, ok;
 
-    *elems = psi_app_alloc(n, PSI_ELEMENT_BYTES);
-    if (msg == NULL || *elems == NULL) {
+    *elems = psi_app_alloc((size_t)cnt, PSI_ELEMENT_BYTES);
+    if (*elems == NULL || psi_reader_create(&rd, k->suite, k->kind) != PSI_OK) {
         psi_app_offline_fail(&r->s, "out of memory for this rank's %llu elements of %s",
                              (unsigned long long)cnt, path);
         goto done;
     }
     if ((fd = slice_open(r, "message", path, &size)) < 0)
         goto done;
-    memcpy(msg, k->p0, k->p0_len);
-    if (slice_pread(fd, msg + k->p0_len, bytes - k->p0_len, base + off * k->rec) != 0) {
-        psi_app_offline_fail(&r->s, "%s: cannot read: %s", path,
-                             errno ? strerror(errno) : "the file shrank");
-        close(fd);
-        goto done;
+    c = (size_t)cnt;
+    ok = psi_reader_feed(rd, *elems, &c, &used, k->p0, k->p0_len) == PSI_OK &&
+         used == k->p0_len;
+    got = c;
+    while (ok && at < end) {
+        size_t want = end - at < sizeof buf ? (size_t)(end - at) : sizeof buf;
+        if (slice_pread(fd, buf, want, at) != 0) {
+            psi_app_offline_fail(&r->s, "%s: cannot read: %s", path,
+                                 errno ? strerror(errno) : "the file shrank");
+            goto done;
+        }
+        c = (size_t)cnt - got;
+        // All of it taken, or the slice holds more elements than its count.
+        ok = psi_reader_feed(rd, *elems + got * PSI_ELEMENT_BYTES, &c, &used, buf, want) ==
+                 PSI_OK && used == want;
+        got += c;
+        at += want;
     }
-    close(fd);
-    rc = slice_decode(k, *elems, &n, &rv, msg, bytes) == PSI_OK && n == cnt && rv == 0
-             ? 0 : 1;
+    rc = ok && psi_reader_end(rd, &rv, &total) == PSI_OK && total == cnt && rv == 0 ? 0 : 1;
 done:
-    free(msg);
+    if (fd >= 0)
+        close(fd);
+    psi_reader_free(rd);
     if (rc != 0) {
         free(*elems);
         *elems = NULL;
@@ -346,7 +360,7 @@ int psi_mpi_read_elements(psi_mpi_run *r, const char *path, const char *what, in
 {
     msg_kind k;
     uint64_t info[4] = {0, 0, 0, 0}, size = 0, off, cnt; // canonical, base, count, reveal
-    uint8_t head[8];
+    uint8_t head[PSI_MESSAGE_HEAD_MAX];
     int status = 0, flag, any, rv = 0, fd;
 
     *elems = NULL;
