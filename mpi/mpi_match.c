@@ -12,6 +12,9 @@
 #include "app_util.h"
 #include "mpi_run.h"
 
+/* The MPI type of the library's indices. */
+#define MATCH_MPI_SIZE_T (sizeof(size_t) == 8 ? MPI_UINT64_T : MPI_UINT32_T)
+
 /* Rank 0 sends each rank its part of the sorted result (global indices);
  * every rank ends with its own, as indices into its input.  Returns: 0. */
 static int match_scatter(psi_mpi_run *r, const size_t *all, size_t k, size_t **mine,
@@ -30,7 +33,7 @@ static int match_scatter(psi_mpi_run *r, const size_t *all, size_t k, size_t **m
                 *n = (size_t)cnt; // rank 0's come first, and its offset is 0
             } else {
                 MPI_Send(&cnt, 1, MPI_UINT64_T, q, PSI_MPI_TAG_LIST, MPI_COMM_WORLD);
-                MPI_Send(all + a, (int)(cnt * sizeof *all), MPI_BYTE, q, PSI_MPI_TAG_LIST,
+                MPI_Send(all + a, (int)cnt, MATCH_MPI_SIZE_T, q, PSI_MPI_TAG_LIST,
                          MPI_COMM_WORLD);
             }
             a = b;
@@ -40,7 +43,7 @@ static int match_scatter(psi_mpi_run *r, const size_t *all, size_t k, size_t **m
     MPI_Recv(&cnt, 1, MPI_UINT64_T, 0, PSI_MPI_TAG_LIST, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if ((*mine = psi_app_alloc((size_t)cnt, sizeof **mine)) == NULL)
         MPI_Abort(MPI_COMM_WORLD, PSI_APP_EXIT_FAIL);
-    MPI_Recv(*mine, (int)(cnt * sizeof **mine), MPI_BYTE, 0, PSI_MPI_TAG_LIST, MPI_COMM_WORLD,
+    MPI_Recv(*mine, (int)cnt, MATCH_MPI_SIZE_T, 0, PSI_MPI_TAG_LIST, MPI_COMM_WORLD,
              MPI_STATUS_IGNORE);
     *n = (size_t)cnt;
     for (size_t i = 0; i < *n; i++)
