@@ -4,8 +4,8 @@
 # count of --ranks (default "1 2 4"), and the single-thread baseline of the
 # same run: `shardpsi setup --threads 1` on the first --baseline values. Prints
 # per run the wall time, values per second, the time until every rank has
-# masked its slice and the time the ranks then take to sort their slices
-# and rank 0 to merge and write, and
+# masked and sorted its slice (the plan's step) and the time rank 0 then
+# takes to merge and write, and
 # the largest resident set of any rank (ranks run with --bind-to none and
 # the default threads: the CPUs shared among the ranks); checks that every
 # rank count wrote the same setup and permutation bytes.  load_1min is the
@@ -53,7 +53,7 @@ t1=$(date +%s.%N)
 awk -v n="$baseline" -v a="$t0" -v b="$t1" 'BEGIN {
     printf "baseline: shardpsi setup --threads 1, %d values: %.1f s, %.0f values/s\n", n, b - a, n / (b - a) }'
 
-printf '%-6s %-8s %9s %12s %12s %18s %14s %s\n' ranks threads wall_s values/s mask_s sort_merge_write_s max_rank_MiB \
+printf '%-6s %-8s %9s %12s %12s %18s %14s %s\n' ranks threads wall_s values/s mask_sort_s merge_write_s max_rank_MiB \
     load_1min
 first=
 for r in $ranks; do

@@ -67,7 +67,8 @@ int psi_mpi_setup(psi_mpi_run *r)
         (rc = psi_mpi_plan_run(r, &mp, "masking this rank's part of the setup",
                                r->s.in.values, NULL, "cannot build the setup", NULL)) != 0)
         goto done;
-    t[1] = psi_app_now_ms(); // after the agreement: the slowest rank's masking is done
+    // After the agreement: the slowest rank's step (masking and, raw, sorting) is done.
+    t[1] = psi_app_now_ms();
     // The permutation is the plan's merged indices: rank 0 holds all n.
     if (r->rank == 0 && r->s.o.permutation != NULL &&
         (perm = psi_app_alloc((size_t)r->total, sizeof *perm)) == NULL) {
@@ -88,7 +89,7 @@ int psi_mpi_setup(psi_mpi_run *r)
     }
     t[2] = psi_app_now_ms();
     PSI_MPI_NOTE(r, "%llu values on %d ranks: a %s setup (suite %s)%s; "
-                          "%.1f s: key, read and mask %.1f s, sort, merge and write %.1f s",
+                          "%.1f s: key, read and mask %.1f s, merge and write %.1f s",
                           (unsigned long long)r->total, r->size,
                           psi_app_structure_name(r->s.o.structure),
                           psi_app_suite_label(r->s.o.suite),
