@@ -39,6 +39,8 @@ static int cursor_fill(psi_plan *p, cursor *c)
         return rc;
     if (got == 0 || got > c->left || elem == NULL || (psi_step_sorts(p->kind) && idx == NULL))
         return PSI_E_INVALID_ARG;
+    if (!psi_step_sorts(p->kind))
+        idx = NULL; /* an unsorted slice's indices are its positions */
     // A slice's indices are its own inputs': anything else is a broken source.
     for (size_t i = 0; idx != NULL && i < got; i++)
         if (idx[i] < sl->offset || idx[i] - sl->offset >= sl->count)

@@ -694,7 +694,9 @@ PSI_API int psi_plan_run(psi_plan *p, const psi_engine *e, size_t k);
 
 /** Stores the outcome of slice k run elsewhere (psi_step_run in another
  *  worker or process): code and, on failure, the detail's index; on
- *  success its output and, for _SORT kinds, its indices (copied).
+ *  success its output and, for _SORT kinds, its indices (copied).  An
+ *  external plan takes only failures here (its outputs come from its
+ *  source), so that finish reports them as the single engine would.
  *  Returns: PSI_OK, PSI_E_INVALID_ARG. */
 PSI_API int psi_plan_put(psi_plan *p, size_t k, int code, int64_t index,
                          const uint8_t *out, const size_t *perm);
