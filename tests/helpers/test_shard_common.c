@@ -210,7 +210,11 @@ static int run_external(const psi_engine *e, psi_op_args *a, psi_op_output *o, s
     int message = a->op == PSI_OP_SETUP || a->op == PSI_OP_REQUEST || a->op == PSI_OP_RESPONSE;
     if (rc == PSI_OK && message && o->len >= psi_plan_bound(p)) {
         sink_buf b = {o->bytes, o->len, 0};
-        rc = psi_plan_finish_to(p, sink_append, &b, o->perm);
+        psi_op_output so = *o;
+        so.sink = sink_append;
+        so.sink_arg = &b;
+        rc = psi_plan_finish(p, &so);
+        assert_true(rc != PSI_OK || so.len == b.len);
         o->len = rc == PSI_OK ? b.len : 0;
     } else if (rc == PSI_OK) {
         rc = psi_plan_finish(p, o);

@@ -27,7 +27,7 @@ extern char ts_where[256]; /* the case being checked, in every failure */
  * of the engine, its inputs copied out and its outcome put back, last slice
  * first (PLAN_REMOTE, as workers do); or an external plan whose steps run
  * on inputs the test decoded itself, their outputs handed to finish in
- * small chunks and messages taken from finish_to's sink (PLAN_EXTERNAL, as
+ * small chunks and messages taken from a sink (PLAN_EXTERNAL, as
  * MPI ranks do). */
 typedef enum party_mode { PLAN_CALLS = 0, PLAN_REMOTE = 1, PLAN_EXTERNAL = 2 } party_mode;
 
