@@ -1,8 +1,10 @@
 /*
  * The four protocol steps of the offline commands (PROTOCOL.md §17): `psi
  * setup` and `shardpsi response` (the server), `shardpsi request` and `shardpsi match`
- * (the client).  Each reads its inputs, runs one call of the sharding
- * layer and writes exactly the bytes that call returns.
+ * (the client).  Each reads its inputs, runs one operation of the sharding
+ * layer and writes exactly the bytes it returns; a setup, request or
+ * response goes to the output file in pieces as the library merges it
+ * (PROTOCOL.md §10.1, §19), so no step holds a whole message it writes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +14,32 @@
 #include "cli_offline.h"
 #include "app_util.h"
 
-/* Writes len bytes of buf to out and commits it.  Returns: 0 or -1. */
-static int steps_write(psi_app_offline *s, const uint8_t *buf, size_t len)
+/* The library's pieces of a message, to the output file. */
+static int steps_sink(void *arg, const uint8_t *bytes, size_t len)
 {
-    if (len > 0 && fwrite(buf, 1, len, s->out.f) != len)
-        return psi_app_offline_fail(s, "%s: cannot write", s->o.output);
+    return fwrite(bytes, 1, len, arg) == len ? 0 : 1;
+}
+
+/* Runs a message operation on the shards with its message written to the
+ * output as it is made; *len gets its size.  Returns: the psi code
+ * (PSI_E_IO: the output could not be written, already reported). */
+static int steps_run(psi_app_offline *s, const psi_op_args *a, size_t *perm, size_t *len)
+{
+    psi_op_output o;
+    memset(&o, 0, sizeof o);
+    o.sink = steps_sink;
+    o.sink_arg = s->out.f;
+    o.perm = perm;
+    int prc = psi_shards_run_op(s->g, a, &o);
+    *len = o.len;
+    if (prc == PSI_E_IO)
+        psi_app_offline_fail(s, "%s: cannot write", s->o.output);
+    return prc;
+}
+
+/* Commits the output.  Returns: 0 or -1. */
+static int steps_commit(psi_app_offline *s)
+{
     if (psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0)
         return psi_app_offline_fail(s, "%s", s->err);
     return 0;
@@ -37,8 +60,8 @@ int psi_cli_offline_setup(psi_app_offline *s)
 {
     psi_app_output po;
     psi_setup_params p;
+    psi_op_args a;
     size_t cap = 0, len, *perm = NULL;
-    uint8_t *buf = NULL;
     int rc = PSI_APP_EXIT_USAGE, prc;
 
     memset(&po, 0, sizeof po);
@@ -56,19 +79,22 @@ int psi_cli_offline_setup(psi_app_offline *s)
         psi_app_offline_fail_psi(s, "setup parameters", NULL, prc);
         goto done;
     }
-    buf = psi_app_alloc(cap, 1);
-    if (s->o.permutation != NULL)
-        perm = psi_app_alloc(s->in.n, sizeof *perm);
-    if (buf == NULL || (s->o.permutation != NULL && perm == NULL)) {
+    if (s->o.permutation != NULL && (perm = psi_app_alloc(s->in.n, sizeof *perm)) == NULL) {
         psi_app_offline_fail(s, "out of memory for the setup");
         goto done;
     }
     if (psi_app_offline_shards(s, PSI_ROLE_SERVER, 1) != 0)
         goto done;
-    len = cap;
+    memset(&a, 0, sizeof a);
+    a.op = PSI_OP_SETUP;
+    a.params = p;
+    a.values = s->in.values;
+    a.n_values = s->in.n;
     psi_app_progress_begin(&s->prog, "masking the setup", s->in.n);
-    prc = psi_shards_server_create_setup(s->g, buf, &len, perm, &p, s->in.values, s->in.n);
+    prc = steps_run(s, &a, perm, &len);
     psi_app_progress_end(&s->prog);
+    if (prc == PSI_E_IO)
+        goto done;
     if (prc != PSI_OK) {
         psi_app_offline_fail_psi(s, "cannot build the setup", NULL, prc);
         goto done;
@@ -76,7 +102,7 @@ int psi_cli_offline_setup(psi_app_offline *s)
     // The permutation first: if the setup's rename then fails, it goes too.
     if (perm != NULL && steps_write_perm(s, &po, perm, s->in.n) != 0)
         goto done;
-    if (steps_write(s, buf, len) != 0) {
+    if (steps_commit(s) != 0) {
         if (perm != NULL)
             unlink(s->o.permutation);
         goto done;
@@ -88,51 +114,50 @@ int psi_cli_offline_setup(psi_app_offline *s)
     rc = PSI_APP_EXIT_OK;
 done:
     psi_app_output_abort(&po);
-    free(buf);
     free(perm);
     return rc;
 }
 
 int psi_cli_offline_request(psi_app_offline *s)
 {
-    size_t cap, len;
-    uint8_t *buf = NULL;
+    psi_op_args a;
+    size_t len;
     int rc = PSI_APP_EXIT_USAGE, prc;
 
     if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0 ||
         psi_app_offline_open(s, &s->out, s->o.output) != 0)
         goto done;
     rc = PSI_APP_EXIT_FAIL;
-    cap = psi_request_bound_suite(s->o.suite, s->in.n);
-    if ((buf = psi_app_alloc(cap, 1)) == NULL) {
-        psi_app_offline_fail(s, "out of memory for the request");
-        goto done;
-    }
     if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
         goto done;
-    len = cap;
+    memset(&a, 0, sizeof a);
+    a.op = PSI_OP_REQUEST;
+    a.values = s->in.values;
+    a.n_values = s->in.n;
     psi_app_progress_begin(&s->prog, "masking the request", s->in.n);
-    prc = psi_shards_client_create_request(s->g, buf, &len, s->in.values, s->in.n);
+    prc = steps_run(s, &a, NULL, &len);
     psi_app_progress_end(&s->prog);
+    if (prc == PSI_E_IO)
+        goto done;
     if (prc != PSI_OK) {
         psi_app_offline_fail_psi(s, "cannot build the request", NULL, prc);
         goto done;
     }
-    if (steps_write(s, buf, len) != 0)
+    if (steps_commit(s) != 0)
         goto done;
     psi_app_progress_note(&s->prog, "%zu values: a request of %zu bytes (suite %s, %s)",
                           s->in.n, len, psi_app_suite_label(s->o.suite),
                           s->o.mode == PSI_APP_OFFLINE_COUNT ? "count only" : "reveal");
     rc = PSI_APP_EXIT_OK;
 done:
-    free(buf);
     return rc;
 }
 
 int psi_cli_offline_response(psi_app_offline *s)
 {
-    size_t req_len = 0, n, cap, len;
-    uint8_t *req = NULL, *buf = NULL;
+    psi_op_args a;
+    size_t req_len = 0, n, len;
+    uint8_t *req = NULL;
     int rc = PSI_APP_EXIT_USAGE, prc;
 
     if (psi_app_offline_key(s) != 0 ||
@@ -141,17 +166,17 @@ int psi_cli_offline_response(psi_app_offline *s)
         goto done;
     rc = PSI_APP_EXIT_FAIL;
     n = psi_message_element_bound_suite(s->o.suite, req_len);
-    cap = psi_response_bound_suite(s->o.suite, n);
-    if ((buf = psi_app_alloc(cap, 1)) == NULL) {
-        psi_app_offline_fail(s, "out of memory for the response");
-        goto done;
-    }
     if (psi_app_offline_shards(s, PSI_ROLE_SERVER, s->o.reveal) != 0)
         goto done;
-    len = cap;
+    memset(&a, 0, sizeof a);
+    a.op = PSI_OP_RESPONSE;
+    a.message = req;
+    a.message_len = req_len;
     psi_app_progress_begin(&s->prog, "masking the response", n);
-    prc = psi_shards_server_process_request(s->g, buf, &len, req, req_len);
+    prc = steps_run(s, &a, NULL, &len);
     psi_app_progress_end(&s->prog);
+    if (prc == PSI_E_IO)
+        goto done;
     if (prc == PSI_E_REVEAL_MISMATCH && s->o.reveal) {
         psi_app_offline_fail(s, "request %s was made with --count-only and asks only for "
                              "the size of the intersection: answer it without --reveal",
@@ -169,7 +194,7 @@ int psi_cli_offline_response(psi_app_offline *s)
         psi_app_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
         goto done;
     }
-    if (steps_write(s, buf, len) != 0)
+    if (steps_commit(s) != 0)
         goto done;
     psi_app_progress_note(&s->prog, "a response of %zu bytes (suite %s, %s)", len,
                           psi_app_suite_label(s->o.suite),
@@ -177,7 +202,6 @@ int psi_cli_offline_response(psi_app_offline *s)
     rc = PSI_APP_EXIT_OK;
 done:
     free(req);
-    free(buf);
     return rc;
 }
 

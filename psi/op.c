@@ -23,7 +23,7 @@ int psi_op_run(const psi_engine *e, const psi_op_args *args, psi_op_output *o,
     o->len = 0;
     o->count = args != NULL && args->op == PSI_OP_INTERSECTION_SIZE ? 0 : o->count;
     PSI_CHECK_ARG(args != NULL);
-    plan_caps caps = {1, len_cap};
+    plan_caps caps = {o->sink == NULL, len_cap}; /* a sink takes any size */
     psi_plan *p = NULL;
     int rc = psi_plan_begin_checked(&p, e, args, &caps);
     if (rc == PSI_OK)

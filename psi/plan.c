@@ -339,7 +339,9 @@ int psi_plan_run(psi_plan *p, const psi_engine *e, size_t k)
 int psi_plan_put(psi_plan *p, size_t k, int code, int64_t index, const uint8_t *out,
                  const size_t *perm)
 {
-    PSI_CHECK_ARG(p != NULL && k < p->n_slices && !p->external && code <= 0);
+    PSI_CHECK_ARG(p != NULL && k < p->n_slices && code <= 0);
+    // An external plan's outputs come from its source: only failures are put.
+    PSI_CHECK_ARG(!p->external || code != PSI_OK);
     plan_slice *sl = &p->slices[k];
     if (code == PSI_OK) {
         PSI_CHECK_ARG(out != NULL || sl->count == 0);

@@ -39,6 +39,8 @@ static int cursor_fill(psi_plan *p, cursor *c)
         return rc;
     if (got == 0 || got > c->left || elem == NULL || (psi_step_sorts(p->kind) && idx == NULL))
         return PSI_E_INVALID_ARG;
+    if (!psi_step_sorts(p->kind))
+        idx = NULL; /* an unsorted slice's indices are its positions */
     // A slice's indices are its own inputs': anything else is a broken source.
     for (size_t i = 0; idx != NULL && i < got; i++)
         if (idx[i] < sl->offset || idx[i] - sl->offset >= sl->count)
@@ -198,6 +200,7 @@ typedef struct writer {
     psi_sink_fn sink;
     void *sink_arg;
     uint8_t chunk[1 << 16];
+    size_t total; /* bytes handed to the sink */
     size_t *perm; /* raw setup: each record's input index, in order */
     psi_suite suite;
     psi_message_kind kind;
@@ -205,6 +208,7 @@ typedef struct writer {
 
 static int writer_put(writer *w, const uint8_t *bytes, size_t len)
 {
+    w->total += len;
     if (w->sink == NULL) {
         if (len > w->cap - w->len)
             return PSI_E_BUFFER_TOO_SMALL;
@@ -289,6 +293,7 @@ static int write_built(psi_plan *p, writer *w)
                                                   p->n);
         if (rc == PSI_OK && len > 0 && w->sink(w->sink_arg, msg, len) != 0)
             rc = PSI_E_IO;
+        w->total = rc == PSI_OK ? len : 0;
     }
     psi_free(msg);
     psi_free(owned);
@@ -442,34 +447,19 @@ int psi_plan_finish(psi_plan *p, psi_op_output *o)
         return finish_client(p, o);
     size_t cap = o->len;
     o->len = 0;
-    PSI_CHECK_ARG(o->bytes != NULL || cap == 0);
+    PSI_CHECK_ARG(o->sink != NULL || o->bytes != NULL || cap == 0);
     writer *w = psi_calloc(1, sizeof *w);
     if (w == NULL)
         return PSI_E_NOMEM;
     w->buf = o->bytes;
     w->cap = cap;
+    w->sink = o->sink;
+    w->sink_arg = o->sink_arg;
     rc = finish_message(p, w, o->perm);
     if (rc == PSI_OK)
-        o->len = w->len;
-    else if (cap > 0)
+        o->len = w->sink != NULL ? w->total : w->len;
+    else if (w->sink == NULL && cap > 0)
         memset(o->bytes, 0, w->len < cap ? w->len : cap); /* no partial message */
-    psi_free(w);
-    return rc;
-}
-
-int psi_plan_finish_to(psi_plan *p, psi_sink_fn sink, void *arg, size_t *perm)
-{
-    PSI_CHECK_ARG(p != NULL && sink != NULL);
-    PSI_CHECK_ARG(p->op == PSI_OP_SETUP || p->op == PSI_OP_REQUEST || p->op == PSI_OP_RESPONSE);
-    int rc = slices_outcome(p);
-    if (rc != PSI_OK)
-        return rc;
-    writer *w = psi_calloc(1, sizeof *w);
-    if (w == NULL)
-        return PSI_E_NOMEM;
-    w->sink = sink;
-    w->sink_arg = arg;
-    rc = finish_message(p, w, perm);
     psi_free(w);
     return rc;
 }

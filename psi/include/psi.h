@@ -140,7 +140,7 @@ typedef enum psi_error {
     PSI_E_POINT_ENCODING = -34,    /* not a canonical ristretto255 encoding
                                       of a group element (§16.3) */
     PSI_E_IO = -35                 /* the caller's sink refused the output
-                                      (psi_plan_finish_to) */
+                                      (psi_op_output.sink) */
 } psi_error;
 
 /** Returns: a static, NUL-terminated English message for `code`; unknown
@@ -631,12 +631,26 @@ typedef struct psi_op_args {
     unsigned char reserved[32];
 } psi_op_args;
 
+/** Where a message is written in pieces (psi_op_output.sink): len bytes,
+ *  in order.  Returns: 0, or non-zero to stop (the call then returns
+ *  PSI_E_IO). */
+typedef int (*psi_sink_fn)(void *arg, const uint8_t *bytes, size_t len);
+
 /** Where an operation's result goes.  Capacities in, sizes out; unused
  *  fields are ignored. */
 typedef struct psi_op_output {
     uint8_t *bytes;     /* SETUP, REQUEST, RESPONSE: the message; STEP: the
                            elements (n * PSI_ELEMENT_BYTES) */
-    size_t len;         /* capacity of bytes in, bytes written out */
+    size_t len;         /* capacity of bytes in, bytes written out (also
+                           with a sink) */
+    psi_sink_fn sink;   /* may be NULL: SETUP, REQUEST, RESPONSE write the
+                           message to sink in pieces (PROTOCOL.md §10.1)
+                           instead of into bytes, so a message of any size
+                           can go to a file or a socket through a 64 KiB
+                           buffer: a raw setup, a request and a response
+                           are streamed as they are merged; GCS and Bloom
+                           setups are built whole (§10.1), then written */
+    void *sink_arg;
     size_t *perm;       /* may be NULL: SETUP raw: perm[j] = input index of
                            setup element j (§9.6); STEP _SORT kinds: each
                            element's input index (n entries) */
@@ -694,7 +708,9 @@ PSI_API int psi_plan_run(psi_plan *p, const psi_engine *e, size_t k);
 
 /** Stores the outcome of slice k run elsewhere (psi_step_run in another
  *  worker or process): code and, on failure, the detail's index; on
- *  success its output and, for _SORT kinds, its indices (copied).
+ *  success its output and, for _SORT kinds, its indices (copied).  An
+ *  external plan takes only failures here (its outputs come from its
+ *  source), so that finish reports them as the single engine would.
  *  Returns: PSI_OK, PSI_E_INVALID_ARG. */
 PSI_API int psi_plan_put(psi_plan *p, size_t k, int code, int64_t index,
                          const uint8_t *out, const size_t *perm);
@@ -718,21 +734,11 @@ PSI_API size_t psi_plan_bound(const psi_plan *p);
 
 /** Finishes: the lowest-numbered failing slice's error (with its detail,
  *  named as the message call names it), else the merge rule of §14 and
- *  the encoding into `o`.  A failed finish leaves no partial result.
- *  Returns: PSI_OK or the message call's error. */
+ *  the encoding into `o` (its buffer, or its sink).  A failed finish
+ *  leaves no partial result in o's buffers (what a sink has taken is the
+ *  caller's to discard).  Returns: PSI_OK or the message call's error,
+ *  PSI_E_IO (the sink refused). */
 PSI_API int psi_plan_finish(psi_plan *p, psi_op_output *o);
-
-/** Where psi_plan_finish_to writes a message: len bytes, in order.
- *  Returns: 0, or non-zero to stop (finish then returns PSI_E_IO). */
-typedef int (*psi_sink_fn)(void *arg, const uint8_t *bytes, size_t len);
-
-/** As psi_plan_finish for SETUP, REQUEST and RESPONSE, but hands the
- *  message to `sink` in pieces (PROTOCOL.md §10.1) instead of a buffer, so
- *  a message of any size can go to a file or a socket; perm as in
- *  psi_op_output (may be NULL).  A raw setup, a request and a response
- *  are streamed; GCS and Bloom setups are built whole (§10.1) and then
- *  written. */
-PSI_API int psi_plan_finish_to(psi_plan *p, psi_sink_fn sink, void *arg, size_t *perm);
 
 /** An executor: runs every slice of p (psi_plan_run, or psi_step_run
  *  elsewhere and psi_plan_put).  Returns: PSI_OK, or an error of its own

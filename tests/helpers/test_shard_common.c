@@ -66,6 +66,233 @@ static const size_t op_item[] = {
     [OP_UNMASK] = 1,
 };
 
+/* ------------------------------------------- the step API as executors */
+
+/* PLAN_REMOTE: each slice's inputs copied out, run on another engine with
+ * the key, the outcome put back as data; the last slice first. */
+static int remote_exec(void *arg, psi_plan *p)
+{
+    const psi_engine *e = arg;
+    for (size_t k = psi_plan_slices(p); k-- > 0;) {
+        psi_step s;
+        assert_int_equal(psi_plan_step(p, &s, k), PSI_OK);
+        uint8_t *in = NULL, *res = malloc(s.count * EB + 1);
+        size_t *perm = malloc(s.count * sizeof *perm + 1);
+        assert_true(res != NULL && perm != NULL);
+        if (s.points != NULL) {
+            in = malloc(s.count * EB + 1);
+            assert_non_null(in);
+            memcpy(in, s.points, s.count * EB);
+            s.points = in;
+        }
+        psi_error_detail d;
+        int rc = psi_step_run(e, res, perm, &d, &s);
+        assert_int_equal(psi_plan_put(p, k, rc, rc != PSI_OK && d.code == rc ? d.index : -1,
+                                      res, perm), PSI_OK);
+        free(in);
+        free(res);
+        free(perm);
+    }
+    return PSI_OK;
+}
+
+/* PLAN_EXTERNAL: the outputs of every slice, held by the "executor". */
+typedef struct ext_outputs {
+    uint8_t *el;
+    size_t *perm;
+    size_t *off, *cnt, *at;
+    size_t calls;
+} ext_outputs;
+
+/* Chunks of 1 to 5 elements, in turn. */
+static int ext_source(void *arg, size_t k, const uint8_t **elements, const size_t **index,
+                      size_t *count)
+{
+    ext_outputs *x = arg;
+    size_t left = x->cnt[k] - x->at[k], c = 1 + x->calls++ % 5;
+    c = c < left ? c : left;
+    *elements = x->el + (x->off[k] + x->at[k]) * EB;
+    *index = x->perm + x->off[k] + x->at[k];
+    *count = c;
+    x->at[k] += c;
+    return PSI_OK;
+}
+
+typedef struct sink_buf {
+    uint8_t *p;
+    size_t cap, len;
+} sink_buf;
+
+static int sink_append(void *arg, const uint8_t *bytes, size_t len)
+{
+    sink_buf *b = arg;
+    if (len > b->cap - b->len)
+        return 1;
+    memcpy(b->p + b->len, bytes, len);
+    b->len += len;
+    return 0;
+}
+
+/* Decodes the call's message itself, as an executor holding its inputs
+ * does; the reveal check of a response is then its own (§19). */
+static int ext_inputs(const psi_engine *e, const psi_op_args *a, uint8_t **pts, size_t *n)
+{
+    int suite = psi_engine_suite(e), reveal = 0, rc;
+    *n = psi_message_element_bound_suite(suite, a->message_len);
+    *pts = calloc(*n + 1, EB);
+    assert_non_null(*pts);
+    if (a->op == PSI_OP_RESPONSE) {
+        rc = psi_request_decode_suite(*pts, n, &reveal, suite, a->message, a->message_len);
+        if (rc == PSI_OK && reveal != psi_engine_reveal(e))
+            rc = PSI_E_REVEAL_MISMATCH;
+        return rc;
+    }
+    return psi_response_decode_suite(*pts, n, suite, a->message, a->message_len);
+}
+
+static int run_external(const psi_engine *e, psi_op_args *a, psi_op_output *o, size_t slices)
+{
+    uint8_t *pts = NULL;
+    size_t n = a->n_values;
+    const psi_value *values = a->values;
+    int rc = PSI_OK, takes_message = a->op != PSI_OP_SETUP && a->op != PSI_OP_REQUEST &&
+                                     a->op != PSI_OP_STEP;
+    psi_plan *p = NULL;
+    /* The checks before the message's decoding (role, reveal, setup). */
+    psi_op_args first = *a;
+    first.message = NULL;
+    first.message_len = 0;
+    first.n_values = 0;
+    first.external = 1;
+    if (takes_message) {
+        rc = psi_plan_begin(&p, e, &first);
+        psi_plan_free(p);
+        p = NULL;
+        if (rc == PSI_OK)
+            rc = ext_inputs(e, a, &pts, &n);
+    } else if (a->op == PSI_OP_STEP && a->message != NULL) {
+        pts = (uint8_t *)a->message;
+    }
+    size_t *counts = calloc(slices + 1, sizeof *counts), left = n;
+    assert_non_null(counts);
+    for (size_t k = 0; k < slices; k++) { /* uneven: half of what is left, the rest last */
+        counts[k] = k + 1 == slices ? left : left / 2;
+        left -= counts[k];
+    }
+    psi_op_args x = *a;
+    x.external = 1;
+    x.values = NULL;
+    x.message = NULL;
+    x.message_len = 0;
+    x.n_values = n;
+    x.slices = slices;
+    x.slice_counts = counts;
+    ext_outputs out = {calloc(n + 1, EB), calloc(n + 1, sizeof(size_t)),
+                       calloc(slices, sizeof(size_t)), calloc(slices, sizeof(size_t)),
+                       calloc(slices, sizeof(size_t)), 0};
+    if (rc == PSI_OK)
+        rc = psi_plan_begin(&p, e, &x);
+    for (size_t k = 0; rc == PSI_OK && k < slices; k++) {
+        psi_step s;
+        assert_int_equal(psi_plan_step(p, &s, k), PSI_OK);
+        out.off[k] = s.offset;
+        out.cnt[k] = s.count;
+        s.values = values != NULL ? values + s.offset : NULL;
+        s.points = pts != NULL ? pts + s.offset * EB : NULL;
+        psi_error_detail d;
+        int src = psi_step_run(e, out.el + s.offset * EB, out.perm + s.offset, &d, &s);
+        if (src != PSI_OK)
+            assert_int_equal(psi_plan_put(p, k, src, d.code == src ? d.index : -1, NULL, NULL),
+                             PSI_OK);
+    }
+    if (rc == PSI_OK)
+        rc = psi_plan_source(p, ext_source, &out);
+    int message = a->op == PSI_OP_SETUP || a->op == PSI_OP_REQUEST || a->op == PSI_OP_RESPONSE;
+    if (rc == PSI_OK && message && o->len >= psi_plan_bound(p)) {
+        sink_buf b = {o->bytes, o->len, 0};
+        psi_op_output so = *o;
+        so.sink = sink_append;
+        so.sink_arg = &b;
+        rc = psi_plan_finish(p, &so);
+        assert_true(rc != PSI_OK || so.len == b.len);
+        o->len = rc == PSI_OK ? b.len : 0;
+    } else if (rc == PSI_OK) {
+        rc = psi_plan_finish(p, o);
+    }
+    if (rc != PSI_OK) {
+        o->len = 0;
+        o->count = 0;
+    }
+    psi_plan_free(p);
+    if (pts != (const uint8_t *)a->message)
+        free(pts);
+    free(counts);
+    free(out.el);
+    free(out.perm);
+    free(out.off);
+    free(out.cnt);
+    free(out.at);
+    return rc;
+}
+
+/* A call of psi.h as an operation of the step API on party p. */
+static int run_plan(party p, out *o, const call *c)
+{
+    psi_op_args a;
+    memset(&a, 0, sizeof a);
+    a.values = c->values;
+    a.n_values = c->n;
+    switch (c->op) {
+    case OP_SETUP: a.op = PSI_OP_SETUP; a.params = c->params; break;
+    case OP_PROCESS: a.op = PSI_OP_RESPONSE; break;
+    case OP_REQUEST: a.op = PSI_OP_REQUEST; break;
+    case OP_INTER: a.op = PSI_OP_INTERSECTION; break;
+    case OP_SIZE: a.op = PSI_OP_INTERSECTION_SIZE; break;
+    case OP_ASSOC: a.op = PSI_OP_ASSOCIATION; break;
+    default:
+        a.op = PSI_OP_STEP;
+        a.step = c->op == OP_MASK ? PSI_STEP_MASK : c->op == OP_REMASK ? PSI_STEP_REMASK
+                                                                        : PSI_STEP_UNMASK;
+        break;
+    }
+    if (c->op == OP_PROCESS) {
+        a.message = c->a;
+        a.message_len = c->a_len;
+    } else if (c->op == OP_INTER || c->op == OP_SIZE || c->op == OP_ASSOC) {
+        a.setup = c->a;
+        a.setup_len = c->a_len;
+        a.message = c->b;
+        a.message_len = c->b_len;
+    } else if (c->op == OP_REMASK || c->op == OP_UNMASK) {
+        a.message = c->a;
+        a.n_values = c->a_len;
+        a.message_len = c->a_len * EB;
+        a.values = NULL;
+    }
+    psi_op_output po;
+    memset(&po, 0, sizeof po);
+    po.bytes = o->p;
+    po.perm = o->perm;
+    po.indices = (size_t *)(void *)o->p;
+    po.pairs = (psi_pair *)(void *)o->p;
+    if (op_item[c->op] == 1)
+        po.len = o->len;
+    else
+        po.count = o->len;
+    int rc;
+    if (p.mode == PLAN_REMOTE) {
+        psi_engine *clone = NULL;
+        assert_int_equal(psi_engine_clone(&clone, p.e), PSI_OK);
+        a.slices = p.slices;
+        rc = psi_op_run(p.e, &a, &po, remote_exec, clone);
+        psi_engine_free(clone);
+    } else {
+        rc = run_external(p.e, &a, &po, p.slices);
+    }
+    o->len = op_item[c->op] == 1 ? po.len : po.count;
+    return rc;
+}
+
 static int dispatch_server(party p, out *o, const call *c)
 {
     if (c->op == OP_SETUP)
@@ -121,7 +348,10 @@ out ts_run_call(party p, const call *c)
     }
     int server = c->op == OP_SETUP || c->op == OP_PROCESS || c->op == OP_MASK
                  || c->op == OP_REMASK || c->op == OP_UNMASK;
-    o.rc = server ? dispatch_server(p, &o, c) : dispatch_client(p, &o, c);
+    if (p.g == NULL && p.mode != PLAN_CALLS)
+        o.rc = run_plan(p, &o, c);
+    else
+        o.rc = server ? dispatch_server(p, &o, c) : dispatch_client(p, &o, c);
     o.n_perm = o.rc == PSI_OK && c->want_perm ? c->n : 0;
     return o;
 }

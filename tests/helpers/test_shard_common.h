@@ -21,10 +21,22 @@ extern char ts_where[256]; /* the case being checked, in every failure */
 
 /* ------------------------------------------------- one call, either side */
 
+/* How a party runs a call: the message calls of psi.h (the single engine,
+ * or psi_shard.h when g is set), or the step API driven by the test itself
+ * as other executors drive it: every slice through psi_step_run on a clone
+ * of the engine, its inputs copied out and its outcome put back, last slice
+ * first (PLAN_REMOTE, as workers do); or an external plan whose steps run
+ * on inputs the test decoded itself, their outputs handed to finish in
+ * small chunks and messages taken from a sink (PLAN_EXTERNAL, as
+ * MPI ranks do). */
+typedef enum party_mode { PLAN_CALLS = 0, PLAN_REMOTE = 1, PLAN_EXTERNAL = 2 } party_mode;
+
 /* One party: the single engine (g NULL) or the shards of the same key. */
 typedef struct party {
     const psi_engine *e;
     psi_shards *g;
+    party_mode mode;   /* with g NULL */
+    size_t slices;     /* PLAN_REMOTE, PLAN_EXTERNAL */
 } party;
 
 typedef enum op_id {

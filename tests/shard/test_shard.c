@@ -376,6 +376,13 @@ static void test_shard_bad_points_first_error_wins(void **state)
             snprintf(ts_where, sizeof ts_where, "bad points variant %zu, N=%zu T=%zu seed=%llu", v,
                      cfg[0], cfg[1], (unsigned long long)ts_seed);
             check_bad_points(&k, el, 10, setup, setup_len, gs, gc, first_bad_code(b));
+            for (int mode = PLAN_REMOTE; i == 0 && mode <= PLAN_EXTERNAL; mode++) {
+                party ps = {k.s[1], NULL, (party_mode)mode, 4};
+                party pc = {k.c[1], NULL, (party_mode)mode, 4};
+                snprintf(ts_where, sizeof ts_where, "bad points variant %zu, %s plan", v,
+                         mode == PLAN_REMOTE ? "remote" : "external");
+                check_bad_points(&k, el, 10, setup, setup_len, ps, pc, first_bad_code(b));
+            }
         }
         psi_shards_free(gs.g);
         psi_shards_free(gc.g);
@@ -622,6 +629,15 @@ static void test_shard_errors_match_single_engine(void **state)
         check_null_args(&d, &r, gs.g, gc.g);
         psi_shards_free(gs.g);
         psi_shards_free(gc.g);
+    }
+    /* The same errors from the step API driven by other executors (§19). */
+    for (int mode = PLAN_REMOTE; mode <= PLAN_EXTERNAL; mode++) {
+        snprintf(ts_where, sizeof ts_where, "errors, %s plan of 3 slices, seed=%llu",
+                 mode == PLAN_REMOTE ? "remote" : "external", (unsigned long long)ts_seed);
+        party ps = {k.s[1], NULL, (party_mode)mode, 3}, pc = {k.c[1], NULL, (party_mode)mode, 3};
+        check_wrong_role(&k, &d, &r, ps, pc);
+        check_small_buffers(&k, &d, &r, ps, pc);
+        check_bad_messages(&k, &d, &r, ps, pc);
     }
     round_free(&r);
     ts_dataset_free(&d);

@@ -322,6 +322,87 @@ static void test_shard_run_one_each_step(void **state)
     ts_keyset_free(&k);
 }
 
+/* ------------------------------------------------------ messages to a sink */
+
+typedef struct sink_log {
+    uint8_t buf[1 << 16];
+    size_t len, calls, fail_at; /* fail_at: the call that refuses (0: none) */
+} sink_log;
+
+static int sink_take(void *arg, const uint8_t *bytes, size_t len)
+{
+    sink_log *l = arg;
+    if (++l->calls == l->fail_at)
+        return 1;
+    assert_true(len <= sizeof l->buf - l->len);
+    memcpy(l->buf + l->len, bytes, len);
+    l->len += len;
+    return 0;
+}
+
+/* Every message operation written to a sink gives the message call's bytes
+ * (and permutation); a sink that refuses gives PSI_E_IO. */
+static void test_plan_sink_equals_buffer(void **state)
+{
+    (void)state;
+    uint64_t rng = ts_rng_for(9);
+    keyset k;
+    ts_keyset_make(&k, &rng);
+    dataset d;
+    ts_dataset_make(&d, &rng, 300, 200);
+    static uint8_t want[1 << 16], req[1 << 16];
+    size_t wlen, rlen = sizeof req, wperm[300], perm[300];
+    assert_int_equal(psi_client_create_request(k.c[1], req, &rlen, d.cv, d.nc), PSI_OK);
+    for (int op = 0; op < 5; op++) {
+        for (size_t slices = 1; slices <= 4; slices += 3) {
+            psi_op_args a;
+            memset(&a, 0, sizeof a);
+            a.slices = slices;
+            const psi_engine *e = k.s[1];
+            wlen = sizeof want;
+            if (op < 3) {
+                a.op = PSI_OP_SETUP;
+                a.params = (psi_setup_params){(psi_structure)op, 1e-6, 200};
+                a.values = d.sv;
+                a.n_values = d.ns;
+                assert_int_equal(psi_server_create_setup(e, want, &wlen, wperm, &a.params, d.sv,
+                                                         d.ns), PSI_OK);
+            } else if (op == 3) {
+                a.op = PSI_OP_REQUEST;
+                a.values = d.cv;
+                a.n_values = d.nc;
+                e = k.c[1];
+                assert_int_equal(psi_client_create_request(e, want, &wlen, d.cv, d.nc), PSI_OK);
+            } else {
+                a.op = PSI_OP_RESPONSE;
+                a.message = req;
+                a.message_len = rlen;
+                assert_int_equal(psi_server_process_request(e, want, &wlen, req, rlen), PSI_OK);
+            }
+            static sink_log log;
+            memset(&log, 0, sizeof log);
+            psi_op_output o = {.sink = sink_take, .sink_arg = &log, .perm = perm};
+            memset(perm, 0, sizeof perm);
+            assert_int_equal(psi_op_run(e, &a, &o, NULL, NULL), PSI_OK);
+            assert_int_equal(o.len, wlen);
+            ts_expect_bytes("message to a sink", log.buf, log.len, want, wlen);
+            if (op == 0)
+                assert_memory_equal(perm, wperm, sizeof perm);
+            for (size_t f = 1; f <= 2; f++) {
+                memset(&log, 0, sizeof log);
+                log.fail_at = f;
+                o = (psi_op_output){.sink = sink_take, .sink_arg = &log};
+                int rc = psi_op_run(e, &a, &o, NULL, NULL);
+                /* A setup of 300 values fits one 64 KiB piece: no second call. */
+                assert_int_equal(rc, log.calls >= f ? PSI_E_IO : PSI_OK);
+                assert_int_equal(o.len, rc == PSI_OK ? wlen : 0);
+            }
+        }
+    }
+    ts_dataset_free(&d);
+    ts_keyset_free(&k);
+}
+
 /* ------------------------------------------------------------ executor */
 
 static void test_shard_create_rejects_bad_settings(void **state)
@@ -563,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_shard_counts_and_threads),
         cmocka_unit_test(test_shard_merge_sorted_equals_sort),
         cmocka_unit_test(test_shard_run_one_each_step),
+        cmocka_unit_test(test_plan_sink_equals_buffer),
         cmocka_unit_test(test_shard_progress_reaches_n),
         cmocka_unit_test(test_shard_progress_ticks_merges),
     };

@@ -250,7 +250,7 @@ static void vcase_check(const vcase *v, party gs, party gc)
     ts_out_free(&o);
 }
 
-static void vcase_run(const vcase *v, const size_t *shard_counts, size_t n_counts)
+static void vcase_run(const vcase *v, const size_t *shard_counts, size_t n_counts, int plans)
 {
     for (size_t i = 0; i < n_counts; i++) {
         snprintf(ts_where, sizeof ts_where, "vector %s, N=%zu T=2",
@@ -260,6 +260,19 @@ static void vcase_run(const vcase *v, const size_t *shard_counts, size_t n_count
         vcase_check(v, gs, gc);
         psi_shards_free(gs.g);
         psi_shards_free(gc.g);
+    }
+    /* The step API driven as workers and as MPI ranks drive it (§19); the
+     * large cases only through the shards, to keep the time down. */
+    static const size_t slices[] = {1, 3, 8};
+    for (size_t i = 0; plans && i < sizeof slices / sizeof slices[0]; i++) {
+        for (int mode = PLAN_REMOTE; mode <= PLAN_EXTERNAL; mode++) {
+            snprintf(ts_where, sizeof ts_where, "vector %s, %s plan of %zu slices",
+                     field(v->json, "name")->valuestring,
+                     mode == PLAN_REMOTE ? "remote" : "external", slices[i]);
+            party ps = {v->s, NULL, (party_mode)mode, slices[i]};
+            party pc = {v->c, NULL, (party_mode)mode, slices[i]};
+            vcase_check(v, ps, pc);
+        }
     }
 }
 
@@ -276,9 +289,9 @@ static void check_wire_file(const char *path)
         vcase v;
         vcase_load(&v, c, 0);
         if (v.sv.n + v.cv.n > 500)
-            vcase_run(&v, big, 3);
+            vcase_run(&v, big, 3, 0);
         else
-            vcase_run(&v, all, 6);
+            vcase_run(&v, all, 6, 1);
         vcase_free(&v);
         cases++;
     }
@@ -368,7 +381,7 @@ static void test_shard_vectors_extra(void **state)
     cJSON_ArrayForEach(c, field(json, "association_cases")) {
         vcase v;
         vcase_load(&v, c, 1);
-        vcase_run(&v, counts, 6);
+        vcase_run(&v, counts, 6, 1);
         vcase_free(&v);
     }
     cJSON_ArrayForEach(c, field(json, "rejection_cases")) {
