@@ -181,7 +181,7 @@ int psi_mpi_match(psi_mpi_run *r)
         goto done;
     o.indices = idx;
     o.count = count ? 0 : (size_t)r->total;
-    if ((prc = psi_mpi_plan_finish(r, &mp, NULL, NULL, &o)) != PSI_OK)
+    if ((prc = psi_mpi_plan_finish(r, &mp, &o)) != PSI_OK)
         psi_app_offline_fail_psi(&r->s, what, files, prc);
     if ((rc = psi_mpi_agree(r, prc != PSI_OK ? PSI_APP_EXIT_FAIL : 0)) != 0)
         goto done;

@@ -139,13 +139,7 @@ static void plan_send(psi_mpi_run *r, const psi_mpi_plan *mp)
     free(buf);
 }
 
-static int plan_sink(void *arg, const uint8_t *bytes, size_t len)
-{
-    return fwrite(bytes, 1, len, arg) != len;
-}
-
-int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, FILE *f, size_t *perm,
-                        psi_op_output *o)
+int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, psi_op_output *o)
 {
     plan_src s = {r, mp, PSI_ELEMENT_BYTES + (plan_indexed(mp->st.kind) ? sizeof(size_t) : 0),
                   NULL, NULL};
@@ -169,7 +163,7 @@ int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, FILE *f, size_t *perm,
     }
     prc = psi_plan_source(mp->p, plan_source, &s);
     if (prc == PSI_OK)
-        prc = o != NULL ? psi_plan_finish(mp->p, o) : psi_plan_finish_to(mp->p, plan_sink, f, perm);
+        prc = psi_plan_finish(mp->p, o);
     // A finish that stopped early (a write failed) still takes every chunk,
     // so that no sender waits forever.
     for (int k = 1; k < r->size; k++)

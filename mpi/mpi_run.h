@@ -111,14 +111,12 @@ int psi_mpi_plan_run(psi_mpi_run *r, psi_mpi_plan *mp, const char *step,
                      const char *file);
 
 /** Collective.  Ranks other than 0 send their outputs to rank 0 in chunks
- *  of r->chunk elements; rank 0 runs the plan's finish, which asks for
- *  each rank's next chunk only when its merge reaches it: into `o` when
- *  it is not NULL (psi_plan_finish), else as a message written to `f`
- *  (psi_plan_finish_to, with `perm`, may be NULL).  Every chunk is
- *  received even when the finish fails.  Returns: on rank 0 the finish's
- *  code (PSI_E_IO: `f` could not be written), PSI_OK on the others. */
-int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, FILE *f, size_t *perm,
-                        psi_op_output *o);
+ *  of r->chunk elements; rank 0 runs the plan's finish into `o` (a
+ *  message's sink, or the result's buffers), which asks for each rank's
+ *  next chunk only when its merge reaches it.  Every chunk is received
+ *  even when the finish fails.  Returns: on rank 0 the finish's code
+ *  (PSI_E_IO: the sink refused), PSI_OK on the others. */
+int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, psi_op_output *o);
 
 /** Frees what psi_mpi_plan_begin and psi_mpi_plan_run made.  A zeroed *mp
  *  is fine. */

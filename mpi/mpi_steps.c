@@ -12,12 +12,18 @@
 #include "app_util.h"
 #include "mpi_run.h"
 
+static int steps_sink(void *arg, const uint8_t *bytes, size_t len)
+{
+    return fwrite(bytes, 1, len, arg) != len;
+}
+
 /* Rank 0's finish of a message into r->s.out (and the permutation into
  * perm), reported as `fail` unless the file could not be written.
  * Returns: as psi_mpi_agree. */
 static int steps_finish(psi_mpi_run *r, psi_mpi_plan *mp, size_t *perm, const char *fail)
 {
-    int prc = psi_mpi_plan_finish(r, mp, r->s.out.f, perm, NULL);
+    psi_op_output o = {.sink = steps_sink, .sink_arg = r->s.out.f, .perm = perm};
+    int prc = psi_mpi_plan_finish(r, mp, &o);
 
     if (prc == PSI_E_IO)
         psi_app_offline_fail(&r->s, "%s: cannot write", r->s.o.output);
