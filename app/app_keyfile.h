@@ -22,7 +22,7 @@
  *  is refused with the chmod to run) and must hold exactly 64 hex digits
  *  (then optional whitespace); the key must be in [1, n-1].
  *  The engine has the default settings: it holds the key, and the commands
- *  clone it with their role and reveal flag (psi_engine_clone_with).
+ *  clone it with their role and reveal flag (psi_engine_clone).
  *  Returns: 0, or -1 with a message in err.  Out: *e (NULL on failure),
  *  *created (1 if the file was written). */
 int psi_app_keyfile_engine(psi_engine **e, int *created, const char *path, char *err,

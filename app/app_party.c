@@ -48,7 +48,7 @@ int psi_app_party_build(psi_app_party *p, const psi_app_party_spec *spec,
     st.reveal_intersection = spec->reveal;
     st.suite = (psi_suite)spec->suite;
     if (spec->key != NULL)
-        rc = psi_engine_clone_with(&e, spec->key, &st);
+        rc = psi_engine_clone(&e, spec->key, &st);
     else if (spec->key_bytes != NULL)
         rc = psi_engine_create_from_key(&e, &st, spec->key_bytes, spec->key_len);
     else

@@ -278,7 +278,7 @@ int psi_bench_parse(psi_bench_opts *o, int argc, char **argv)
     size_t bound;
     int gcs_rc = PSI_OK;
     for (size_t k = 0; k < o->n_suites && gcs_rc == PSI_OK; k++)
-        gcs_rc = psi_setup_bound_suite(&bound, o->suites[k], &gcs, o->values);
+        gcs_rc = psi_setup_bound(&bound, o->suites[k], &gcs, o->values);
     if ((o->op_on[PSI_BENCH_CMD_SETUP_GCS] || o->op_on[PSI_BENCH_CMD_INTERSECTION]) &&
         gcs_rc != PSI_OK) {
         psi_app_error("bench: a GCS setup for %zu client values at fpr %g overflows its "

@@ -120,7 +120,7 @@ static int brun_alloc(const psi_bench_c *c, int op, brun_out *out)
 
     memset(out, 0, sizeof *out);
     if (op == PSI_BENCH_CMD_INTERSECTION || op == PSI_BENCH_CMD_ASSOCIATION) {
-        out->count = psi_message_element_bound_suite(c->suite,
+        out->count = psi_message_element_bound(c->suite,
                                                      c->msg_len[PSI_BENCH_CMD_RESPONSE]);
         if (op == PSI_BENCH_CMD_INTERSECTION)
             out->idx = psi_app_alloc(out->count, sizeof *out->idx);
@@ -129,14 +129,14 @@ static int brun_alloc(const psi_bench_c *c, int op, brun_out *out)
         return out->idx != NULL || out->pairs != NULL ? PSI_OK : PSI_E_NOMEM;
     }
     if (op <= PSI_BENCH_CMD_SETUP_GCS) {
-        if ((rc = psi_setup_bound_suite(&cap, c->suite, &p, s->n_server)) != PSI_OK)
+        if ((rc = psi_setup_bound(&cap, c->suite, &p, s->n_server)) != PSI_OK)
             return rc;
     } else if (op == PSI_BENCH_CMD_REQUEST) {
-        cap = psi_request_bound_suite(c->suite, s->n_client);
+        cap = psi_request_bound(c->suite, s->n_client);
     } else {
-        size_t n = psi_message_element_bound_suite(c->suite,
+        size_t n = psi_message_element_bound(c->suite,
                                                    c->msg_len[PSI_BENCH_CMD_REQUEST]);
-        cap = psi_response_bound_suite(c->suite, n);
+        cap = psi_response_bound(c->suite, n);
     }
     out->len = cap;
     out->msg = cap > 0 ? psi_app_alloc(cap, 1) : NULL;
@@ -282,8 +282,8 @@ static int brun_check(const psi_bench_c *c, int op, const brun_out *out,
 {
     const psi_app_demo_sets *s = c->sets;
     size_t want = op == PSI_BENCH_CMD_REQUEST
-                      ? psi_request_bound_suite(c->suite, s->n_client)
-                      : psi_response_bound_suite(c->suite, s->n_client);
+                      ? psi_request_bound(c->suite, s->n_client)
+                      : psi_response_bound(c->suite, s->n_client);
     int same = 1;
 
     if (op == PSI_BENCH_CMD_INTERSECTION) {

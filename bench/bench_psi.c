@@ -167,7 +167,7 @@ static fixture *fixture_get(size_t n)
 
 static int fixture_request(fixture *f)
 {
-    size_t cap = psi_request_bound(f->n);
+    size_t cap = psi_request_bound(PSI_SUITE_OPENMINED_P256, f->n);
     int rc;
 
     if (f->request != NULL)
@@ -182,7 +182,7 @@ static int fixture_request(fixture *f)
 
 static int fixture_response(fixture *f)
 {
-    size_t cap = psi_response_bound(f->n);
+    size_t cap = psi_response_bound(PSI_SUITE_OPENMINED_P256, f->n);
     int rc;
 
     if (f->response != NULL)
@@ -205,7 +205,7 @@ static int fixture_setup(fixture *f, psi_structure structure)
 
     if (f->setup[structure] != NULL)
         return 0;
-    rc = psi_setup_bound(&cap, &p, f->n);
+    rc = psi_setup_bound(&cap, PSI_SUITE_OPENMINED_P256, &p, f->n);
     if (rc != PSI_OK)
         return fail("psi_setup_bound", rc);
     if ((f->setup[structure] = malloc(cap)) == NULL)
@@ -253,7 +253,7 @@ static int setup_setup(void **p, const bench_case *c)
 {
     psi_setup_params sp = params_for(((const op *)c->arg)->structure, c->n);
     size_t cap;
-    int rc = psi_setup_bound(&cap, &sp, c->n);
+    int rc = psi_setup_bound(&cap, PSI_SUITE_OPENMINED_P256, &sp, c->n);
 
     if (rc != PSI_OK)
         return fail("psi_setup_bound", rc);
@@ -273,7 +273,7 @@ static int run_setup(void *p)
 
 static int setup_request(void **p, const bench_case *c)
 {
-    size_t cap = psi_request_bound(c->n);
+    size_t cap = psi_request_bound(PSI_SUITE_OPENMINED_P256, c->n);
 
     return cap == 0 ? 1 : state_new(p, c, cap, 0);
 }
@@ -291,7 +291,7 @@ static int run_request(void *p)
 
 static int setup_response(void **p, const bench_case *c)
 {
-    size_t cap = psi_response_bound(c->n);
+    size_t cap = psi_response_bound(PSI_SUITE_OPENMINED_P256, c->n);
 
     if (cap == 0 || state_new(p, c, cap, 0) != 0)
         return 1;
@@ -315,9 +315,9 @@ static int check_message(void *p)
     const state *st = p;
 
     if (st->op->kind == OP_REQUEST)
-        return st->out_len != psi_request_bound(st->f->n);
+        return st->out_len != psi_request_bound(PSI_SUITE_OPENMINED_P256, st->f->n);
     if (st->op->kind == OP_RESPONSE)
-        return st->out_len != psi_response_bound(st->f->n);
+        return st->out_len != psi_response_bound(PSI_SUITE_OPENMINED_P256, st->f->n);
     return st->out_len == 0;
 }
 
@@ -330,7 +330,7 @@ static int setup_intersection(void **p, const bench_case *c)
     st = *p;
     if (fixture_response(st->f) != 0 || fixture_setup(st->f, st->op->structure) != 0)
         return 1;
-    if (psi_message_element_bound(st->f->response_len) > st->idx_cap)
+    if (psi_message_element_bound(PSI_SUITE_OPENMINED_P256, st->f->response_len) > st->idx_cap)
         return 1;
     return 0;
 }

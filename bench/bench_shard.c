@@ -252,24 +252,29 @@ static int slice_message(op_kind op, proc_slice *sl)
 {
     const uint8_t *src = fx.msg[op == OP_RESPONSE ? OP_REQUEST : OP_RESPONSE];
     size_t src_len = fx.msg_len[op == OP_RESPONSE ? OP_REQUEST : OP_RESPONSE];
-    size_t n = psi_message_element_bound(src_len);
+    size_t n = psi_message_element_bound(PSI_SUITE_OPENMINED_P256, src_len);
     uint8_t *el = malloc(n * PSI_ELEMENT_BYTES + 1);
     int reveal = 0, rc;
 
-    sl->msg_len = psi_request_bound(sl->count) + 1;
+    sl->msg_len = psi_request_bound(PSI_SUITE_OPENMINED_P256, sl->count) + 1;
     sl->msg = malloc(sl->msg_len);
     if (el == NULL || sl->msg == NULL) {
         free(el);
         return fail("slice buffers", PSI_E_NOMEM);
     }
-    rc = op == OP_RESPONSE ? psi_request_decode(el, &n, &reveal, src, src_len)
-                           : psi_response_decode(el, &n, src, src_len);
+    rc = op == OP_RESPONSE ? psi_request_decode(el, &n, &reveal, PSI_SUITE_OPENMINED_P256, src, src_len)
+                           : psi_response_decode(el, &n, PSI_SUITE_OPENMINED_P256, src, src_len);
+    // The slice's message: the library's head, then its records (§10.1).
+    psi_message_kind kind = op == OP_RESPONSE ? PSI_MESSAGE_REQUEST : PSI_MESSAGE_RESPONSE;
+    size_t cap = sl->msg_len, head = cap, body = 0;
     if (rc == PSI_OK)
-        rc = op == OP_RESPONSE
-                 ? psi_request_encode(sl->msg, &sl->msg_len, reveal,
-                                      el + sl->off * PSI_ELEMENT_BYTES, sl->count)
-                 : psi_response_encode(sl->msg, &sl->msg_len,
-                                       el + sl->off * PSI_ELEMENT_BYTES, sl->count);
+        rc = psi_message_head(sl->msg, &head, PSI_SUITE_OPENMINED_P256, kind, reveal, 0);
+    if (rc == PSI_OK) {
+        body = cap - head;
+        rc = psi_message_records(sl->msg + head, &body, PSI_SUITE_OPENMINED_P256, kind,
+                                 el + sl->off * PSI_ELEMENT_BYTES, sl->count);
+    }
+    sl->msg_len = head + body;
     free(el);
     return rc == PSI_OK ? 0 : fail("slice message", rc);
 }
@@ -336,13 +341,13 @@ static size_t op_capacity(op_kind op)
 
     switch (op) {
     case OP_SETUP:
-        return psi_setup_bound(&cap, &p, fx.n) == PSI_OK ? cap : 0;
+        return psi_setup_bound(&cap, PSI_SUITE_OPENMINED_P256, &p, fx.n) == PSI_OK ? cap : 0;
     case OP_REQUEST:
-        return psi_request_bound(fx.n);
+        return psi_request_bound(PSI_SUITE_OPENMINED_P256, fx.n);
     case OP_RESPONSE:
-        return psi_response_bound(fx.n);
+        return psi_response_bound(PSI_SUITE_OPENMINED_P256, fx.n);
     default:
-        return psi_message_element_bound(fx.msg_len[OP_RESPONSE]);
+        return psi_message_element_bound(PSI_SUITE_OPENMINED_P256, fx.msg_len[OP_RESPONSE]);
     }
 }
 
@@ -581,7 +586,7 @@ static int memory_request_peak(size_t n, size_t t)
     psi_shard_settings_default(&s);
     s.shards = n;
     s.threads = t;
-    st.cap = st.len = psi_request_bound(fx.n);
+    st.cap = st.len = psi_request_bound(PSI_SUITE_OPENMINED_P256, fx.n);
     st.out = malloc(st.cap);
     rc = psi_shards_create(&st.g, fx.client, &s);
     if (st.out == NULL || rc != PSI_OK) {
@@ -605,6 +610,23 @@ static int memory_request_peak(size_t n, size_t t)
 
 /* ---------------------------------------------------------- match_serial */
 
+/* The unmasked elements of run_match_serial, in one piece. */
+typedef struct serial_source {
+    const uint8_t *plain;
+    size_t n;
+} serial_source;
+
+static int serial_next(void *arg, size_t k, const uint8_t **elements, const size_t **index,
+                       size_t *count)
+{
+    const serial_source *s = arg;
+    (void)k;
+    *elements = s->plain;
+    *index = NULL;
+    *count = s->n;
+    return PSI_OK;
+}
+
 /* The part of the sharded match step that runs once, on one thread
  * (PROTOCOL.md §14.4): parsing the setup and matching all 100k unmasked
  * elements, from elements unmasked beforehand (untimed).  Against
@@ -612,7 +634,7 @@ static int memory_request_peak(size_t n, size_t t)
 static int run_match_serial(unsigned iters)
 {
     const uint8_t *resp = fx.msg[OP_RESPONSE];
-    size_t n = psi_message_element_bound(fx.msg_len[OP_RESPONSE]), len, count;
+    size_t n = psi_message_element_bound(PSI_SUITE_OPENMINED_P256, fx.msg_len[OP_RESPONSE]), len, count = 0;
     uint8_t *masked = malloc(n * PSI_ELEMENT_BYTES + 1);
     uint8_t *plain = malloc(n * PSI_ELEMENT_BYTES + 1);
     size_t *idx = malloc(n * sizeof *idx + 1);
@@ -621,19 +643,35 @@ static int run_match_serial(unsigned iters)
 
     if (masked == NULL || plain == NULL || idx == NULL)
         goto done;
-    rc = psi_response_decode(masked, &n, resp, fx.msg_len[OP_RESPONSE]);
+    rc = psi_response_decode(masked, &n, PSI_SUITE_OPENMINED_P256, resp, fx.msg_len[OP_RESPONSE]);
     len = n * PSI_ELEMENT_BYTES;
     if (rc == PSI_OK)
         rc = psi_engine_unmask(fx.client, plain, &len, masked, n);
     for (unsigned i = 0; rc == PSI_OK && i < iters; i++) {
-        psi_setup *setup = NULL;
+        // An external plan of one slice whose unmasked elements are handed
+        // over whole: its finish is the serial part (parse, then match).
+        psi_op_args a;
+        memset(&a, 0, sizeof a);
+        a.op = PSI_OP_INTERSECTION;
+        a.setup = fx.msg[OP_SETUP];
+        a.setup_len = fx.msg_len[OP_SETUP];
+        a.n_values = n;
+        a.external = 1;
+        serial_source src = {plain, n};
+        psi_plan *plan = NULL;
+        psi_op_output o;
+        memset(&o, 0, sizeof o);
+        o.indices = idx;
+        o.count = n;
         double t0 = bench_now(), dt;
-        rc = psi_setup_parse(&setup, fx.msg[OP_SETUP], fx.msg_len[OP_SETUP]);
-        count = n;
+        rc = psi_plan_begin(&plan, fx.client, &a);
         if (rc == PSI_OK)
-            rc = psi_setup_match(setup, idx, &count, plain, n);
+            rc = psi_plan_source(plan, serial_next, &src);
+        if (rc == PSI_OK)
+            rc = psi_plan_finish(plan, &o);
+        count = o.count;
         dt = bench_now() - t0;
-        psi_setup_free(setup);
+        psi_plan_free(plan);
         min = i == 0 || dt < min ? dt : min;
         max = i == 0 || dt > max ? dt : max;
         sum += dt;

@@ -260,7 +260,7 @@ static int client_exchange(client_ctx *s)
 {
     psi_setup_params p;
     int suite = s->o->net.suite;
-    size_t cap = psi_request_bound_suite(suite, s->in.n), len = cap, setup_cap = 0;
+    size_t cap = psi_request_bound(suite, s->in.n), len = cap, setup_cap = 0;
     uint8_t *req = psi_app_alloc(cap, 1);
     int rc;
 
@@ -274,7 +274,7 @@ static int client_exchange(client_ctx *s)
         return client_fail_psi(s, "cannot build the request", rc);
     }
     psi_net_session_params(&p, &s->accept, s->in.n);
-    if ((rc = psi_setup_bound_suite(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK) {
+    if ((rc = psi_setup_bound(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK) {
         free(req);
         return client_fail_psi(s, "the server's setup parameters", rc);
     }
@@ -288,7 +288,7 @@ static int client_exchange(client_ctx *s)
     free(req);
     if (rc != 0)
         return client_fail_net(s, rc);
-    if (client_recv(s, PSI_NET_FRAME_RESPONSE, psi_response_bound_suite(suite, s->in.n),
+    if (client_recv(s, PSI_NET_FRAME_RESPONSE, psi_response_bound(suite, s->in.n),
                     "receiving the response", &s->response, &s->response_len) != 0)
         return -1;
     if (s->accept.association &&

@@ -232,7 +232,7 @@ static int demo_setup(demo_run *r)
     // OpenMined divides fpr by the client count; an empty client set
     // would make that infinite.
     p.num_client_inputs = (int64_t)(r->s->n_client ? r->s->n_client : 1);
-    if ((rc = psi_setup_bound_suite(&bound, r->o->suite, &p, r->s->n_server)) != PSI_OK)
+    if ((rc = psi_setup_bound(&bound, r->o->suite, &p, r->s->n_server)) != PSI_OK)
         return demo_fail("server setup", rc);
     if ((r->setup = psi_app_alloc(bound, 1)) == NULL)
         return demo_fail("server setup", PSI_E_NOMEM);
@@ -251,7 +251,7 @@ static int demo_request(demo_run *r)
     double t0;
     int rc;
 
-    r->request_len = psi_request_bound_suite(r->o->suite, r->s->n_client);
+    r->request_len = psi_request_bound(r->o->suite, r->s->n_client);
     if ((r->request = psi_app_alloc(r->request_len, 1)) == NULL)
         return demo_fail("client request", PSI_E_NOMEM);
     t0 = psi_app_now_ms();
@@ -269,8 +269,8 @@ static int demo_response(demo_run *r)
     double t0;
     int rc;
 
-    r->response_len = psi_response_bound_suite(
-        r->o->suite, psi_message_element_bound_suite(r->o->suite, r->request_len));
+    r->response_len = psi_response_bound(
+        r->o->suite, psi_message_element_bound(r->o->suite, r->request_len));
     if ((r->response = psi_app_alloc(r->response_len, 1)) == NULL)
         return demo_fail("server response", PSI_E_NOMEM);
     t0 = psi_app_now_ms();
@@ -286,7 +286,7 @@ static int demo_response(demo_run *r)
 /* Returns: 0 if right, 1 if the result is wrong, -1 on an error. */
 static int demo_result(demo_run *r)
 {
-    size_t n = psi_message_element_bound_suite(r->o->suite, r->response_len);
+    size_t n = psi_message_element_bound(r->o->suite, r->response_len);
     double t0 = psi_app_now_ms();
     int rc;
 

@@ -74,7 +74,7 @@ int psi_cli_offline_setup(psi_app_offline *s)
     p.structure = (psi_structure)s->o.structure;
     p.fpr = s->o.fpr != 0 ? s->o.fpr : PSI_APP_DEFAULT_FPR;
     p.num_client_inputs = s->o.num_client != 0 ? (int64_t)s->o.num_client : 1;
-    prc = psi_setup_bound_suite(&cap, s->o.suite, &p, s->in.n);
+    prc = psi_setup_bound(&cap, s->o.suite, &p, s->in.n);
     if (prc != PSI_OK) {
         psi_app_offline_fail_psi(s, "setup parameters", NULL, prc);
         goto done;
@@ -165,7 +165,7 @@ int psi_cli_offline_response(psi_app_offline *s)
         psi_app_offline_open(s, &s->out, s->o.output) != 0)
         goto done;
     rc = PSI_APP_EXIT_FAIL;
-    n = psi_message_element_bound_suite(s->o.suite, req_len);
+    n = psi_message_element_bound(s->o.suite, req_len);
     if (psi_app_offline_shards(s, PSI_ROLE_SERVER, s->o.reveal) != 0)
         goto done;
     memset(&a, 0, sizeof a);
@@ -209,7 +209,7 @@ done:
 static int steps_match_write(psi_app_offline *s, const uint8_t *setup, size_t setup_len,
                              const uint8_t *resp, size_t resp_len, size_t *count)
 {
-    size_t cap = psi_message_element_bound_suite(s->o.suite, resp_len), k = cap;
+    size_t cap = psi_message_element_bound(s->o.suite, resp_len), k = cap;
     size_t *idx = NULL;
     char files[512];
     int prc;
@@ -273,7 +273,7 @@ int psi_cli_offline_match(psi_app_offline *s)
     // A response holds one element per request value: another size is the
     // answer to another input's request (checked after the library, which
     // names a malformed file or one of another suite first).
-    want = psi_response_bound_suite(s->o.suite, s->in.n);
+    want = psi_response_bound(s->o.suite, s->in.n);
     if (resp_len != want) {
         psi_app_offline_fail(s, "response %s (%zu bytes) does not answer a request of the "
                              "%zu values of %s (%zu bytes expected): give the response to "

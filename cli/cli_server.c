@@ -257,7 +257,7 @@ static int server_setup(server_ctx *s, psi_net_conn *c, psi_shards *g,
         return rc != 0 ? server_fail_net(s, c, rc) : 0;
     }
     psi_net_session_params(&p, self, client_n);
-    rc = psi_setup_bound_suite(&cap, s->o->net.suite, &p, s->in.n);
+    rc = psi_setup_bound(&cap, s->o->net.suite, &p, s->in.n);
     if (rc != PSI_OK)
         return server_fail_psi(s, c, "setup parameters", rc);
     setup = psi_app_alloc(cap, 1);
@@ -286,12 +286,12 @@ static int server_setup(server_ctx *s, psi_net_conn *c, psi_shards *g,
 static int server_respond(server_ctx *s, psi_net_conn *c, psi_shards *g, uint64_t client_n)
 {
     int suite = s->o->net.suite;
-    size_t req_len = 0, cap = psi_response_bound_suite(suite, (size_t)client_n), len;
+    size_t req_len = 0, cap = psi_response_bound(suite, (size_t)client_n), len;
     uint8_t *req = NULL, *resp = NULL;
     int rc;
 
     rc = psi_net_progress_recv(&s->prog, c, PSI_NET_FRAME_REQUEST,
-                               psi_request_bound_suite(suite, (size_t)client_n), &req,
+                               psi_request_bound(suite, (size_t)client_n), &req,
                                &req_len,
                                "receiving the request");
     if (rc != 0)

@@ -138,12 +138,12 @@ static int setup_parse(setup_load *l)
     int suite = l->net->suite;
     psi_setup *ps = NULL;
     char detail[PSI_ERROR_MESSAGE_BYTES];
-    int rc = psi_setup_parse_suite(&ps, suite, ss->bytes, ss->pb.len);
+    int rc = psi_setup_parse(&ps, suite, ss->bytes, ss->pb.len);
 
     if (rc == PSI_E_SUITE_MISMATCH) {
         // Name the file's suite when it is one this build knows.
         for (int t = 0; psi_suite_name(t) != NULL; t++) {
-            if (t != suite && psi_setup_parse_suite(&ps, t, ss->bytes, ss->pb.len) == PSI_OK) {
+            if (t != suite && psi_setup_parse(&ps, t, ss->bytes, ss->pb.len) == PSI_OK) {
                 psi_setup_free(ps);
                 snprintf(l->err, l->err_len, "setup file %s is a setup of suite %s, "
                          "and the key file and this run are of suite %s: serve it with "

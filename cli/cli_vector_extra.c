@@ -178,8 +178,8 @@ static int vx_key(const psi_cli_reject *r, char *msg, size_t msg_len)
 static int vx_request(const psi_cli_reject *r, const psi_app_party *server,
                       char *msg, size_t msg_len)
 {
-    size_t len = psi_response_bound_suite(
-        r->suite, psi_message_element_bound_suite(r->suite, r->data.len));
+    size_t len = psi_response_bound(
+        r->suite, psi_message_element_bound(r->suite, r->data.len));
     uint8_t *buf = psi_app_alloc(len, 1);
     int rc;
 
@@ -196,7 +196,7 @@ static int vx_request(const psi_cli_reject *r, const psi_app_party *server,
 static int vx_intersection(const psi_cli_reject *r, const psi_app_party *client,
                            char *msg, size_t msg_len)
 {
-    size_t count = 0, n = psi_message_element_bound_suite(r->suite, r->response.len);
+    size_t count = 0, n = psi_message_element_bound(r->suite, r->response.len);
     size_t *got;
     int rc = psi_app_party_intersection_size(client, &count, r->data.data, r->data.len,
                                              r->response.data, r->response.len);
@@ -221,7 +221,7 @@ static int vx_setup(const psi_cli_reject *r, const psi_app_party *server,
 {
     size_t bound = 0, len;
     uint8_t *buf;
-    int rc = psi_setup_bound_suite(&bound, r->suite, &r->params, r->n_server);
+    int rc = psi_setup_bound(&bound, r->suite, &r->params, r->n_server);
 
     if (rc != PSI_OK && vx_expect(r, "psi_setup_bound", rc, msg, msg_len) != 0)
         return 1;
@@ -264,7 +264,7 @@ int psi_cli_reject_run(const psi_cli_reject *r, const psi_app_shard_opts *so,
         return vx_key(r, msg, msg_len);
     if (r->op == VX_POINT)
         return vx_expect(r, "psi_point_check",
-                         psi_point_check_suite(r->suite, r->data.data, r->data.len), msg,
+                         psi_point_check(r->suite, r->data.data, r->data.len), msg,
                          msg_len);
     return vx_with_party(r, so, msg, msg_len);
 }

@@ -106,7 +106,7 @@ static void vrun_setup(vrun_report *r, const psi_app_party *server, const psi_cl
     size_t bound = 0, len;
     uint8_t *buf;
     size_t *perm = NULL;
-    int rc = psi_setup_bound_suite(&bound, c->suite, &c->params, c->n_server);
+    int rc = psi_setup_bound(&bound, c->suite, &c->params, c->n_server);
 
     if (rc != PSI_OK) {
         vrun_error(r, "server_setup (size bound)", rc);
@@ -132,7 +132,7 @@ static void vrun_setup(vrun_report *r, const psi_app_party *server, const psi_cl
 static void vrun_request(vrun_report *r, const psi_app_party *client,
                          const psi_cli_case *c)
 {
-    size_t len = psi_request_bound_suite(c->suite, c->n_client);
+    size_t len = psi_request_bound(c->suite, c->n_client);
     uint8_t *buf = psi_app_alloc(len, 1);
     int rc;
 
@@ -149,8 +149,8 @@ static void vrun_request(vrun_report *r, const psi_app_party *client,
 static void vrun_response(vrun_report *r, const psi_app_party *server,
                           const psi_cli_case *c)
 {
-    size_t len = psi_response_bound_suite(
-        c->suite, psi_message_element_bound_suite(c->suite, c->request.len));
+    size_t len = psi_response_bound(
+        c->suite, psi_message_element_bound(c->suite, c->request.len));
     uint8_t *buf = psi_app_alloc(len, 1);
     int rc;
 
@@ -168,7 +168,7 @@ static void vrun_response(vrun_report *r, const psi_app_party *server,
 static void vrun_intersection(vrun_report *r, const psi_app_party *client,
                               const psi_cli_case *c)
 {
-    size_t n = psi_message_element_bound_suite(c->suite, c->response.len);
+    size_t n = psi_message_element_bound(c->suite, c->response.len);
     size_t *got = psi_app_alloc(n, sizeof *got);
     int rc;
 
@@ -214,7 +214,7 @@ static void vrun_pair(char *out, size_t cap, const psi_pair *v, size_t n, size_t
 static void vrun_association(vrun_report *r, const psi_app_party *client,
                              const psi_cli_case *c)
 {
-    size_t n = psi_message_element_bound_suite(c->suite, c->response.len), i = 0;
+    size_t n = psi_message_element_bound(c->suite, c->response.len), i = 0;
     psi_pair *got = psi_app_alloc(n, sizeof *got);
     char want_s[64], got_s[64];
     int rc;

@@ -73,7 +73,7 @@ static int split(client_input *in, const uint8_t *data, size_t size)
     in->response_len = size - in->setup_len;
 
     in->suite = fuzz_message_suite(in->setup, in->setup_len);
-    rc = psi_setup_parse_suite(&s, in->suite, in->setup, in->setup_len);
+    rc = psi_setup_parse(&s, in->suite, in->setup, in->setup_len);
     FUZZ_EXPECT("psi_setup_parse", rc, parse_codes);
     if (transient(rc))
         return 0;
@@ -95,7 +95,7 @@ static int intersection(const psi_engine *e, psi_shards *g, uint8_t **seen, size
                         const client_input *in)
 {
     const char *fn = "psi_client_get_intersection";
-    size_t cap = psi_message_element_bound_suite(in->suite, in->response_len);
+    size_t cap = psi_message_element_bound(in->suite, in->response_len);
     size_t *out = fuzz_alloc(cap * sizeof *out);
     int rc;
 
@@ -172,7 +172,7 @@ static void association(const psi_engine *e, psi_shards *g, const client_input *
                         uint8_t *seen, size_t m)
 {
     const char *fn = "psi_client_get_association";
-    size_t cap = psi_message_element_bound_suite(in->suite, in->response_len), count = cap;
+    size_t cap = psi_message_element_bound(in->suite, in->response_len), count = cap;
     psi_pair *out = fuzz_alloc(cap * sizeof *out);
     int rc = psi_client_get_association(e, out, &count, in->setup, in->setup_len, in->response,
                                         in->response_len);

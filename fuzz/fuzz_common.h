@@ -25,6 +25,9 @@
 #include "psi.h"
 #include "psi_shard.h"
 
+/* The library's codec and matchers (internal: the harnesses link psi/ statically). */
+#include "codec.h"
+
 /* The entry point libFuzzer (or fuzz/driver.c) calls; declared here for
  * -Werror=missing-prototypes. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -184,9 +187,9 @@ static inline void fuzz_require_same(const char *fn, int rc_engine, int rc_shard
 static inline int fuzz_decode_response(uint8_t **elements, size_t *n, int suite,
                                        const uint8_t *msg, size_t len)
 {
-    *n = psi_message_element_bound_suite(suite, len);
+    *n = psi_message_element_bound(suite, len);
     *elements = fuzz_alloc(*n * PSI_ELEMENT_BYTES);
-    return psi_response_decode_suite(*elements, n, suite, msg, len);
+    return psi_response_decode(*elements, n, suite, msg, len);
 }
 
 #endif /* PSI_FUZZ_COMMON_H */

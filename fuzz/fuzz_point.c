@@ -1,5 +1,5 @@
 /* Fuzzes strict point decoding (PROTOCOL.md §4.2, §16.3): psi_point_check
- * and psi_point_check_suite on the whole input; and, when the input is a few 33-byte points, the engine's
+ * and psi_point_check on the whole input; and, when the input is a few 33-byte points, the engine's
  * batch calls on them, which must fail with the first bad point's code or
  * round-trip (unmask(remask(P)) == P). */
 #include <sodium.h>
@@ -15,7 +15,7 @@ static const int point_check_codes[] = { FUZZ_POINT_CODES, PSI_E_NOMEM, PSI_E_CR
 static int first_bad_point(const uint8_t *points, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        int rc = psi_point_check(points + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);
+        int rc = psi_point_check(PSI_SUITE_OPENMINED_P256, points + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);
 
         FUZZ_EXPECT("psi_point_check", rc, point_check_codes);
         if (rc != PSI_OK)
@@ -100,8 +100,8 @@ static int expected_code(const uint8_t *data, size_t size)
 static void check_ristretto255(const uint8_t *data, size_t size)
 {
     static const int codes[] = { PSI_E_POINT_LENGTH, PSI_E_POINT_IDENTITY, PSI_E_POINT_ENCODING };
-    const char *fn = "psi_point_check_suite";
-    int rc = psi_point_check_suite(PSI_SUITE_RISTRETTO255, data, size);
+    const char *fn = "psi_point_check";
+    int rc = psi_point_check(PSI_SUITE_RISTRETTO255, data, size);
     int want;
 
     if (rc != PSI_OK)
@@ -121,14 +121,14 @@ static void check_ristretto255(const uint8_t *data, size_t size)
                          memcmp(again, data, sizeof again) == 0,
                      fn, rc, "an accepted encoding does not re-encode to itself");
     }
-    fuzz_require(psi_point_check_suite(PSI_SUITE_P256_SSWU, data, size) ==
-                     psi_point_check(data, size),
+    fuzz_require(psi_point_check(PSI_SUITE_P256_SSWU, data, size) ==
+                     psi_point_check(PSI_SUITE_OPENMINED_P256, data, size),
                  fn, rc, "p256-sswu decodes differently from openmined-p256");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int rc = psi_point_check(data, size);
+    int rc = psi_point_check(PSI_SUITE_OPENMINED_P256, data, size);
     int want = expected_code(data, size);
 
     FUZZ_EXPECT("psi_point_check", rc, point_check_codes);

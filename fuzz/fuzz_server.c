@@ -26,16 +26,16 @@ static int compare_elements(const void *a, const void *b)
 static int decode_request(uint8_t **elements, size_t *n, int *reveal, int suite,
                           const uint8_t *msg, size_t len)
 {
-    *n = psi_message_element_bound_suite(suite, len);
+    *n = psi_message_element_bound(suite, len);
     *elements = fuzz_alloc(*n * PSI_ELEMENT_BYTES);
-    return psi_request_decode_suite(*elements, n, reveal, suite, msg, len);
+    return psi_request_decode(*elements, n, reveal, suite, msg, len);
 }
 
 /* Returns: the first bad point's code, or PSI_OK. */
 static int first_bad_point(const uint8_t *points, size_t n, int suite)
 {
     for (size_t i = 0; i < n; i++) {
-        int rc = psi_point_check_suite(suite, points + i * PSI_ELEMENT_BYTES,
+        int rc = psi_point_check(suite, points + i * PSI_ELEMENT_BYTES,
                                        psi_suite_element_bytes(suite));
 
         FUZZ_EXPECT("psi_point_check", rc, point_codes);
@@ -59,7 +59,7 @@ static void check_response(const psi_engine *e, const uint8_t *resp, size_t resp
     fuzz_require(m == n, fn, rc, "response element count differs from the request's");
     canon = fuzz_alloc(resp_len);
     len = resp_len;
-    rc = psi_response_encode_suite(canon, &len, suite, got, m);
+    rc = psi_response_encode(canon, &len, suite, got, m);
     fuzz_require(rc == PSI_OK && len == resp_len && memcmp(canon, resp, len) == 0, fn, rc,
                  "response not in canonical encoding");
     len = n * PSI_ELEMENT_BYTES;
@@ -97,20 +97,20 @@ static void check_setup_encoder(int suite, psi_structure structure, const uint8_
     psi_setup *s = NULL;
     size_t bound = 0, len, count = 0;
     uint8_t *out;
-    int rc = psi_setup_bound_suite(&bound, suite, &p, n);
+    int rc = psi_setup_bound(&bound, suite, &p, n);
 
     FUZZ_EXPECT("psi_setup_bound", rc, bound_codes);
     fuzz_require(rc == PSI_OK, "psi_setup_bound", rc, "fixed parameters refused");
     out = fuzz_alloc(bound);
     len = bound;
-    rc = psi_setup_encode_suite(out, &len, suite, &p, elements, n);
+    rc = psi_setup_encode(out, &len, suite, &p, elements, n);
     FUZZ_EXPECT(fn, rc, encode_codes);
     if (rc != PSI_OK) {
         fuzz_require(len == 0, fn, rc, "*out_len not 0 after a failure");
         goto done;
     }
     fuzz_require(len <= bound, fn, rc, "longer than psi_setup_bound");
-    rc = psi_setup_parse_suite(&s, suite, out, len);
+    rc = psi_setup_parse(&s, suite, out, len);
     FUZZ_EXPECT("psi_setup_parse", rc, parse_codes);
     if (rc != PSI_OK)
         goto done;
@@ -147,7 +147,7 @@ static void check_shards(psi_shards *g, int suite, const uint8_t *data, size_t s
                          const uint8_t *out, size_t len)
 {
     const char *fn = "psi_shards_server_process_request";
-    size_t cap = psi_response_bound_suite(suite, psi_message_element_bound_suite(suite, size));
+    size_t cap = psi_response_bound(suite, psi_message_element_bound(suite, size));
     size_t len2 = cap;
     uint8_t *out2 = fuzz_alloc(cap);
     int rc2 = psi_shards_server_process_request(g, out2, &len2, data, size);
@@ -168,7 +168,7 @@ static void run(const psi_engine *e, psi_shards *g, const uint8_t *data, size_t 
 {
     const char *fn = "psi_server_process_request";
     int suite = psi_engine_suite(e);
-    size_t n, cap = psi_response_bound_suite(suite, psi_message_element_bound_suite(suite, size));
+    size_t n, cap = psi_response_bound(suite, psi_message_element_bound(suite, size));
     size_t len = cap;
     uint8_t *req, *out = fuzz_alloc(cap);
     int reveal = 0, dec = decode_request(&req, &n, &reveal, suite, data, size), want = dec;

@@ -201,7 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static psi_setup dummy;
     psi_setup *s = &dummy; // not NULL: the call must clear it
     int suite = fuzz_message_suite(data, size);
-    int rc = psi_setup_parse_suite(&s, suite, data, size);
+    int rc = psi_setup_parse(&s, suite, data, size);
     size_t m;
 
     FUZZ_EXPECT(fn, rc, parse_codes);
@@ -213,7 +213,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_require(psi_setup_structure(s) == s->structure, fn, rc, "psi_setup_structure");
     if (s->structure == PSI_STRUCTURE_RAW) {
         fuzz_require(psi_setup_raw_count(s) == s->raw_count &&
-                         s->raw_count <= psi_message_element_bound_suite(suite, size), fn, rc, "raw count");
+                         s->raw_count <= psi_message_element_bound(suite, size), fn, rc, "raw count");
         for (size_t j = 1; j < s->raw_count; j++)
             fuzz_require(memcmp(element(s->raw, j - 1), element(s->raw, j), PSI_ELEMENT_BYTES) <= 0,
                          fn, rc, "raw elements accepted out of order");

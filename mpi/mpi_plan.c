@@ -38,7 +38,7 @@ int psi_mpi_plan_begin(psi_mpi_run *r, psi_mpi_plan *mp, psi_role role, int reve
     a->external = 1;
     a->slices = (size_t)r->size;
     a->slice_counts = cut;
-    if (cut != NULL && (prc = psi_engine_clone_with(&mp->e, r->s.key, &st)) == PSI_OK &&
+    if (cut != NULL && (prc = psi_engine_clone(&mp->e, r->s.key, &st)) == PSI_OK &&
         (prc = psi_plan_begin(&mp->p, mp->e, a)) == PSI_OK)
         prc = psi_plan_step(mp->p, &mp->st, (size_t)r->rank);
     free(cut);

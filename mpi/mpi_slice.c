@@ -232,9 +232,9 @@ static int slice_decode(const msg_kind *k, uint8_t *elems, size_t *n, int *revea
                         const uint8_t *msg, size_t len)
 {
     if (k->is_request)
-        return psi_request_decode_suite(elems, n, reveal, k->suite, msg, len);
+        return psi_request_decode(elems, n, reveal, k->suite, msg, len);
     *reveal = 0;
-    return psi_response_decode_suite(elems, n, k->suite, msg, len);
+    return psi_response_decode(elems, n, k->suite, msg, len);
 }
 
 /* The canonical path: reads this rank's records in pieces and decodes them
@@ -303,7 +303,7 @@ static int slice_scatter(psi_mpi_run *r, const msg_kind *k, const char *path, co
         if (psi_app_offline_read_msg(&r->s, path, k->is_request ? "request" : "response",
                                      &msg, &len) != 0) {
             status = PSI_APP_EXIT_USAGE;
-        } else if ((all = psi_app_alloc(m = psi_message_element_bound_suite(k->suite, len),
+        } else if ((all = psi_app_alloc(m = psi_message_element_bound(k->suite, len),
                                         PSI_ELEMENT_BYTES)) == NULL) {
             psi_app_offline_fail(&r->s, "out of memory for %s", path);
             status = PSI_APP_EXIT_FAIL;

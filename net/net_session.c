@@ -105,7 +105,7 @@ static int session_check_params(const psi_net_handshake *hello,
         return -1;
     }
     psi_net_session_params(&p, self, hello->n);
-    rc = psi_setup_bound_suite(&bound, self->suite, &p, (size_t)self->n);
+    rc = psi_setup_bound(&bound, self->suite, &p, (size_t)self->n);
     if (rc == PSI_E_PARAM_OVERFLOW || rc == PSI_E_FPR) {
         snprintf(err, err_len, "fpr %g is too small for a %s setup of %llu values "
                  "queried with %llu: %s (raise --fpr on the server, or use "
@@ -165,7 +165,7 @@ static int session_covers(const psi_net_handshake *self, uint64_t client_n, uint
     size_t bound = 0;
 
     psi_net_session_params(&p, self, client_n);
-    return psi_setup_bound_suite(&bound, self->suite, &p, (size_t)n) == PSI_OK &&
+    return psi_setup_bound(&bound, self->suite, &p, (size_t)n) == PSI_OK &&
            bound >= len;
 }
 

@@ -3,8 +3,9 @@
  * suite header, the reveal flag, RawInfo's tag and length) and then one
  * record per element.  Protobuf concatenates the occurrences of a
  * repeated field, so records written in any number of pieces make the
- * same bytes; psi_request_encode_suite, psi_response_encode_suite and the
- * raw psi_setup_encode_suite are this head and these records. */
+ * same bytes; psi_request_encode, psi_response_encode and the
+ * raw psi_setup_encode are this head and these records. */
+#include "codec.h"
 #include "messages.h"
 #include "suite.h"
 

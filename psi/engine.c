@@ -145,19 +145,14 @@ int psi_engine_create(psi_engine **out, const psi_settings *s)
     return rc;
 }
 
-int psi_engine_clone(psi_engine **out, const psi_engine *e)
+int psi_engine_clone(psi_engine **out, const psi_engine *e, const psi_settings *s)
 {
     PSI_CHECK_ARG(out != NULL);
     *out = NULL;
     PSI_CHECK_ARG(e != NULL);
-    return psi_engine_clone_with(out, e, &e->settings);
-}
-
-int psi_engine_clone_with(psi_engine **out, const psi_engine *e, const psi_settings *s)
-{
-    PSI_CHECK_ARG(out != NULL);
-    *out = NULL;
-    PSI_CHECK_ARG(e != NULL && s != NULL && settings_valid(s));
+    if (s == NULL)
+        s = &e->settings;
+    PSI_CHECK_ARG(settings_valid(s));
     PSI_CHECK_ARG(s->suite == e->settings.suite); /* the key belongs to one group */
     psi_engine *c = NULL;
     int rc = engine_alloc(&c, s);

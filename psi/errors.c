@@ -147,8 +147,3 @@ size_t psi_key_bytes(void)
 {
     return PSI_KEY_BYTES;
 }
-
-size_t psi_element_wire_bytes(void)
-{
-    return PSI_ELEMENT_WIRE_BYTES;
-}

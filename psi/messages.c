@@ -10,6 +10,7 @@
  * by reader.c, ServerSetup by setup_parse.c. */
 #include <string.h>
 
+#include "codec.h"
 #include "bloom.h"
 #include "gcs.h"
 #include "messages.h"
@@ -43,7 +44,7 @@ static size_t sized(size_t fixed, size_t n, size_t each)
     return fixed + n * each;
 }
 
-size_t psi_request_bound_suite(int suite, size_t n)
+size_t psi_request_bound(int suite, size_t n)
 {
     if (!psi_suite_known(suite))
         return 0;
@@ -51,33 +52,18 @@ size_t psi_request_bound_suite(int suite, size_t n)
     return sized(header_bytes(suite) + 2, n, element_wire_bytes(suite));
 }
 
-size_t psi_response_bound_suite(int suite, size_t n)
+size_t psi_response_bound(int suite, size_t n)
 {
     if (!psi_suite_known(suite))
         return 0;
     return sized(header_bytes(suite), n, element_wire_bytes(suite));
 }
 
-size_t psi_message_element_bound_suite(int suite, size_t msg_len)
+size_t psi_message_element_bound(int suite, size_t msg_len)
 {
     if (!psi_suite_known(suite))
         return 0;
     return msg_len / element_wire_bytes(suite);
-}
-
-size_t psi_request_bound(size_t n)
-{
-    return psi_request_bound_suite(PSI_SUITE_OPENMINED_P256, n);
-}
-
-size_t psi_response_bound(size_t n)
-{
-    return psi_response_bound_suite(PSI_SUITE_OPENMINED_P256, n);
-}
-
-size_t psi_message_element_bound(size_t msg_len)
-{
-    return psi_message_element_bound_suite(PSI_SUITE_OPENMINED_P256, msg_len);
 }
 
 /* ------------------------------------------------------ suite header */
@@ -152,7 +138,7 @@ int psi_msg_take_output(uint8_t *out, size_t *out_len, size_t *cap)
 /* ---------------------------------------------- Request and Response */
 
 /* Both are a head and element records (chunks.c): one encoder. */
-int psi_request_encode_suite(uint8_t *out, size_t *out_len, int suite, int reveal,
+int psi_request_encode(uint8_t *out, size_t *out_len, int suite, int reveal,
                              const uint8_t *elements, size_t n)
 {
     size_t cap;
@@ -167,14 +153,7 @@ int psi_request_encode_suite(uint8_t *out, size_t *out_len, int suite, int revea
     return psi_msg_encode(out, out_len, cap, suite, PSI_MESSAGE_REQUEST, reveal, elements, n);
 }
 
-int psi_request_encode(uint8_t *out, size_t *out_len, int reveal, const uint8_t *elements,
-                       size_t n)
-{
-    return psi_request_encode_suite(out, out_len, PSI_SUITE_OPENMINED_P256, reveal, elements,
-                                    n);
-}
-
-int psi_response_encode_suite(uint8_t *out, size_t *out_len, int suite,
+int psi_response_encode(uint8_t *out, size_t *out_len, int suite,
                               const uint8_t *elements, size_t n)
 {
     size_t cap;
@@ -186,11 +165,6 @@ int psi_response_encode_suite(uint8_t *out, size_t *out_len, int suite,
     if (!psi_suite_known(suite))
         return PSI_E_SUITE;
     return psi_msg_encode(out, out_len, cap, suite, PSI_MESSAGE_RESPONSE, 0, elements, n);
-}
-
-int psi_response_encode(uint8_t *out, size_t *out_len, const uint8_t *elements, size_t n)
-{
-    return psi_response_encode_suite(out, out_len, PSI_SUITE_OPENMINED_P256, elements, n);
 }
 
 int psi_msg_check_element(const psi_field *f, size_t elen)
@@ -230,7 +204,7 @@ static int decode_elements(uint8_t *elements, size_t cap, size_t *count, int *re
     return PSI_OK;
 }
 
-int psi_request_decode_suite(uint8_t *elements, size_t *count, int *reveal, int suite,
+int psi_request_decode(uint8_t *elements, size_t *count, int *reveal, int suite,
                              const uint8_t *msg, size_t len)
 {
     PSI_CHECK_ARG(count != NULL);
@@ -246,13 +220,7 @@ int psi_request_decode_suite(uint8_t *elements, size_t *count, int *reveal, int 
                            msg != NULL ? msg : psi_msg_empty, len);
 }
 
-int psi_request_decode(uint8_t *elements, size_t *count, int *reveal, const uint8_t *msg,
-                       size_t len)
-{
-    return psi_request_decode_suite(elements, count, reveal, PSI_SUITE_OPENMINED_P256, msg, len);
-}
-
-int psi_response_decode_suite(uint8_t *elements, size_t *count, int suite, const uint8_t *msg,
+int psi_response_decode(uint8_t *elements, size_t *count, int suite, const uint8_t *msg,
                               size_t len)
 {
     int unused_reveal;
@@ -265,11 +233,6 @@ int psi_response_decode_suite(uint8_t *elements, size_t *count, int suite, const
     psi_detail_clear();
     return decode_elements(elements, cap, count, &unused_reveal, suite, PSI_MESSAGE_RESPONSE,
                            msg != NULL ? msg : psi_msg_empty, len);
-}
-
-int psi_response_decode(uint8_t *elements, size_t *count, const uint8_t *msg, size_t len)
-{
-    return psi_response_decode_suite(elements, count, PSI_SUITE_OPENMINED_P256, msg, len);
 }
 
 /* ---------------------------------------------------- ServerSetup out */
@@ -366,7 +329,7 @@ done:
     return rc;
 }
 
-int psi_setup_encode_suite(uint8_t *out, size_t *out_len, int suite, const psi_setup_params *p,
+int psi_setup_encode(uint8_t *out, size_t *out_len, int suite, const psi_setup_params *p,
                            const uint8_t *elements, size_t n)
 {
     size_t cap;
@@ -389,12 +352,6 @@ int psi_setup_encode_suite(uint8_t *out, size_t *out_len, int suite, const psi_s
     default:
         return psi_fail_at(PSI_E_STRUCTURE, "params.structure", -1, -1);
     }
-}
-
-int psi_setup_encode(uint8_t *out, size_t *out_len, const psi_setup_params *p,
-                     const uint8_t *elements, size_t n)
-{
-    return psi_setup_encode_suite(out, out_len, PSI_SUITE_OPENMINED_P256, p, elements, n);
 }
 
 /* Adds `extra` to *total, or reports the overflow. */
@@ -435,7 +392,7 @@ done:
     return rc;
 }
 
-int psi_setup_bound_suite(size_t *bound, int suite, const psi_setup_params *p, size_t n_server)
+int psi_setup_bound(size_t *bound, int suite, const psi_setup_params *p, size_t n_server)
 {
     size_t body = 0, total;
     int rc;
@@ -452,10 +409,5 @@ int psi_setup_bound_suite(size_t *bound, int suite, const psi_setup_params *p, s
     *bound = total;
 done:
     return rc;
-}
-
-int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_server)
-{
-    return psi_setup_bound_suite(bound, PSI_SUITE_OPENMINED_P256, p, n_server);
 }
 

@@ -4,6 +4,7 @@
  * psi_plan_put keep a slice's outcome for finish (plan_finish.c). */
 #include <string.h>
 
+#include "codec.h"
 #include "ctcheck.h"
 #include "plan.h"
 
@@ -103,15 +104,15 @@ static int values_valid(const psi_value *values, size_t n)
 /* Decodes the message's elements into p->owned (§8 step 1, §9 step 2). */
 static int decode_points(psi_plan *p, const psi_op_args *a, int *reveal, int request)
 {
-    p->n = psi_message_element_bound_suite(p->suite, a->message_len);
+    p->n = psi_message_element_bound(p->suite, a->message_len);
     p->owned = psi_calloc(p->n, PSI_ELEMENT_BYTES);
     if (p->owned == NULL)
         return PSI_E_NOMEM;
     p->points = p->owned;
     if (request)
-        return psi_request_decode_suite(p->owned, &p->n, reveal, p->suite, a->message,
+        return psi_request_decode(p->owned, &p->n, reveal, p->suite, a->message,
                                         a->message_len);
-    return psi_response_decode_suite(p->owned, &p->n, p->suite, a->message, a->message_len);
+    return psi_response_decode(p->owned, &p->n, p->suite, a->message, a->message_len);
 }
 
 static int begin_setup(psi_plan *p, const psi_engine *e, const psi_op_args *a)
@@ -122,7 +123,7 @@ static int begin_setup(psi_plan *p, const psi_engine *e, const psi_op_args *a)
     if (psi_engine_role(e) != PSI_ROLE_SERVER)
         return PSI_E_WRONG_ROLE;
     size_t bound;
-    int rc = psi_setup_bound_suite(&bound, p->suite, &a->params, a->n_values);
+    int rc = psi_setup_bound(&bound, p->suite, &a->params, a->n_values);
     if (rc != PSI_OK) /* bad parameters before the expensive masking */
         return rc;
     PSI_CHECK_ARG(values_valid(a->values, a->n_values));
@@ -142,7 +143,7 @@ static int begin_request(psi_plan *p, const psi_engine *e, const psi_op_args *a,
     psi_detail_clear();
     if (psi_engine_role(e) != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
-    size_t bound = psi_request_bound_suite(p->suite, a->n_values);
+    size_t bound = psi_request_bound(p->suite, a->n_values);
     if (bound == 0 || (caps->given && caps->bytes < bound))
         return PSI_E_BUFFER_TOO_SMALL;
     PSI_CHECK_ARG(values_valid(a->values, a->n_values));
@@ -170,7 +171,7 @@ static int begin_response(psi_plan *p, const psi_engine *e, const psi_op_args *a
         if (reveal != p->reveal)
             return psi_fail_at(PSI_E_REVEAL_MISMATCH, "Request.reveal_intersection", -1, -1);
     }
-    if (caps->given && caps->bytes < psi_response_bound_suite(p->suite, p->n))
+    if (caps->given && caps->bytes < psi_response_bound(p->suite, p->n))
         return PSI_E_BUFFER_TOO_SMALL;
     // Concatenated in slice order; without reveal, sorted (§8, §14.3).
     p->kind = p->reveal ? PSI_STEP_REMASK : PSI_STEP_REMASK_SORT;
@@ -188,7 +189,7 @@ static int begin_client(psi_plan *p, const psi_engine *e, const psi_op_args *a)
     PSI_CHECK_ARG(a->message != NULL || a->message_len == 0 || a->external);
     if (psi_engine_role(e) != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
-    int rc = psi_setup_parse_suite(&p->setup, p->suite, a->setup, a->setup_len);
+    int rc = psi_setup_parse(&p->setup, p->suite, a->setup, a->setup_len);
     if (rc != PSI_OK)
         return rc;
     if (a->external) {

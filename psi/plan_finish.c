@@ -5,6 +5,7 @@
  * The one place the merge rules are written. */
 #include <string.h>
 
+#include "codec.h"
 #include "plan.h"
 
 /* --------------------------------------------------- the steps' outputs */
@@ -282,14 +283,14 @@ static int write_built(psi_plan *p, writer *w)
     int rc = plan_contiguous(p, &elements, &owned);
     if (rc == PSI_OK && w->sink == NULL) {
         len = w->cap;
-        rc = psi_setup_encode_suite(w->buf, &len, p->suite, &p->params, elements, p->n);
+        rc = psi_setup_encode(w->buf, &len, p->suite, &p->params, elements, p->n);
         w->len = rc == PSI_OK ? len : 0;
-    } else if (rc == PSI_OK && (rc = psi_setup_bound_suite(&bound, p->suite, &p->params,
+    } else if (rc == PSI_OK && (rc = psi_setup_bound(&bound, p->suite, &p->params,
                                                           p->n)) == PSI_OK) {
         msg = psi_alloc(bound);
         len = bound;
         rc = msg == NULL ? PSI_E_NOMEM
-                         : psi_setup_encode_suite(msg, &len, p->suite, &p->params, elements,
+                         : psi_setup_encode(msg, &len, p->suite, &p->params, elements,
                                                   p->n);
         if (rc == PSI_OK && len > 0 && w->sink(w->sink_arg, msg, len) != 0)
             rc = PSI_E_IO;
@@ -471,11 +472,11 @@ size_t psi_plan_bound(const psi_plan *p)
         return 0;
     switch (p->op) {
     case PSI_OP_SETUP:
-        return psi_setup_bound_suite(&bound, p->suite, &p->params, p->n) == PSI_OK ? bound : 0;
+        return psi_setup_bound(&bound, p->suite, &p->params, p->n) == PSI_OK ? bound : 0;
     case PSI_OP_REQUEST:
-        return psi_request_bound_suite(p->suite, p->n);
+        return psi_request_bound(p->suite, p->n);
     case PSI_OP_RESPONSE:
-        return psi_response_bound_suite(p->suite, p->n);
+        return psi_response_bound(p->suite, p->n);
     case PSI_OP_STEP:
         return p->n * PSI_ELEMENT_BYTES;
     default:

@@ -33,12 +33,7 @@ int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
     return PSI_OK;
 }
 
-int psi_point_check(const uint8_t *point, size_t len)
-{
-    return psi_point_check_suite(PSI_SUITE_OPENMINED_P256, point, len);
-}
-
-int psi_point_check_suite(int suite, const uint8_t *point, size_t len)
+int psi_point_check(int suite, const uint8_t *point, size_t len)
 {
     PSI_CHECK_ARG(point != NULL || len == 0);
     psi_detail_clear();

@@ -5,8 +5,8 @@
  * the bytes left to skip as a count, and an element's bytes (at most one
  * element).  A field is judged when its last byte arrives, exactly as a
  * decoder of the whole message judges it once it has read it whole, so
- * the codes and details are the same for any cut; psi_request_decode_suite
- * and psi_response_decode_suite are this reader run over the whole
+ * the codes and details are the same for any cut; psi_request_decode
+ * and psi_response_decode are this reader run over the whole
  * message (messages.c). */
 #include <string.h>
 

@@ -3,6 +3,7 @@
  * Bloom matching live in gcs.c and bloom.c. */
 #include <string.h>
 
+#include "codec.h"
 #include "bloom.h"
 #include "gcs.h"
 #include "setup.h"

@@ -199,7 +199,7 @@ static int parse_bloom(psi_setup *s, const uint8_t *msg, const uint8_t *data, si
     return PSI_OK;
 }
 
-int psi_setup_parse_suite(psi_setup **out, int suite, const uint8_t *msg, size_t len)
+int psi_setup_parse(psi_setup **out, int suite, const uint8_t *msg, size_t len)
 {
     psi_setup *s = NULL;
     psi_field member;
@@ -235,16 +235,6 @@ int psi_setup_parse_suite(psi_setup **out, int suite, const uint8_t *msg, size_t
 done:
     psi_setup_free(s);
     return rc;
-}
-
-int psi_setup_parse(psi_setup **out, const uint8_t *msg, size_t len)
-{
-    return psi_setup_parse_suite(out, PSI_SUITE_OPENMINED_P256, msg, len);
-}
-
-psi_suite psi_setup_suite(const psi_setup *s)
-{
-    return s != NULL ? s->suite : PSI_SUITE_OPENMINED_P256;
 }
 
 void psi_setup_free(psi_setup *s)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "sort.h"
 
 static int keyed_cmp(const void *a, const void *b)

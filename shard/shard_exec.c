@@ -93,7 +93,7 @@ static int units_create(psi_shards *g, const psi_engine *e)
             es.progress = unit_progress;
             es.progress_arg = u;
         }
-        int rc = psi_engine_clone_with(&u->engine, e, &es);
+        int rc = psi_engine_clone(&u->engine, e, &es);
         if (rc != PSI_OK)
             return rc;
     }

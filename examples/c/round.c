@@ -39,9 +39,9 @@ if (psi_openssl_wipe_on_free() != PSI_OK) return 1;  /* first thing in main: no 
 psi_settings cs, ss; psi_settings_default(&cs); psi_settings_default(&ss); ss.role = PSI_ROLE_SERVER;
 psi_engine *client = NULL, *server = NULL;
 int rc = psi_engine_create(&client, &cs); if (rc == PSI_OK) rc = psi_engine_create(&server, &ss);
-psi_setup_params p = {PSI_STRUCTURE_GCS, 1e-9, n_client}; size_t slen = 0, qlen = psi_request_bound(n_client);
-if (rc == PSI_OK) rc = psi_setup_bound(&slen, &p, n_server);
-size_t rlen = psi_response_bound(n_client), count = n_client;
+psi_setup_params p = {PSI_STRUCTURE_GCS, 1e-9, n_client}; size_t slen = 0, qlen = psi_request_bound(PSI_SUITE_OPENMINED_P256, n_client);
+if (rc == PSI_OK) rc = psi_setup_bound(&slen, PSI_SUITE_OPENMINED_P256, &p, n_server);
+size_t rlen = psi_response_bound(PSI_SUITE_OPENMINED_P256, n_client), count = n_client;
 uint8_t *setup = malloc(slen), *req = malloc(qlen), *resp = malloc(rlen); size_t *idx = malloc(count * sizeof *idx);
 if (rc == PSI_OK && (!setup || !req || !resp || !idx)) rc = PSI_E_NOMEM;
 if (rc == PSI_OK) rc = psi_server_create_setup(server, setup, &slen, NULL, &p, server_values, n_server);

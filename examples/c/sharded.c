@@ -38,7 +38,7 @@ int main(void)
     size_t bound = 0;
     int rc = psi_engine_create(&server, &s);
     if (rc == PSI_OK)
-        rc = psi_setup_bound(&bound, &p, n_server);
+        rc = psi_setup_bound(&bound, PSI_SUITE_OPENMINED_P256, &p, n_server);
     uint8_t *setup = malloc(bound), *single = malloc(bound);
     size_t slen = bound, single_len = bound;
     if (rc == PSI_OK && (setup == NULL || single == NULL))

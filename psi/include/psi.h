@@ -57,7 +57,6 @@ extern "C" {
 
 PSI_API size_t psi_element_bytes(void);
 PSI_API size_t psi_key_bytes(void);
-PSI_API size_t psi_element_wire_bytes(void);
 
 /* ----------------------------------------------------------------- suites */
 
@@ -276,19 +275,14 @@ PSI_API int psi_engine_create(psi_engine **out, const psi_settings *s);
 PSI_API int psi_engine_create_from_key(psi_engine **out, const psi_settings *s,
                                        const uint8_t *key, size_t key_len);
 
-/** Creates a second engine with the same key and settings, for another
- *  thread or shard.  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_NOMEM,
- *  PSI_E_CRYPTO.  Ownership: the caller frees *out. */
-PSI_API int psi_engine_clone(psi_engine **out, const psi_engine *e);
-
-/** Creates a second engine with the same key and the settings `s` (role,
- *  reveal flag, progress callback), for a worker that reports progress to
- *  its own callback.  The key is copied from guarded memory to guarded
- *  memory and never passes through the caller.
- *  Returns: PSI_OK, PSI_E_INVALID_ARG (also for a bad role or reveal flag
- *  in `s`), PSI_E_NOMEM, PSI_E_CRYPTO.  Ownership: the caller frees *out. */
-PSI_API int psi_engine_clone_with(psi_engine **out, const psi_engine *e,
-                                  const psi_settings *s);
+/** Creates a second engine with the same key, for another thread, shard or
+ *  worker: with the settings `s` (role, reveal flag, suite must be the
+ *  engine's, progress callback), or the engine's own when s is NULL.  The
+ *  key is copied from guarded memory to guarded memory and never passes
+ *  through the caller.  Returns: PSI_OK, PSI_E_INVALID_ARG (also for a bad
+ *  role or reveal flag in `s`), PSI_E_NOMEM, PSI_E_CRYPTO.  Ownership: the
+ *  caller frees *out with psi_engine_free. */
+PSI_API int psi_engine_clone(psi_engine **out, const psi_engine *e, const psi_settings *s);
 
 /** Wipes the key and frees the engine.  NULL is a no-op. */
 PSI_API void psi_engine_free(psi_engine *e);
@@ -325,7 +319,7 @@ PSI_API int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
                             const psi_value *values, size_t n);
 
 /** Re-masks points received from the partner: out[i] = ser(k * P_i).
- *  Every input point is decoded strictly (psi_point_check_suite with the
+ *  Every input point is decoded strictly (psi_point_check with the
  *  engine's suite); the first bad one fails the whole call with its
  *  PSI_E_POINT_* code.
  *  Returns: PSI_OK, any PSI_E_POINT_* code, PSI_E_INVALID_ARG,
@@ -339,19 +333,16 @@ PSI_API int psi_engine_remask(const psi_engine *e, uint8_t *out, size_t *out_len
 PSI_API int psi_engine_unmask(const psi_engine *e, uint8_t *out, size_t *out_len,
                               const uint8_t *points, size_t n);
 
-/** Strictly decodes one partner point (§4.2): exactly 33 bytes, prefix 02
- *  or 03, x < p, on the curve.  The 1-byte identity encoding `00` gives
- *  PSI_E_POINT_IDENTITY; 65-byte 04 forms and hybrid 06/07 forms, which
- *  OpenSSL or psi.js accept, are refused.
- *  Returns: PSI_OK or one PSI_E_POINT_* code; PSI_E_NOMEM, PSI_E_CRYPTO. */
-PSI_API int psi_point_check(const uint8_t *point, size_t len);
-
-/** As psi_point_check, for an element of `suite`: the P-256 suites decode
- *  as above; ristretto255 takes exactly 32 bytes, a canonical encoding of
- *  a group element other than the identity (§16.3): PSI_E_POINT_LENGTH,
- *  PSI_E_POINT_ENCODING, PSI_E_POINT_IDENTITY.  Returns also PSI_E_SUITE
- *  for an unknown suite. */
-PSI_API int psi_point_check_suite(int suite, const uint8_t *point, size_t len);
+/** Strictly decodes one partner point of `suite`.  P-256 suites (§4.2):
+ *  exactly 33 bytes, prefix 02 or 03, x < p, on the curve; the 1-byte
+ *  identity encoding `00` gives PSI_E_POINT_IDENTITY, and the 65-byte 04
+ *  forms and hybrid 06/07 forms, which OpenSSL or psi.js accept, are
+ *  refused.  ristretto255 (§16.3): exactly 32 bytes, a canonical encoding
+ *  of a group element other than the identity.
+ *  Returns: PSI_OK, one PSI_E_POINT_* code (PSI_E_POINT_LENGTH,
+ *  PSI_E_POINT_ENCODING, PSI_E_POINT_IDENTITY, ...), PSI_E_SUITE (unknown
+ *  suite), PSI_E_NOMEM, PSI_E_CRYPTO. */
+PSI_API int psi_point_check(int suite, const uint8_t *point, size_t len);
 
 /* -------------------------------------------------------- message sizes */
 
@@ -370,21 +361,25 @@ typedef struct psi_setup_params {
     int64_t num_client_inputs;
 } psi_setup_params;
 
+/* The sizes below are those of `suite`'s messages (§10, §16.1); every one
+ * is 0 (or PSI_E_SUITE) for an unknown suite. */
+
 /** Returns: the size of a Request for n elements with reveal on (2 bytes
  *  less with reveal off), so always enough; 0 if it overflows. */
-PSI_API size_t psi_request_bound(size_t n);
-/** Returns: the exact size of a Response for n elements (0 for n = 0, and
- *  0 when it overflows: check n <= SIZE_MAX / 35 first). */
-PSI_API size_t psi_response_bound(size_t n);
+PSI_API size_t psi_request_bound(int suite, size_t n);
+/** Returns: the exact size of a Response for n elements (0 when it
+ *  overflows: check n <= SIZE_MAX / 35 first). */
+PSI_API size_t psi_response_bound(int suite, size_t n);
 /** Returns: an upper bound on the number of elements in a Request or
- *  Response of msg_len bytes (each element takes at least 35 bytes), which
+ *  Response of msg_len bytes (each element takes at least 34 bytes), which
  *  also bounds the intersection and association-table sizes. */
-PSI_API size_t psi_message_element_bound(size_t msg_len);
+PSI_API size_t psi_message_element_bound(int suite, size_t msg_len);
 
 /** Out: *bound, a capacity always enough for a ServerSetup built with `p`
  *  from n_server values.  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_FPR,
- *  PSI_E_PARAM_OVERFLOW, PSI_E_STRUCTURE. */
-PSI_API int psi_setup_bound(size_t *bound, const psi_setup_params *p, size_t n_server);
+ *  PSI_E_PARAM_OVERFLOW, PSI_E_STRUCTURE, PSI_E_SUITE. */
+PSI_API int psi_setup_bound(size_t *bound, int suite, const psi_setup_params *p,
+                            size_t n_server);
 
 /* --------------------------------------------- messages in chunks (§10.1) */
 /* A Request, a Response or a raw ServerSetup is a head and then one
@@ -408,9 +403,9 @@ typedef enum psi_message_kind {
  *  reveal is 1; for a raw ServerSetup the RawInfo field's tag and length,
  *  which depend on the n elements that follow (n is ignored otherwise).
  *  The head, then n records written by psi_message_records in any number
- *  of pieces, is byte for byte the message psi_request_encode_suite,
- *  psi_response_encode_suite or psi_setup_encode_suite (raw) writes for
- *  the same elements.
+ *  of pieces, is byte for byte the message the library writes for the
+ *  same elements (psi_client_create_request, psi_server_process_request,
+ *  a raw psi_server_create_setup; every plan writes through these).
  *  Returns: PSI_OK, PSI_E_SUITE, PSI_E_INVALID_ARG (bad kind, reveal not 0
  *  or 1), PSI_E_MSG_TOO_LARGE (the RawInfo length, or the whole message,
  *  overflows size_t), PSI_E_BUFFER_TOO_SMALL.
@@ -422,9 +417,8 @@ PSI_API int psi_message_head(uint8_t *out, size_t *out_len, int suite, psi_messa
 
 /** Writes n element records of `kind` (each its tag, its length and the
  *  suite's element bytes, §10) from n PSI_ELEMENT_BYTES slots.  For a raw
- *  setup the records of all the pieces together must be in byte order, as
- *  psi_setup_encode requires (psi_setup_parse refuses them otherwise);
- *  this call does not check it.
+ *  setup the records of all the pieces together must be in byte order
+ *  (psi_setup_parse refuses them otherwise); this call does not check it.
  *  Returns: as psi_message_head.
  *  Out: out, *out_len (capacity n * (2 + psi_suite_element_bytes(suite))).
  *  In: suite, kind; elements, n * PSI_ELEMENT_BYTES bytes. */
@@ -434,8 +428,8 @@ PSI_API int psi_message_records(uint8_t *out, size_t *out_len, int suite,
 /** A decoder of a Request or Response fed its bytes as they arrive.  It
  *  holds at most one element record and a tag of the message, whatever
  *  the message's size and whatever lengths its fields claim.  It is the
- *  only decoder of these messages: psi_request_decode_suite and
- *  psi_response_decode_suite run it over the whole message. */
+ *  only decoder of these messages: psi_request_decode and
+ *  psi_response_decode run it over the whole message. */
 typedef struct psi_reader psi_reader;
 
 /** Creates a reader for one message of `kind` (PSI_MESSAGE_REQUEST or
@@ -453,8 +447,8 @@ PSI_API int psi_reader_create(psi_reader **out, int suite, psi_message_kind kind
  *  are kept inside the reader (at most one element record plus a tag);
  *  an unknown length-delimited field, or an element field of a wrong
  *  length, is skipped without being held, however long.
- *  Returns: PSI_OK; the codes psi_request_decode_suite or
- *  psi_response_decode_suite give for the same whole message
+ *  Returns: PSI_OK; the codes psi_request_decode or
+ *  psi_response_decode give for the same whole message
  *  (PSI_E_SUITE_MISMATCH, PSI_E_MSG_VARINT, PSI_E_MSG_TAG,
  *  PSI_E_MSG_ELEMENT_SIZE) with the same detail: the field, the element
  *  index counted in the whole message, the byte offset from the message's
@@ -498,14 +492,14 @@ PSI_API int psi_server_create_setup(const psi_engine *e, uint8_t *out, size_t *o
  *  Returns: PSI_OK, PSI_E_WRONG_ROLE, PSI_E_REVEAL_MISMATCH, any PSI_E_MSG_*
  *  or PSI_E_POINT_* code, PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM, PSI_E_CRYPTO.
  *  Out: out, *out_len (capacity psi_response_bound of
- *  psi_message_element_bound(request_len) is enough). */
+ *  psi_message_element_bound(suite, request_len) is enough). */
 PSI_API int psi_server_process_request(const psi_engine *e, uint8_t *out, size_t *out_len,
                                        const uint8_t *request, size_t request_len);
 
 /* ------------------------------------------------------------ the client */
 
 /** Builds a Request (§6): the masked values in input order, duplicates kept,
- *  with the engine's reveal flag.  Out: capacity psi_request_bound(n). */
+ *  with the engine's reveal flag.  Out: capacity psi_request_bound(suite, n). */
 PSI_API int psi_client_create_request(const psi_engine *e, uint8_t *out, size_t *out_len,
                                       const psi_value *values, size_t n);
 
@@ -516,7 +510,7 @@ PSI_API int psi_client_create_request(const psi_engine *e, uint8_t *out, size_t 
  *  PSI_E_POINT_*, PSI_E_GCS_*, PSI_E_BLOOM_*, PSI_E_SETUP_UNSORTED code,
  *  PSI_E_BUFFER_TOO_SMALL, PSI_E_NOMEM, PSI_E_CRYPTO.
  *  Out: out, *out_count (capacity in items:
- *  psi_message_element_bound(response_len) is enough). */
+ *  psi_message_element_bound(suite, response_len) is enough). */
 PSI_API int psi_client_get_intersection(const psi_engine *e, size_t *out, size_t *out_count,
                                         const uint8_t *setup, size_t setup_len,
                                         const uint8_t *response, size_t response_len);
@@ -543,7 +537,7 @@ typedef struct psi_pair {
  *  most once, ordered by setup position (ties by client index).  Needs
  *  reveal on.  Returns: as psi_client_get_intersection, plus
  *  PSI_E_STRUCTURE when the setup is not raw.
- *  Out: out, *out_count (capacity psi_message_element_bound(response_len)). */
+ *  Out: out, *out_count (capacity psi_message_element_bound(suite, response_len)). */
 PSI_API int psi_client_get_association(const psi_engine *e, psi_pair *out, size_t *out_count,
                                        const uint8_t *setup, size_t setup_len,
                                        const uint8_t *response, size_t response_len);
@@ -751,102 +745,40 @@ typedef int (*psi_exec_fn)(void *arg, psi_plan *p);
 PSI_API int psi_op_run(const psi_engine *e, const psi_op_args *args, psi_op_output *o,
                        psi_exec_fn exec, void *exec_arg);
 
-/* -------------------------------------------- building blocks (§7, §9) */
-/* The message-level calls above are composed of these.  They hold no key,
- * so the sharding layer and other executors can split the expensive
- * engine calls and put the parts together with them. */
+/* ------------------------------------------- reading messages (§10) */
 
-/** Sorts n elements (33 bytes each, contiguous) by bytes, stably.  perm may
- *  be NULL; if given it must hold n entries and receives perm[j] = the
- *  original index of the element now at position j.
- *  Returns: PSI_OK, PSI_E_INVALID_ARG, PSI_E_NOMEM. */
-PSI_API int psi_elements_sort(uint8_t *elements, size_t *perm, size_t n);
-
-/** Encodes a ServerSetup from masked elements (§7, §10).  For the raw
- *  structure the elements must already be in byte order
- *  (PSI_E_SETUP_UNSORTED otherwise); for GCS and Bloom any order.
- *  Returns: PSI_OK, PSI_E_SETUP_UNSORTED, PSI_E_FPR, PSI_E_PARAM_OVERFLOW,
- *  PSI_E_STRUCTURE, PSI_E_MSG_TOO_LARGE, PSI_E_BUFFER_TOO_SMALL,
- *  PSI_E_INVALID_ARG, PSI_E_NOMEM.
- *  Out: out, *out_len (capacity from psi_setup_bound). */
-PSI_API int psi_setup_encode(uint8_t *out, size_t *out_len, const psi_setup_params *p,
-                             const uint8_t *elements, size_t n);
-
-/** Encodes a Request (§6, §10) from masked elements in the given order.
- *  Returns: PSI_OK, PSI_E_MSG_TOO_LARGE, PSI_E_BUFFER_TOO_SMALL,
- *  PSI_E_INVALID_ARG. */
-PSI_API int psi_request_encode(uint8_t *out, size_t *out_len, int reveal,
-                               const uint8_t *elements, size_t n);
-
-/** Encodes a Response (§8, §10) from elements in the given order (sorting
- *  for reveal off is the caller's step: psi_elements_sort).  Returns: as
- *  psi_request_encode. */
-PSI_API int psi_response_encode(uint8_t *out, size_t *out_len,
-                                const uint8_t *elements, size_t n);
-
-/** Decodes a Request into contiguous 33-byte elements.  Only the encoding is
- *  checked here (PSI_E_MSG_*); points are checked when used.  A message of
- *  another suite (§16.1) gives PSI_E_SUITE_MISMATCH, here and in every call
- *  that reads a message.
- *  Returns: PSI_OK, PSI_E_SUITE_MISMATCH, PSI_E_MSG_TRUNCATED, PSI_E_MSG_VARINT, PSI_E_MSG_TAG,
- *  PSI_E_MSG_ELEMENT_SIZE, PSI_E_BUFFER_TOO_SMALL (more elements than the
- *  capacity), PSI_E_INVALID_ARG.
- *  Out: elements, *count (capacity in elements in, number decoded out;
- *  psi_message_element_bound(len) is enough); *reveal (0 or 1). */
-PSI_API int psi_request_decode(uint8_t *elements, size_t *count, int *reveal,
+/** Decodes a Request of `suite` into contiguous PSI_ELEMENT_BYTES slots (a
+ *  ristretto255 element fills the first 32 bytes of its slot).  Only the
+ *  encoding is checked here (PSI_E_MSG_*); points are checked when used.
+ *  A message of another suite (§16.1) gives PSI_E_SUITE_MISMATCH, here and
+ *  in every call that reads a message; an unknown suite PSI_E_SUITE.
+ *  Returns: PSI_OK, PSI_E_SUITE, PSI_E_SUITE_MISMATCH, PSI_E_MSG_TRUNCATED,
+ *  PSI_E_MSG_VARINT, PSI_E_MSG_TAG, PSI_E_MSG_ELEMENT_SIZE,
+ *  PSI_E_BUFFER_TOO_SMALL (more elements than the capacity),
+ *  PSI_E_INVALID_ARG.  Out: elements, *count (capacity in elements in,
+ *  number decoded out; psi_message_element_bound(suite, len) is enough);
+ *  *reveal (0 or 1). */
+PSI_API int psi_request_decode(uint8_t *elements, size_t *count, int *reveal, int suite,
                                const uint8_t *msg, size_t len);
 
-/** Decodes a Response into contiguous 33-byte elements, as above, with the
- *  same returns. */
-PSI_API int psi_response_decode(uint8_t *elements, size_t *count,
+/** Decodes a Response of `suite`, as above, with the same returns. */
+PSI_API int psi_response_decode(uint8_t *elements, size_t *count, int suite,
                                 const uint8_t *msg, size_t len);
 
-/* The functions above encode and decode the OpenMined suite's messages.
- * Their _suite forms below do the same for any suite (§16.1): encoders
- * write the suite header and the suite's element length; decoders refuse a
- * message of another suite with PSI_E_SUITE_MISMATCH before reading it,
- * and an unknown suite with PSI_E_SUITE.  Elements in memory are
- * PSI_ELEMENT_BYTES slots in every suite (see PSI_ELEMENT_BYTES). */
-
-/** Returns: exact sizes and bounds as the functions without _suite, for
- *  `suite` (0 for an unknown suite or on overflow). */
-PSI_API size_t psi_request_bound_suite(int suite, size_t n);
-PSI_API size_t psi_response_bound_suite(int suite, size_t n);
-PSI_API size_t psi_message_element_bound_suite(int suite, size_t msg_len);
-PSI_API int psi_setup_bound_suite(size_t *bound, int suite, const psi_setup_params *p,
-                                  size_t n_server);
-
-PSI_API int psi_setup_encode_suite(uint8_t *out, size_t *out_len, int suite,
-                                   const psi_setup_params *p, const uint8_t *elements,
-                                   size_t n);
-PSI_API int psi_request_encode_suite(uint8_t *out, size_t *out_len, int suite, int reveal,
-                                     const uint8_t *elements, size_t n);
-PSI_API int psi_response_encode_suite(uint8_t *out, size_t *out_len, int suite,
-                                      const uint8_t *elements, size_t n);
-PSI_API int psi_request_decode_suite(uint8_t *elements, size_t *count, int *reveal,
-                                     int suite, const uint8_t *msg, size_t len);
-PSI_API int psi_response_decode_suite(uint8_t *elements, size_t *count, int suite,
-                                      const uint8_t *msg, size_t len);
-
-/** A decoded and validated ServerSetup, ready for matching. */
+/** A decoded and validated ServerSetup. */
 typedef struct psi_setup psi_setup;
 
-/** Decodes and validates a ServerSetup (§10, §9.4): raw elements 33 bytes
- *  and in byte order; GCS hash_range >= 1, div in [0, 63], the whole stream
- *  decodable; Bloom at least one hash function and a non-empty bit array.
- *  Returns: PSI_OK, any PSI_E_MSG_*, PSI_E_GCS_*, PSI_E_BLOOM_* code,
- *  PSI_E_SETUP_UNSORTED, PSI_E_NOMEM, PSI_E_INVALID_ARG.
- *  Ownership: the caller frees *out with psi_setup_free; it keeps no
- *  pointer to msg.  Thread-safety: a psi_setup is read-only after parsing,
- *  and the match functions below may run concurrently on it. */
-PSI_API int psi_setup_parse(psi_setup **out, const uint8_t *msg, size_t len);
-
-/** As psi_setup_parse, for a setup of `suite` (§16.1); the plain function
- *  parses the OpenMined suite's. */
-PSI_API int psi_setup_parse_suite(psi_setup **out, int suite, const uint8_t *msg, size_t len);
-
-/** Returns: the suite the setup was parsed for. */
-PSI_API psi_suite psi_setup_suite(const psi_setup *s);
+/** Decodes and validates a ServerSetup of `suite` (§10, §9.4, §16.1): raw
+ *  elements of the suite's length and in byte order; GCS hash_range >= 1,
+ *  div in [0, 63], the whole stream decodable; Bloom at least one hash
+ *  function and a non-empty bit array.  For callers that check or describe
+ *  a setup before a round (the client calls parse it themselves).
+ *  Returns: PSI_OK, PSI_E_SUITE, PSI_E_SUITE_MISMATCH, any PSI_E_MSG_*,
+ *  PSI_E_GCS_*, PSI_E_BLOOM_* code, PSI_E_SETUP_UNSORTED, PSI_E_NOMEM,
+ *  PSI_E_INVALID_ARG.  Ownership: the caller frees *out with
+ *  psi_setup_free; it keeps no pointer to msg.  Thread-safety: read-only
+ *  after parsing. */
+PSI_API int psi_setup_parse(psi_setup **out, int suite, const uint8_t *msg, size_t len);
 
 /** Frees a setup.  NULL is a no-op. */
 PSI_API void psi_setup_free(psi_setup *s);
@@ -856,23 +788,6 @@ PSI_API psi_structure psi_setup_structure(const psi_setup *s);
 
 /** Returns: the number of elements of a raw setup, 0 for other structures. */
 PSI_API size_t psi_setup_raw_count(const psi_setup *s);
-
-/** Matches unmasked elements against the setup: indices into `elements`,
- *  in the structure's order (§9.1-§9.3).  Returns: PSI_OK,
- *  PSI_E_BUFFER_TOO_SMALL, PSI_E_INVALID_ARG, PSI_E_NOMEM.
- *  Out: out, *out_count (capacity n is enough). */
-PSI_API int psi_setup_match(const psi_setup *s, size_t *out, size_t *out_count,
-                            const uint8_t *elements, size_t n);
-
-/** As psi_setup_match, but only counts.  Returns: PSI_OK,
- *  PSI_E_INVALID_ARG, PSI_E_NOMEM. */
-PSI_API int psi_setup_count(const psi_setup *s, size_t *count,
-                            const uint8_t *elements, size_t n);
-
-/** Association pairs for a raw setup (§9.6), ordered by setup position.
- *  Returns: as psi_setup_match, plus PSI_E_STRUCTURE for GCS and Bloom. */
-PSI_API int psi_setup_associate(const psi_setup *s, psi_pair *out, size_t *out_count,
-                                const uint8_t *elements, size_t n);
 
 #ifdef __cplusplus
 }

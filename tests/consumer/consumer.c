@@ -64,9 +64,9 @@ int main(void)
     bad = check(psi_engine_create(&client, &s), "create client");
     s.role = PSI_ROLE_SERVER;
     bad = bad || check(psi_engine_create(&server, &s), "create server");
-    bad = bad || check(psi_setup_bound(&bound, &p, N), "setup bound");
-    if (!bad && (bound > sizeof setup || psi_request_bound(N) > sizeof request
-                 || psi_response_bound(N) > sizeof response)) {
+    bad = bad || check(psi_setup_bound(&bound, PSI_SUITE_OPENMINED_P256, &p, N), "setup bound");
+    if (!bad && (bound > sizeof setup || psi_request_bound(PSI_SUITE_OPENMINED_P256, N) > sizeof request
+                 || psi_response_bound(PSI_SUITE_OPENMINED_P256, N) > sizeof response)) {
         fprintf(stderr, "consumer: message bounds exceed the buffers\n");
         bad = 1;
     }

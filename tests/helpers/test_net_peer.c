@@ -23,6 +23,7 @@
 #include "net_session.h"
 #include "app_util.h"
 #include "psi.h"
+#include "test_msg.h"
 
 #define PEER_N 3
 /* The patience of this side: the --timeout test_net.sh gives every psi
@@ -93,10 +94,10 @@ static int peer_invalid_response(const char *mode, psi_net_conn *c,
 {
     uint8_t setup[64], *req = NULL, *resp = NULL, *pts = NULL;
     size_t setup_len = sizeof setup, req_len = 0, resp_len;
-    psi_setup_params p = {PSI_STRUCTURE_RAW, 0, 1};
     int rc;
 
-    if (psi_setup_encode(setup, &setup_len, &p, NULL, 0) != PSI_OK)
+    if (tm_encode(setup, &setup_len, PSI_SUITE_OPENMINED_P256, PSI_MESSAGE_SETUP_RAW, 0, NULL,
+                  0) != PSI_OK)
         return peer_fail(mode, "encoding the setup", NULL);
     if (psi_net_send(c, PSI_NET_FRAME_SETUP, setup, setup_len, NULL, NULL) != 0)
         return peer_fail(mode, "sending the setup", c);
@@ -106,14 +107,15 @@ static int peer_invalid_response(const char *mode, psi_net_conn *c,
     req = NULL;
     // As many bad points as the client announced, so the frame is the
     // right size and only the points are wrong.
-    resp_len = psi_response_bound((size_t)hello->n);
+    resp_len = psi_response_bound(PSI_SUITE_OPENMINED_P256, (size_t)hello->n);
     resp = malloc(resp_len + 1);
     pts = malloc(33 * (size_t)hello->n + 1);
     if (resp == NULL || pts == NULL) {
         rc = peer_fail(mode, "out of memory for the response", NULL);
     } else {
         peer_bad_points(pts, (size_t)hello->n);
-        if (psi_response_encode(resp, &resp_len, pts, (size_t)hello->n) != PSI_OK)
+        if (tm_encode(resp, &resp_len, PSI_SUITE_OPENMINED_P256, PSI_MESSAGE_RESPONSE, 0, pts,
+                      (size_t)hello->n) != PSI_OK)
             rc = peer_fail(mode, "encoding the response", NULL);
         else if (psi_net_send(c, PSI_NET_FRAME_RESPONSE, resp, resp_len, NULL, NULL) != 0)
             rc = peer_fail(mode, "sending the response", c);
@@ -227,7 +229,8 @@ static int peer_client_run(const char *mode, psi_net_conn *c)
         (void)peer_send_header(c, PSI_NET_FRAME_REQUEST, (uint64_t)1 << 60);
     } else if (strcmp(mode, "client-invalid-points") == 0) {
         peer_bad_points(pts, PEER_N);
-        if (psi_request_encode(req, &req_len, 1, pts, PEER_N) != PSI_OK)
+        if (tm_encode(req, &req_len, PSI_SUITE_OPENMINED_P256, PSI_MESSAGE_REQUEST, 1, pts,
+                      PEER_N) != PSI_OK)
             return peer_fail(mode, "encoding the request", NULL);
         if (psi_net_send(c, PSI_NET_FRAME_REQUEST, req, req_len, NULL, NULL) != 0)
             return peer_fail(mode, "sending the request", c);

@@ -138,16 +138,16 @@ static int sink_append(void *arg, const uint8_t *bytes, size_t len)
 static int ext_inputs(const psi_engine *e, const psi_op_args *a, uint8_t **pts, size_t *n)
 {
     int suite = psi_engine_suite(e), reveal = 0, rc;
-    *n = psi_message_element_bound_suite(suite, a->message_len);
+    *n = psi_message_element_bound(suite, a->message_len);
     *pts = calloc(*n + 1, EB);
     assert_non_null(*pts);
     if (a->op == PSI_OP_RESPONSE) {
-        rc = psi_request_decode_suite(*pts, n, &reveal, suite, a->message, a->message_len);
+        rc = psi_request_decode(*pts, n, &reveal, suite, a->message, a->message_len);
         if (rc == PSI_OK && reveal != psi_engine_reveal(e))
             rc = PSI_E_REVEAL_MISMATCH;
         return rc;
     }
-    return psi_response_decode_suite(*pts, n, suite, a->message, a->message_len);
+    return psi_response_decode(*pts, n, suite, a->message, a->message_len);
 }
 
 static int run_external(const psi_engine *e, psi_op_args *a, psi_op_output *o, size_t slices)
@@ -282,7 +282,7 @@ static int run_plan(party p, out *o, const call *c)
     int rc;
     if (p.mode == PLAN_REMOTE) {
         psi_engine *clone = NULL;
-        assert_int_equal(psi_engine_clone(&clone, p.e), PSI_OK);
+        assert_int_equal(psi_engine_clone(&clone, p.e, NULL), PSI_OK);
         a.slices = p.slices;
         rc = psi_op_run(p.e, &a, &po, remote_exec, clone);
         psi_engine_free(clone);
@@ -514,4 +514,36 @@ void ts_corrupt(uint8_t *el, size_t i, enum bad_kind kind)
         e[0] = 0x03;
         memcpy(e + 1, p, sizeof p);
     }
+}
+
+/* ------------------------------------------------------ a sort oracle */
+
+typedef struct keyed {
+    uint8_t bytes[EB];
+    size_t index;
+} keyed;
+
+static int keyed_cmp(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    int c = memcmp(x->bytes, y->bytes, EB);
+    return c != 0 ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+int ts_sort_elements(uint8_t *el, size_t *perm, size_t n)
+{
+    keyed *k = calloc(n + 1, sizeof *k);
+    assert_non_null(k);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(k[i].bytes, el + i * EB, EB);
+        k[i].index = i;
+    }
+    qsort(k, n, sizeof *k, keyed_cmp);
+    for (size_t j = 0; j < n; j++) {
+        memcpy(el + j * EB, k[j].bytes, EB);
+        if (perm != NULL)
+            perm[j] = k[j].index;
+    }
+    free(k);
+    return PSI_OK;
 }

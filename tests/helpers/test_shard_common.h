@@ -109,6 +109,12 @@ void ts_dataset_make(dataset *d, uint64_t *rng, size_t ns, size_t nc);
 void ts_dataset_free(dataset *d);
 void ts_keyset_make(keyset *k, uint64_t *rng);
 void ts_keyset_free(keyset *k);
+/* The order of one stable byte sort of n elements, by the test's own
+ * means (an oracle for the library's _SORT steps and merges): el sorted
+ * in place, perm[j] (may be NULL) the original index of element j.
+ * Returns PSI_OK. */
+int ts_sort_elements(uint8_t *el, size_t *perm, size_t n);
+
 /* Makes element i of `el` bad in the given way. */
 void ts_corrupt(uint8_t *el, size_t i, enum bad_kind kind);
 

@@ -127,7 +127,7 @@ uint8_t *raw_elements(const char *hex, size_t *n)
     size_t len;
     uint8_t *msg = hex_alloc(hex, &len);
     psi_setup *s;
-    assert_int_equal(psi_setup_parse(&s, msg, len), PSI_OK);
+    assert_int_equal(psi_setup_parse(&s, PSI_SUITE_OPENMINED_P256, msg, len), PSI_OK);
     *n = psi_setup_raw_count(s);
     uint8_t *el = malloc(*n * EB + 1);
     assert_non_null(el);
@@ -142,7 +142,7 @@ psi_setup *parse_hex(const char *hex, int expect)
     size_t len;
     uint8_t *msg = hex_alloc(hex, &len);
     psi_setup *s = (psi_setup *)&s;
-    assert_int_equal(psi_setup_parse(&s, msg, len), expect);
+    assert_int_equal(psi_setup_parse(&s, PSI_SUITE_OPENMINED_P256, msg, len), expect);
     if (expect != PSI_OK)
         assert_null(s);
     free(msg);

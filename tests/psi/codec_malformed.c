@@ -21,13 +21,13 @@
  * (nothing returned on error) and the invariants of a success. */
 static int run_decoder(enum decoder d, const uint8_t *msg, size_t len)
 {
-    size_t cap = psi_message_element_bound(len), count = cap;
+    size_t cap = psi_message_element_bound(PSI_SUITE_OPENMINED_P256, len), count = cap;
     uint8_t *el = malloc(cap * EB + 1);
     psi_setup *s = (psi_setup *)&s;
     int reveal = -1, rc;
     assert_non_null(el);
     if (d == DEC_SETUP) {
-        rc = psi_setup_parse(&s, msg, len);
+        rc = psi_setup_parse(&s, PSI_SUITE_OPENMINED_P256, msg, len);
         assert_true(rc == PSI_OK ? s != NULL : s == NULL);
         if (s != NULL && s->structure == PSI_STRUCTURE_RAW) {
             for (size_t i = 1; i < s->raw_count; i++)
@@ -43,8 +43,8 @@ static int run_decoder(enum decoder d, const uint8_t *msg, size_t len)
         }
         psi_setup_free(s);
     } else {
-        rc = d == DEC_REQUEST ? psi_request_decode(el, &count, &reveal, msg, len)
-                              : psi_response_decode(el, &count, msg, len);
+        rc = d == DEC_REQUEST ? psi_request_decode(el, &count, &reveal, PSI_SUITE_OPENMINED_P256, msg, len)
+                              : psi_response_decode(el, &count, PSI_SUITE_OPENMINED_P256, msg, len);
         assert_true(rc == PSI_OK ? count <= cap : count == 0);
         if (d == DEC_REQUEST)
             assert_true(reveal == 0 || (reveal == 1 && rc == PSI_OK));
@@ -177,7 +177,7 @@ void test_codec_unknown_fields_skipped(void **state)
     snprintf(hex, sizeof hex, "%s 1221%s %s 0801 1221%s %s", unknown, EL_A, unknown, EL_B,
              unknown);
     uint8_t *msg = hex_alloc(hex, &len);
-    assert_int_equal(psi_request_decode(el, &count, &reveal, msg, len), PSI_OK);
+    assert_int_equal(psi_request_decode(el, &count, &reveal, PSI_SUITE_OPENMINED_P256, msg, len), PSI_OK);
     assert_int_equal(count, 2);
     assert_int_equal(reveal, 1);
     assert_true(el[0] == 0x02 && el[EB] == 0x03);
@@ -212,7 +212,7 @@ void test_codec_scalar_rules(void **state)
         size_t len, count = 0;
         int reveal = -1;
         uint8_t *msg = hex_alloc(flags[i].hex, &len);
-        assert_int_equal(psi_request_decode(NULL, &count, &reveal, msg, len), PSI_OK);
+        assert_int_equal(psi_request_decode(NULL, &count, &reveal, PSI_SUITE_OPENMINED_P256, msg, len), PSI_OK);
         assert_int_equal(reveal, flags[i].reveal);
         free(msg);
     }

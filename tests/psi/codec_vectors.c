@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "codec.h"
 #include "setup.h"
 #include "wire.h"
 #include "codec_common.h"
@@ -27,23 +28,23 @@ static void check_elements_vector(const char *hex, int request, int reveal, size
     int got_reveal = -1;
     count = 16;
     if (request)
-        assert_int_equal(psi_request_decode(el, &count, &got_reveal, msg, len), PSI_OK);
+        assert_int_equal(psi_request_decode(el, &count, &got_reveal, PSI_SUITE_OPENMINED_P256, msg, len), PSI_OK);
     else
-        assert_int_equal(psi_response_decode(el, &count, msg, len), PSI_OK);
+        assert_int_equal(psi_response_decode(el, &count, PSI_SUITE_OPENMINED_P256, msg, len), PSI_OK);
     assert_int_equal(count, n);
     out_len = sizeof out;
     if (request) {
         assert_int_equal(got_reveal, reveal);
-        assert_int_equal(psi_request_encode(out, &out_len, reveal, el, n), PSI_OK);
+        assert_int_equal(psi_request_encode(out, &out_len, PSI_SUITE_OPENMINED_P256, reveal, el, n), PSI_OK);
         assert_hex_equal(out, out_len, hex);
         out_len = sizeof out;
-        assert_int_equal(psi_request_encode(out, &out_len, !reveal, el, n), PSI_OK);
+        assert_int_equal(psi_request_encode(out, &out_len, PSI_SUITE_OPENMINED_P256, !reveal, el, n), PSI_OK);
         const uint8_t *with = reveal ? msg : out, *without = reveal ? out : msg;
         assert_int_equal(reveal ? len : out_len, (reveal ? out_len : len) + 2);
         assert_memory_equal(with, "\x08\x01", 2);
         assert_memory_equal(with + 2, without, n * PSI_ELEMENT_WIRE_BYTES);
     } else {
-        assert_int_equal(psi_response_encode(out, &out_len, el, n), PSI_OK);
+        assert_int_equal(psi_response_encode(out, &out_len, PSI_SUITE_OPENMINED_P256, el, n), PSI_OK);
         assert_hex_equal(out, out_len, hex);
     }
     free(msg);
@@ -135,10 +136,10 @@ void test_codec_reference_setups_encode(void **state)
         uint8_t *el = malloc(sv->take * EB + 1);
         for (size_t i = 0; i < sv->take; i++)
             memcpy(el + i * EB, src + (i % have) * EB, EB);
-        assert_int_equal(psi_setup_bound(&bound, &sv->params, sv->take), PSI_OK);
+        assert_int_equal(psi_setup_bound(&bound, PSI_SUITE_OPENMINED_P256, &sv->params, sv->take), PSI_OK);
         uint8_t *out = malloc(bound);
         len = bound;
-        assert_int_equal(psi_setup_encode(out, &len, &sv->params, el, sv->take), PSI_OK);
+        assert_int_equal(psi_setup_encode(out, &len, PSI_SUITE_OPENMINED_P256, &sv->params, el, sv->take), PSI_OK);
         assert_hex_equal(out, len, sv->expect);
         free(out);
         free(el);
@@ -168,7 +169,7 @@ static int parse_and_free(const void *hex)
     size_t len;
     uint8_t *msg = hex_alloc(hex, &len);
     psi_setup *s = (psi_setup *)&s;
-    int rc = psi_setup_parse(&s, msg, len);
+    int rc = psi_setup_parse(&s, PSI_SUITE_OPENMINED_P256, msg, len);
     assert_true(rc == PSI_OK ? s != NULL : s == NULL);
     psi_setup_free(s);
     free(msg);
@@ -186,7 +187,7 @@ static int encode_vector(const void *arg)
     const encode_job *job = arg;
     size_t len = 512;
     uint8_t out[512];
-    int rc = psi_setup_encode(out, &len, &job->sv->params, job->elements, job->n);
+    int rc = psi_setup_encode(out, &len, PSI_SUITE_OPENMINED_P256, &job->sv->params, job->elements, job->n);
     if (rc == PSI_OK)
         assert_hex_equal(out, len, job->sv->expect);
     return rc;

@@ -260,13 +260,13 @@ static void make_other_engines(engines *en)
     mark_engine(en->client);
     ok("ok create (random key drawn secret)");
 
-    check_ok(psi_engine_clone(&en->server_clone, en->server), "psi_engine_clone");
+    check_ok(psi_engine_clone(&en->server_clone, en->server, NULL), "psi_engine_clone");
     mark_engine(en->server_clone);
     s = settings(PSI_ROLE_SERVER, 0);
-    check_ok(psi_engine_clone_with(&en->server_off, en->server, &s), "psi_engine_clone_with");
+    check_ok(psi_engine_clone(&en->server_off, en->server, &s), "psi_engine_clone");
     mark_engine(en->server_off);
     s = settings(PSI_ROLE_CLIENT, 0);
-    check_ok(psi_engine_clone_with(&en->client_off, en->client, &s), "psi_engine_clone_with");
+    check_ok(psi_engine_clone(&en->client_off, en->client, &s), "psi_engine_clone");
     mark_engine(en->client_off);
     ok("ok clone, clone_with (3 engines; reveal off)");
 }
@@ -379,7 +379,7 @@ static void make_setups(const engines *en, const values *v, setup_msg setups[3])
     for (int st = 0; st < 3; st++) {
         psi_setup_params p = {(psi_structure)st, 1e-6, N_VALUES};
         size_t bound = 0;
-        check_ok(psi_setup_bound_suite(&bound, cur_suite, &p, N_VALUES), "psi_setup_bound");
+        check_ok(psi_setup_bound(&bound, cur_suite, &p, N_VALUES), "psi_setup_bound");
         setups[st].bytes = malloc(bound);
         check(setups[st].bytes != NULL, "malloc", PSI_E_NOMEM);
         setups[st].len = bound;
@@ -398,14 +398,14 @@ static void make_setups(const engines *en, const values *v, setup_msg setups[3])
 static void round_trip(const psi_engine *client, const psi_engine *server, const values *v,
                        uint8_t **response, size_t *response_len)
 {
-    size_t req_len = psi_request_bound_suite(cur_suite, N_VALUES);
+    size_t req_len = psi_request_bound(cur_suite, N_VALUES);
     uint8_t *req = malloc(req_len);
     check(req != NULL, "malloc", PSI_E_NOMEM);
     check_ok(psi_client_create_request(client, req, &req_len, v->client, N_VALUES),
              "psi_client_create_request");
     PSI_CHECKMEM_DECLASSIFY(req, req_len); /* sent */
-    *response_len = psi_response_bound_suite(
-        cur_suite, psi_message_element_bound_suite(cur_suite, req_len));
+    *response_len = psi_response_bound(
+        cur_suite, psi_message_element_bound(cur_suite, req_len));
     *response = malloc(*response_len);
     check(*response != NULL, "malloc", PSI_E_NOMEM);
     check_ok(psi_server_process_request(server, *response, response_len, req, req_len),

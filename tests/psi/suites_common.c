@@ -73,7 +73,7 @@ msg mk_setup(const psi_engine *s, psi_structure st, double fpr, int64_t nc,
     int suite = (int)psi_engine_suite(s);
     psi_setup_params p = {st, fpr, nc};
     size_t bound = 0;
-    CHECK_RC(psi_setup_bound_suite(&bound, suite, &p, n), PSI_OK);
+    CHECK_RC(psi_setup_bound(&bound, suite, &p, n), PSI_OK);
     msg m = {malloc(bound + 1), bound};
     assert_non_null(m.p);
     CHECK_RC(psi_server_create_setup(s, m.p, &m.len, perm, &p, v, n), PSI_OK);
@@ -85,7 +85,7 @@ msg mk_setup(const psi_engine *s, psi_structure st, double fpr, int64_t nc,
 msg mk_request(const psi_engine *c, const psi_value *v, size_t n)
 {
     int suite = (int)psi_engine_suite(c);
-    size_t cap = psi_request_bound_suite(suite, n);
+    size_t cap = psi_request_bound(suite, n);
     msg m = {malloc(cap + 1), cap};
     assert_non_null(m.p);
     CHECK_RC(psi_client_create_request(c, m.p, &m.len, v, n), PSI_OK);
@@ -97,11 +97,11 @@ msg mk_request(const psi_engine *c, const psi_value *v, size_t n)
 msg mk_response(const psi_engine *s, msg req, size_t n)
 {
     int suite = (int)psi_engine_suite(s);
-    size_t cap = psi_response_bound_suite(suite, psi_message_element_bound_suite(suite, req.len));
+    size_t cap = psi_response_bound(suite, psi_message_element_bound(suite, req.len));
     msg m = {malloc(cap + 1), cap};
     assert_non_null(m.p);
     CHECK_RC(psi_server_process_request(s, m.p, &m.len, req.p, req.len), PSI_OK);
-    CHECK_RC(m.len, psi_response_bound_suite(suite, n)); /* exact; 2 bytes when empty */
+    CHECK_RC(m.len, psi_response_bound(suite, n)); /* exact; 2 bytes when empty */
     expect_header(suite, m);
     return m;
 }

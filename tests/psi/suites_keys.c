@@ -108,7 +108,7 @@ void test_suites_keys(void **state)
             len = sizeof m2;
             CHECK_RC(psi_engine_mask(f, m2, &len, &v, 1), PSI_OK);
             CHECK(memcmp(m1, m2, sizeof m1) == 0);
-            CHECK_RC(psi_point_check_suite(suite, m1, psi_suite_element_bytes(suite)), PSI_OK);
+            CHECK_RC(psi_point_check(suite, m1, psi_suite_element_bytes(suite)), PSI_OK);
             psi_engine_free(e);
             psi_engine_free(f);
         }

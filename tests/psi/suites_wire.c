@@ -94,9 +94,9 @@ static void cross_suite(const wire_set *wa, const wire_set *wb, int b, const uin
     for (int rv = 0; rv < 2; rv++) {
         const msg *q = &wa->req[rv], *r = &wa->resp[rv];
         count = 8;
-        expect_mismatch(psi_request_decode_suite(el, &count, &reveal, b, q->p, q->len), "Request");
+        expect_mismatch(psi_request_decode(el, &count, &reveal, b, q->p, q->len), "Request");
         count = 8;
-        expect_mismatch(psi_response_decode_suite(el, &count, b, r->p, r->len), "Response");
+        expect_mismatch(psi_response_decode(el, &count, b, r->p, r->len), "Response");
         /* an engine of suite b: its reveal flag matches the request's */
         psi_engine *sb = engine(b, PSI_ROLE_SERVER, rv, key, PSI_KEY_BYTES);
         out_len = sizeof out;
@@ -107,7 +107,7 @@ static void cross_suite(const wire_set *wa, const wire_set *wb, int b, const uin
     for (int st = 0; st < 3; st++) {
         const msg *sa = &wa->setup[st], *sb = &wb->setup[st];
         const msg *ra = &wa->resp[1], *rb = &wb->resp[1];
-        expect_mismatch(psi_setup_parse_suite(&parsed, b, sa->p, sa->len), "ServerSetup");
+        expect_mismatch(psi_setup_parse(&parsed, b, sa->p, sa->len), "ServerSetup");
         CHECK(parsed == NULL);
         /* foreign setup with an own response, and own setup with a foreign response */
         count = 8;
@@ -144,16 +144,16 @@ void test_suites_wire(void **state)
         uint8_t el[8 * PSI_ELEMENT_BYTES];
         size_t count = 8;
         int reveal = 0;
-        CHECK_RC(psi_request_decode_suite(el, &count, &reveal, suite, w[suite].req[1].p,
+        CHECK_RC(psi_request_decode(el, &count, &reveal, suite, w[suite].req[1].p,
                                           w[suite].req[1].len), PSI_OK);
         CHECK(count == 5 && reveal == 1);
         /* An empty Response is the header alone. */
         uint8_t empty[4];
         size_t len = sizeof empty;
-        CHECK_RC(psi_response_encode_suite(empty, &len, suite, NULL, 0), PSI_OK);
+        CHECK_RC(psi_message_head(empty, &len, suite, PSI_MESSAGE_RESPONSE, 0, 0), PSI_OK);
         CHECK_RC(len, suite ? 2u : 0u);
         CHECK(len == 0 || (empty[0] == 0x7f && empty[1] == suite));
-        CHECK_RC(psi_response_bound_suite(suite, 0), len);
+        CHECK_RC(psi_response_bound(suite, 0), len);
     }
     for (int a = 0; a < N_SUITES; a++)
         for (int b = 0; b < N_SUITES; b++)
@@ -179,21 +179,21 @@ void test_suites_unknown(void **state)
         size_t len = sizeof out, count = 1, bound = 7;
         int reveal;
         CHECK(psi_suite_name(s) == NULL && psi_suite_element_bytes(s) == 0);
-        CHECK(psi_request_bound_suite(s, 1) == 0 && psi_response_bound_suite(s, 1) == 0);
-        CHECK_RC(psi_message_element_bound_suite(s, 100), 0);
-        CHECK_RC(psi_setup_bound_suite(&bound, s, &p, 1), PSI_E_SUITE);
+        CHECK(psi_request_bound(s, 1) == 0 && psi_response_bound(s, 1) == 0);
+        CHECK_RC(psi_message_element_bound(s, 100), 0);
+        CHECK_RC(psi_setup_bound(&bound, s, &p, 1), PSI_E_SUITE);
         CHECK_RC(bound, 0);
-        CHECK_RC(psi_setup_encode_suite(out, &len, s, &p, el, 0), PSI_E_SUITE);
+        CHECK_RC(psi_message_head(out, &len, s, PSI_MESSAGE_SETUP_RAW, 0, 0), PSI_E_SUITE);
         len = sizeof out;
-        CHECK_RC(psi_request_encode_suite(out, &len, s, 1, el, 1), PSI_E_SUITE);
+        CHECK_RC(psi_message_head(out, &len, s, PSI_MESSAGE_REQUEST, 1, 1), PSI_E_SUITE);
         CHECK_RC(len, 0);
         len = sizeof out;
-        CHECK_RC(psi_response_encode_suite(out, &len, s, el, 1), PSI_E_SUITE);
-        CHECK_RC(psi_request_decode_suite(el, &count, &reveal, s, msg_bytes, 4), PSI_E_SUITE);
+        CHECK_RC(psi_message_records(out, &len, s, PSI_MESSAGE_RESPONSE, el, 1), PSI_E_SUITE);
+        CHECK_RC(psi_request_decode(el, &count, &reveal, s, msg_bytes, 4), PSI_E_SUITE);
         count = 1;
-        CHECK_RC(psi_response_decode_suite(el, &count, s, msg_bytes, 2), PSI_E_SUITE);
-        CHECK_RC(psi_setup_parse_suite(&parsed, s, msg_bytes, 2), PSI_E_SUITE);
-        CHECK_RC(psi_point_check_suite(s, el, sizeof el), PSI_E_SUITE);
+        CHECK_RC(psi_response_decode(el, &count, s, msg_bytes, 2), PSI_E_SUITE);
+        CHECK_RC(psi_setup_parse(&parsed, s, msg_bytes, 2), PSI_E_SUITE);
+        CHECK_RC(psi_point_check(s, el, sizeof el), PSI_E_SUITE);
         psi_settings st = settings_of(0, PSI_ROLE_CLIENT, 1);
         st.suite = (psi_suite)s;
         psi_engine *e = (psi_engine *)&st; /* must be set to NULL */
@@ -210,12 +210,12 @@ void test_suites_unknown(void **state)
         psi_engine *e = engine(a, PSI_ROLE_SERVER, 1, key, sizeof key), *c = NULL;
         for (int b = 0; b < N_SUITES; b++) {
             psi_settings st = settings_of(b, PSI_ROLE_CLIENT, 0);
-            CHECK_RC(psi_engine_clone_with(&c, e, &st), a == b ? PSI_OK : PSI_E_INVALID_ARG);
+            CHECK_RC(psi_engine_clone(&c, e, &st), a == b ? PSI_OK : PSI_E_INVALID_ARG);
             CHECK((c != NULL) == (a == b));
             CHECK(c == NULL || (int)psi_engine_suite(c) == b);
             psi_engine_free(c);
         }
-        CHECK_RC(psi_engine_clone(&c, e), PSI_OK);
+        CHECK_RC(psi_engine_clone(&c, e, NULL), PSI_OK);
         CHECK_RC(psi_engine_suite(c), a);
         psi_engine_free(c);
         psi_engine_free(e);

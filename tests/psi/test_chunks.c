@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "codec.h"
 #include "common.h"
 #include "reader.h"
 #include "codec_common.h"
@@ -99,7 +100,7 @@ typedef struct outcome {
 
 static size_t capacity(int suite, size_t len)
 {
-    return psi_message_element_bound_suite(suite, len) + 1;
+    return psi_message_element_bound(suite, len) + 1;
 }
 
 static void decode_whole(outcome *o, int suite, psi_message_kind kind, const uint8_t *msg,
@@ -112,8 +113,8 @@ static void decode_whole(outcome *o, int suite, psi_message_kind kind, const uin
     o->count = cap;
     o->reveal = -1;
     o->rc = kind == PSI_MESSAGE_REQUEST
-                ? psi_request_decode_suite(o->elements, &o->count, &o->reveal, suite, msg, len)
-                : psi_response_decode_suite(o->elements, &o->count, suite, msg, len);
+                ? psi_request_decode(o->elements, &o->count, &o->reveal, suite, msg, len)
+                : psi_response_decode(o->elements, &o->count, suite, msg, len);
     psi_error_detail_get(&o->d);
     if (kind == PSI_MESSAGE_RESPONSE)
         o->reveal = 0;
@@ -284,18 +285,18 @@ static size_t random_count(void)
 static uint8_t *encode_whole(size_t *len, int suite, psi_message_kind kind, int reveal,
                              const uint8_t *el, size_t n)
 {
-    size_t cap = psi_request_bound_suite(suite, n) + 64;
+    size_t cap = psi_request_bound(suite, n) + 64;
     uint8_t *msg = malloc(cap);
     int rc;
     assert_non_null(msg);
     *len = cap;
     if (kind == PSI_MESSAGE_REQUEST) {
-        rc = psi_request_encode_suite(msg, len, suite, reveal, el, n);
+        rc = psi_request_encode(msg, len, suite, reveal, el, n);
     } else if (kind == PSI_MESSAGE_RESPONSE) {
-        rc = psi_response_encode_suite(msg, len, suite, el, n);
+        rc = psi_response_encode(msg, len, suite, el, n);
     } else {
         psi_setup_params p = {PSI_STRUCTURE_RAW, 0.01, 1};
-        rc = psi_setup_encode_suite(msg, len, suite, &p, el, n);
+        rc = psi_setup_encode(msg, len, suite, &p, el, n);
     }
     assert_int_equal(rc, PSI_OK);
     return msg;
@@ -598,7 +599,7 @@ static void test_chunks_encoders(void **state)
                     outcome_free(&w);
                 } else {
                     psi_setup *st = NULL;
-                    assert_int_equal(psi_setup_parse_suite(&st, suites[s], pieces, pieces_len),
+                    assert_int_equal(psi_setup_parse(&st, suites[s], pieces, pieces_len),
                                      PSI_OK);
                     assert_int_equal(psi_setup_raw_count(st), n);
                     psi_setup_free(st);

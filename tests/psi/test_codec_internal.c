@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "codec.h"
 #include "setup.h"
 #include "wire.h"
 #include "codec_common.h"
@@ -97,16 +98,16 @@ static void test_codec_wire_fields(void **state)
 static void roundtrip_elements(int request, int reveal, size_t n)
 {
     uint8_t *el = malloc(n * EB + 1), *back = malloc(n * EB + 1);
-    size_t bound = request ? psi_request_bound(n) : psi_response_bound(n);
+    size_t bound = request ? psi_request_bound(PSI_SUITE_OPENMINED_P256, n) : psi_response_bound(PSI_SUITE_OPENMINED_P256, n);
     uint8_t *msg = malloc(bound + 1);
     size_t len = bound, count;
     int got_reveal = -1;
     assert_true(el != NULL && back != NULL && msg != NULL);
     rng_fill(el, n * EB);
     if (request)
-        assert_int_equal(psi_request_encode(msg, &len, reveal, el, n), PSI_OK);
+        assert_int_equal(psi_request_encode(msg, &len, PSI_SUITE_OPENMINED_P256, reveal, el, n), PSI_OK);
     else
-        assert_int_equal(psi_response_encode(msg, &len, el, n), PSI_OK);
+        assert_int_equal(psi_response_encode(msg, &len, PSI_SUITE_OPENMINED_P256, el, n), PSI_OK);
     size_t head = (request && reveal) ? 2 : 0;
     assert_int_equal(len, head + n * PSI_ELEMENT_WIRE_BYTES);
     if (head != 0)
@@ -117,12 +118,12 @@ static void roundtrip_elements(int request, int reveal, size_t n)
         assert_int_equal(f[1], 0x21);
         assert_memory_equal(f + 2, el + i * EB, EB);
     }
-    count = psi_message_element_bound(len);
+    count = psi_message_element_bound(PSI_SUITE_OPENMINED_P256, len);
     if (request) {
-        assert_int_equal(psi_request_decode(back, &count, &got_reveal, msg, len), PSI_OK);
+        assert_int_equal(psi_request_decode(back, &count, &got_reveal, PSI_SUITE_OPENMINED_P256, msg, len), PSI_OK);
         assert_int_equal(got_reveal, reveal);
     } else {
-        assert_int_equal(psi_response_decode(back, &count, msg, len), PSI_OK);
+        assert_int_equal(psi_response_decode(back, &count, PSI_SUITE_OPENMINED_P256, msg, len), PSI_OK);
     }
     assert_int_equal(count, n);
     if (n != 0)
@@ -136,12 +137,12 @@ static void test_codec_request_response_roundtrip(void **state)
 {
     static const size_t sizes[] = {0, 1, 2, 7, 100};
     (void)state;
-    assert_true(psi_request_bound(0) == 2 && psi_request_bound(3) == 107);
-    assert_true(psi_response_bound(0) == 0 && psi_response_bound(3) == 105);
-    assert_true(psi_request_bound(SIZE_MAX / 35 + 1) == 0);
-    assert_true(psi_response_bound(SIZE_MAX / 35 + 1) == 0);
-    assert_true(psi_message_element_bound(34) == 0 && psi_message_element_bound(35) == 1);
-    assert_int_equal(psi_message_element_bound(107), 3);
+    assert_true(psi_request_bound(PSI_SUITE_OPENMINED_P256, 0) == 2 && psi_request_bound(PSI_SUITE_OPENMINED_P256, 3) == 107);
+    assert_true(psi_response_bound(PSI_SUITE_OPENMINED_P256, 0) == 0 && psi_response_bound(PSI_SUITE_OPENMINED_P256, 3) == 105);
+    assert_true(psi_request_bound(PSI_SUITE_OPENMINED_P256, SIZE_MAX / 35 + 1) == 0);
+    assert_true(psi_response_bound(PSI_SUITE_OPENMINED_P256, SIZE_MAX / 35 + 1) == 0);
+    assert_true(psi_message_element_bound(PSI_SUITE_OPENMINED_P256, 34) == 0 && psi_message_element_bound(PSI_SUITE_OPENMINED_P256, 35) == 1);
+    assert_int_equal(psi_message_element_bound(PSI_SUITE_OPENMINED_P256, 107), 3);
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         roundtrip_elements(1, 0, sizes[i]);
         roundtrip_elements(1, 1, sizes[i]);
@@ -161,13 +162,13 @@ static void test_codec_raw_setup_roundtrip(void **state)
         if (n >= 2)
             memcpy(el + EB, el, EB); // a duplicate is allowed
         qsort(el, n, EB, cmp_element);
-        assert_int_equal(psi_setup_bound(&bound, &prm, n), PSI_OK);
+        assert_int_equal(psi_setup_bound(&bound, PSI_SUITE_OPENMINED_P256, &prm, n), PSI_OK);
         uint8_t *msg = malloc(bound);
         len = bound;
-        assert_int_equal(psi_setup_encode(msg, &len, &prm, el, n), PSI_OK);
+        assert_int_equal(psi_setup_encode(msg, &len, PSI_SUITE_OPENMINED_P256, &prm, el, n), PSI_OK);
         assert_int_equal(len, bound); // exact for raw
         psi_setup *s;
-        assert_int_equal(psi_setup_parse(&s, msg, len), PSI_OK);
+        assert_int_equal(psi_setup_parse(&s, PSI_SUITE_OPENMINED_P256, msg, len), PSI_OK);
         assert_int_equal(psi_setup_structure(s), PSI_STRUCTURE_RAW);
         assert_int_equal(psi_setup_raw_count(s), n);
         if (n != 0)

@@ -56,7 +56,6 @@ static void test_engine_sizes_agree(void **state)
     (void)state;
     assert_int_equal(psi_element_bytes(), PSI_ELEMENT_BYTES);
     assert_int_equal(psi_key_bytes(), PSI_KEY_BYTES);
-    assert_int_equal(psi_element_wire_bytes(), PSI_ELEMENT_WIRE_BYTES);
     assert_string_equal(psi_strerror(PSI_OK), "success");
     assert_string_equal(psi_strerror(-9999), "unknown error");
     assert_string_equal(psi_strerror(5), "unknown error");
@@ -122,7 +121,7 @@ static void test_engine_random_key_round_trips(void **state)
     assert_int_equal(psi_engine_mask(b, mb, &l2, &v, 1), PSI_OK);
     assert_memory_equal(ma, mb, 33);
     psi_engine *d = NULL;
-    assert_int_equal(psi_engine_clone(&d, a), PSI_OK);
+    assert_int_equal(psi_engine_clone(&d, a, NULL), PSI_OK);
     l2 = 33;
     assert_int_equal(psi_engine_mask(d, mb, &l2, &v, 1), PSI_OK);
     assert_memory_equal(ma, mb, 33);
@@ -182,7 +181,7 @@ static int point_rc(const char *hex)
 {
     size_t len;
     uint8_t *p = tu_unhex(hex, &len);
-    int rc = psi_point_check(p, len);
+    int rc = psi_point_check(PSI_SUITE_OPENMINED_P256, p, len);
     free(p);
     return rc;
 }
@@ -217,7 +216,7 @@ static void test_engine_point_decoding_is_strict(void **state)
                      PSI_E_POINT_X_RANGE);
     assert_int_equal(point_rc("03ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"),
                      PSI_E_POINT_X_RANGE);
-    assert_int_equal(psi_point_check(NULL, 33), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_point_check(PSI_SUITE_OPENMINED_P256, NULL, 33), PSI_E_INVALID_ARG);
 }
 
 /* Compressed form of a 65-byte uncompressed point. */
@@ -243,7 +242,7 @@ static void test_engine_wycheproof_points(void **state)
             size_t len;
             uint8_t *p = tu_unhex(pub, &len);
             if (strcmp(result, "invalid") == 0) {
-                if (psi_point_check(p, len) == PSI_OK)
+                if (psi_point_check(PSI_SUITE_OPENMINED_P256, p, len) == PSI_OK)
                     fail_msg("tcId %d accepted", cJSON_GetObjectItemCaseSensitive(t, "tcId")->valueint);
                 invalid++;
             } else {
@@ -252,7 +251,7 @@ static void test_engine_wycheproof_points(void **state)
                     compress(c, p);
                 else
                     memcpy(c, p, 33);
-                assert_int_equal(psi_point_check(c, 33), PSI_OK);
+                assert_int_equal(psi_point_check(PSI_SUITE_OPENMINED_P256, c, 33), PSI_OK);
                 int rc;
                 const char *priv = cJSON_GetObjectItemCaseSensitive(t, "private")->valuestring;
                 psi_engine *e = engine_from_hex(PSI_ROLE_SERVER, 1, priv, &rc);
@@ -358,9 +357,9 @@ static void test_engine_rejects_misuse(void **state)
     assert_null(e);
     psi_settings_default(&s);
     assert_int_equal(psi_engine_create_from_key(&e, &s, key, 1), PSI_OK);
-    assert_int_equal(psi_engine_clone(NULL, e), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_engine_clone(NULL, e, NULL), PSI_E_INVALID_ARG);
     psi_engine *c = e;
-    assert_int_equal(psi_engine_clone(&c, NULL), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_engine_clone(&c, NULL, NULL), PSI_E_INVALID_ARG);
     assert_null(c);
     assert_int_equal(psi_engine_export_key(e, buf, NULL), PSI_E_INVALID_ARG);
     assert_int_equal(psi_engine_export_key(NULL, buf, &len), PSI_E_INVALID_ARG);

@@ -29,6 +29,7 @@
 #include <cmocka.h>
 #include <openssl/crypto.h>
 
+#include "codec.h"
 #include "common.h"
 #include "fault_openssl.h"
 
@@ -77,7 +78,7 @@ static void fixture_messages(fixture *f)
         assert_int_equal(psi_server_create_setup(f->server, f->setup[st], &f->setup_len[st],
                                                  st == 0 ? f->perm : NULL, &p, f->values + 1,
                                                  4), PSI_OK);
-        assert_int_equal(psi_setup_parse(&f->parsed[st], f->setup[st], f->setup_len[st]),
+        assert_int_equal(psi_setup_parse(&f->parsed[st], PSI_SUITE_OPENMINED_P256, f->setup[st], f->setup_len[st]),
                          PSI_OK);
     }
     f->request_len = f->response_len = f->request_off_len = f->response_off_len = CAP;
@@ -152,9 +153,9 @@ static void op_engine(fixture *f, result *r, int which)
     else if (which == 1)
         r->rc = psi_engine_create_from_key(&e, &s, key, sizeof key);
     else if (which == 2)
-        r->rc = psi_engine_clone(&e, f->server);
+        r->rc = psi_engine_clone(&e, f->server, NULL);
     else
-        r->rc = psi_engine_clone_with(&e, f->client, &s);
+        r->rc = psi_engine_clone(&e, f->client, &s);
     assert_true((r->rc == PSI_OK) == (e != NULL));
     r->len = PSI_KEY_BYTES;
     if (e != NULL && which == 0)
@@ -178,7 +179,7 @@ static void op_batch(fixture *f, result *r, int which)
         r->rc = psi_engine_unmask(f->client, r->bytes, &r->len, f->remasked, N_VALUES);
     else {
         r->len = 0;
-        r->rc = psi_point_check(f->masked, PSI_ELEMENT_BYTES);
+        r->rc = psi_point_check(PSI_SUITE_OPENMINED_P256, f->masked, PSI_ELEMENT_BYTES);
     }
 }
 
@@ -190,7 +191,7 @@ static void op_setup(fixture *f, result *r, int which)
     size_t *perm = which == 0 ? (size_t *)(r->bytes + CAP / 2) : NULL;
     if (which == 4) {
         size_t bound = 1;
-        r->rc = psi_setup_bound(&bound, &p, N_VALUES);
+        r->rc = psi_setup_bound(&bound, PSI_SUITE_OPENMINED_P256, &p, N_VALUES);
         memcpy(r->bytes, &bound, sizeof bound);
         r->len = r->rc == PSI_OK ? sizeof bound : 0;
         return;
@@ -256,17 +257,17 @@ static void op_codec(fixture *f, result *r, int which)
         r->len = r->rc == PSI_OK ? N_VALUES : 0;
     } else if (which < 5) {
         psi_setup_params p = {(psi_structure)(which - 2), 0.01, N_VALUES};
-        r->rc = psi_setup_encode(r->bytes, &r->len, &p, f->sorted, N_VALUES);
+        r->rc = psi_setup_encode(r->bytes, &r->len, PSI_SUITE_OPENMINED_P256, &p, f->sorted, N_VALUES);
     } else if (which == 5) {
-        r->rc = psi_request_encode(r->bytes, &r->len, 1, f->masked, N_VALUES);
+        r->rc = psi_request_encode(r->bytes, &r->len, PSI_SUITE_OPENMINED_P256, 1, f->masked, N_VALUES);
     } else if (which == 6) {
-        r->rc = psi_response_encode(r->bytes, &r->len, f->remasked, N_VALUES);
+        r->rc = psi_response_encode(r->bytes, &r->len, PSI_SUITE_OPENMINED_P256, f->remasked, N_VALUES);
     } else if (which == 7) {
-        r->rc = psi_request_decode(r->bytes, &n, &reveal, f->request, f->request_len);
+        r->rc = psi_request_decode(r->bytes, &n, &reveal, PSI_SUITE_OPENMINED_P256, f->request, f->request_len);
         r->len = n;
         r->bytes[CAP - 1] = (uint8_t)reveal;
     } else {
-        r->rc = psi_response_decode(r->bytes, &n, f->response, f->response_len);
+        r->rc = psi_response_decode(r->bytes, &n, PSI_SUITE_OPENMINED_P256, f->response, f->response_len);
         r->len = n;
     }
 }
@@ -278,7 +279,7 @@ static void op_parsed(fixture *f, result *r, int which)
     size_t items = N_VALUES;
     if (which < 3) {
         psi_setup *s = (psi_setup *)f;
-        r->rc = psi_setup_parse(&s, f->setup[which], f->setup_len[which]);
+        r->rc = psi_setup_parse(&s, PSI_SUITE_OPENMINED_P256, f->setup[which], f->setup_len[which]);
         assert_true((r->rc == PSI_OK) == (s != NULL));
         r->len = s != NULL ? psi_setup_raw_count(s) : 0;
         r->bytes[0] = s != NULL ? (uint8_t)psi_setup_structure(s) : 0;

@@ -97,8 +97,8 @@ static psi_shards *shards_from(const psi_engine *e, const runner *r)
  * afterwards when it failed. */
 static int run_server(const psi_engine *e, const runner *r, const input *in)
 {
-    size_t cap = psi_response_bound_suite(
-                     in->suite, psi_message_element_bound_suite(in->suite, in->msg_len)) + 1;
+    size_t cap = psi_response_bound(
+                     in->suite, psi_message_element_bound(in->suite, in->msg_len)) + 1;
     uint8_t *out = malloc(cap);
     size_t len = cap;
     int rc;
@@ -124,7 +124,7 @@ static int run_server(const psi_engine *e, const runner *r, const input *in)
 
 static int run_client(const psi_engine *e, const runner *r, const input *in)
 {
-    size_t cap = psi_message_element_bound_suite(in->suite, in->msg_len) + 1, count = cap;
+    size_t cap = psi_message_element_bound(in->suite, in->msg_len) + 1, count = cap;
     size_t *idx = calloc(cap, sizeof *idx);
     psi_pair *pairs = calloc(cap, sizeof *pairs);
     psi_shards *g = r->shards != 0 ? shards_from(e, r) : NULL;
@@ -178,26 +178,26 @@ static int run_batch(const psi_engine *e, const runner *r, const input *in)
  * import and the setup parameters. */
 static int run_plain(const cJSON *doc, const input *in)
 {
-    size_t cap = psi_message_element_bound_suite(in->suite, in->msg_len) + 1, count = cap;
+    size_t cap = psi_message_element_bound(in->suite, in->msg_len) + 1, count = cap;
     uint8_t *elements = malloc(cap * 33);
     int reveal = 0, rc;
     assert_non_null(elements);
     if (strcmp(in->op, "request_decode") == 0) {
-        rc = psi_request_decode_suite(elements, &count, &reveal, in->suite, in->msg, in->msg_len);
+        rc = psi_request_decode(elements, &count, &reveal, in->suite, in->msg, in->msg_len);
         if (rc != PSI_OK)
             assert_int_equal(count, 0);
     } else if (strcmp(in->op, "response_decode") == 0) {
-        rc = psi_response_decode_suite(elements, &count, in->suite, in->msg, in->msg_len);
+        rc = psi_response_decode(elements, &count, in->suite, in->msg, in->msg_len);
         if (rc != PSI_OK)
             assert_int_equal(count, 0);
     } else if (strcmp(in->op, "setup_parse") == 0) {
         psi_setup *s = NULL;
-        rc = psi_setup_parse_suite(&s, in->suite, in->msg, in->msg_len);
+        rc = psi_setup_parse(&s, in->suite, in->msg, in->msg_len);
         if (rc != PSI_OK)
             assert_null(s);
         psi_setup_free(s);
     } else if (strcmp(in->op, "point_check") == 0) {
-        rc = psi_point_check_suite(in->suite, in->bytes, in->bytes_len);
+        rc = psi_point_check(in->suite, in->bytes, in->bytes_len);
     } else if (strcmp(in->op, "suite_from_name") == 0) {
         psi_suite suite = PSI_SUITE_RISTRETTO255;
         rc = psi_suite_from_name(&suite,
@@ -218,7 +218,7 @@ static int run_plain(const cJSON *doc, const input *in)
                               num_field(in->c, "fpr"),
                               (int64_t)num_field(in->c, "num_client_inputs")};
         size_t bound = 1;
-        rc = psi_setup_bound_suite(&bound, in->suite, &p, (size_t)num_field(in->c, "n"));
+        rc = psi_setup_bound(&bound, in->suite, &p, (size_t)num_field(in->c, "n"));
         if (rc != PSI_OK)
             assert_int_equal(bound, 0);
     }
@@ -377,10 +377,10 @@ static void test_malformed_detail_cleared_by_success(void **state)
     uint8_t *g = tu_unhex(generator_hex, &len);
     psi_error_detail d;
     char msg[PSI_ERROR_MESSAGE_BYTES];
-    assert_int_equal(psi_point_check(g, 32), PSI_E_POINT_LENGTH);
+    assert_int_equal(psi_point_check(PSI_SUITE_OPENMINED_P256, g, 32), PSI_E_POINT_LENGTH);
     psi_error_detail_get(&d);
     assert_int_equal(d.code, PSI_E_POINT_LENGTH);
-    assert_int_equal(psi_point_check(g, len), PSI_OK);
+    assert_int_equal(psi_point_check(PSI_SUITE_OPENMINED_P256, g, len), PSI_OK);
     psi_error_detail_get(&d);
     assert_int_equal(d.code, PSI_OK);
     assert_null(d.field);

@@ -56,7 +56,7 @@ static msg make_setup(const psi_engine *s, psi_structure st, double fpr, int64_t
 {
     psi_setup_params p = {st, fpr, nc};
     size_t bound;
-    assert_int_equal(psi_setup_bound(&bound, &p, n), PSI_OK);
+    assert_int_equal(psi_setup_bound(&bound, PSI_SUITE_OPENMINED_P256, &p, n), PSI_OK);
     msg m = {malloc(bound), bound};
     assert_int_equal(psi_server_create_setup(s, m.p, &m.len, perm, &p, v, n), PSI_OK);
     assert_true(m.len <= bound);
@@ -65,15 +65,15 @@ static msg make_setup(const psi_engine *s, psi_structure st, double fpr, int64_t
 
 static msg make_request(const psi_engine *c, const psi_value *v, size_t n)
 {
-    msg m = {malloc(psi_request_bound(n)), psi_request_bound(n)};
+    msg m = {malloc(psi_request_bound(PSI_SUITE_OPENMINED_P256, n)), psi_request_bound(PSI_SUITE_OPENMINED_P256, n)};
     assert_int_equal(psi_client_create_request(c, m.p, &m.len, v, n), PSI_OK);
-    assert_int_equal(m.len, psi_request_bound(n) - (psi_engine_reveal(c) ? 0 : 2));
+    assert_int_equal(m.len, psi_request_bound(PSI_SUITE_OPENMINED_P256, n) - (psi_engine_reveal(c) ? 0 : 2));
     return m;
 }
 
 static msg make_response(const psi_engine *s, msg req)
 {
-    size_t cap = psi_response_bound(psi_message_element_bound(req.len));
+    size_t cap = psi_response_bound(PSI_SUITE_OPENMINED_P256, psi_message_element_bound(PSI_SUITE_OPENMINED_P256, req.len));
     msg m = {malloc(cap + 1), cap};
     assert_int_equal(psi_server_process_request(s, m.p, &m.len, req.p, req.len), PSI_OK);
     return m;
@@ -89,7 +89,7 @@ static void expect_hex(msg m, const char *want, const char *what)
 
 static void expect_indices(const psi_engine *c, msg setup, msg resp, const cJSON *want)
 {
-    size_t cap = psi_message_element_bound(resp.len), count = cap, size = 0;
+    size_t cap = psi_message_element_bound(PSI_SUITE_OPENMINED_P256, resp.len), count = cap, size = 0;
     size_t *idx = calloc(cap + 1, sizeof *idx);
     assert_int_equal(psi_client_get_intersection(c, idx, &count, setup.p, setup.len, resp.p,
                                                  resp.len),

@@ -57,7 +57,7 @@ static size_t run_round(const round_in *r)
     for (int st = 0; st < 3; st++) {
         msg setup = mk_setup(s, (psi_structure)st, r->fpr, nc > 0 ? (int64_t)nc : 1, r->sv,
                              r->ns, st == PSI_STRUCTURE_RAW ? perm : NULL);
-        size_t size = 99, count = psi_message_element_bound_suite(r->suite, resp.len);
+        size_t size = 99, count = psi_message_element_bound(r->suite, resp.len);
         CHECK_RC(psi_client_get_intersection_size(c, &size, setup.p, setup.len, resp.p,
                                                   resp.len), PSI_OK);
         if (st == PSI_STRUCTURE_RAW || r->exact)
@@ -169,19 +169,19 @@ static void test_suites_rounds_random(void **state)
 static void shard_calls(int suite, party *single, party *sharded, const dataset *d)
 {
     int rc;
-    size_t cap = psi_request_bound_suite(suite, d->nc);
+    size_t cap = psi_request_bound(suite, d->nc);
     call c = {.op = OP_REQUEST, .cap = cap, .values = d->cv, .n = d->nc};
     out req = ts_run_call(single[1], &c);
     CHECK_RC(req.rc, PSI_OK);
     CHECK_RC(ts_expect_same_call("request", single[1], sharded[1], &c), PSI_OK);
-    c = (call){.op = OP_PROCESS, .cap = psi_response_bound_suite(suite, d->nc), .a = req.p,
+    c = (call){.op = OP_PROCESS, .cap = psi_response_bound(suite, d->nc), .a = req.p,
                .a_len = req.len};
     out resp = ts_run_call(single[0], &c);
     CHECK_RC(resp.rc, PSI_OK);
     CHECK_RC(ts_expect_same_call("response", single[0], sharded[0], &c), PSI_OK);
     for (int st = 0; st < 3; st++) {
         psi_setup_params p = {(psi_structure)st, 1e-4, (int64_t)d->nc};
-        CHECK_RC(psi_setup_bound_suite(&cap, suite, &p, d->ns), PSI_OK);
+        CHECK_RC(psi_setup_bound(&cap, suite, &p, d->ns), PSI_OK);
         c = (call){.op = OP_SETUP, .cap = cap, .want_perm = 1, .params = p, .values = d->sv,
                    .n = d->ns};
         out setup = ts_run_call(single[0], &c);

@@ -75,7 +75,7 @@ static void test_r255_invalid_encodings(void **state)
         uint8_t *enc = tu_unhex(str(v, "encoding"), &len);
         assert_int_equal(len, 32);
         int want = sodium_is_zero(enc, 32) ? PSI_E_POINT_IDENTITY : PSI_E_POINT_ENCODING;
-        int rc = psi_point_check_suite(R255, enc, 32);
+        int rc = psi_point_check(R255, enc, 32);
         if (rc != want)
             fail_msg("%s %s: %s, expected %s", str(v, "category"), str(v, "encoding"),
                      psi_error_name(rc), psi_error_name(want));
@@ -95,8 +95,8 @@ static void test_r255_invalid_encodings(void **state)
     CHECK_RC(n, 29);
     /* Other lengths, and a valid encoding with a non-zero 33rd slot byte. */
     uint8_t b1[EB] = {0};
-    CHECK_RC(psi_point_check_suite(R255, b1, 31), PSI_E_POINT_LENGTH);
-    CHECK_RC(psi_point_check_suite(R255, b1, 33), PSI_E_POINT_LENGTH);
+    CHECK_RC(psi_point_check(R255, b1, 31), PSI_E_POINT_LENGTH);
+    CHECK_RC(psi_point_check(R255, b1, 33), PSI_E_POINT_LENGTH);
     cJSON_Delete(root);
 }
 
@@ -115,7 +115,7 @@ static void test_r255_generator_multiples(void **state)
         uint8_t *enc = tu_unhex(str(v, "encoding"), &len);
         assert_true(len == 32 && k >= 0 && k < 16);
         memcpy(multiple[k], enc, 32);
-        CHECK_RC(psi_point_check_suite(R255, enc, 32), k == 0 ? PSI_E_POINT_IDENTITY : PSI_OK);
+        CHECK_RC(psi_point_check(R255, enc, 32), k == 0 ? PSI_E_POINT_IDENTITY : PSI_OK);
         free(enc);
     }
     memcpy(b, multiple[1], EB);
@@ -162,7 +162,7 @@ static void test_r255_element_derivation(void **state)
         assert_int_equal(len, 64);
         crypto_core_ristretto255_from_hash(out, in);
         expect_hex(out, 32, str(v, "output"), "from_hash");
-        CHECK_RC(psi_point_check_suite(R255, out, 32), PSI_OK);
+        CHECK_RC(psi_point_check(R255, out, 32), PSI_OK);
         free(in);
         n++;
     }

@@ -17,6 +17,7 @@
 #include "psi.h"
 #include "psi_shard.h"
 #include "test_shard_common.h"
+#include "test_msg.h"
 #include "test_util.h"
 
 /* PSI_TEST_ITERS: rounds of the random identity test (default 1). */
@@ -65,19 +66,19 @@ static void run_server(results *res, int rv, party s, const dataset *d, const re
         /* perm for every structure: GCS and Bloom must leave it untouched. */
         call c = {.op = OP_SETUP, .want_perm = 1, .params = setup_params(k, d->nc),
                   .values = d->sv, .n = d->ns};
-        assert_int_equal(psi_setup_bound(&c.cap, &c.params, d->ns), PSI_OK);
+        assert_int_equal(psi_setup_bound(&c.cap, PSI_SUITE_OPENMINED_P256, &c.params, d->ns), PSI_OK);
         res->r[rv][R_SETUP + k] = ts_run_call(s, &c);
     }
     const out *req = &in->r[rv][R_REQUEST];
     call c = {.op = OP_PROCESS, .a = req->p, .a_len = req->len,
-              .cap = psi_response_bound(psi_message_element_bound(req->len))};
+              .cap = psi_response_bound(PSI_SUITE_OPENMINED_P256, psi_message_element_bound(PSI_SUITE_OPENMINED_P256, req->len))};
     res->r[rv][R_RESPONSE] = ts_run_call(s, &c);
 }
 
 static void run_client(results *res, int rv, party cl, const results *in)
 {
     const out *resp = &in->r[rv][R_RESPONSE];
-    call c = {.b = resp->p, .b_len = resp->len, .cap = psi_message_element_bound(resp->len)};
+    call c = {.b = resp->p, .b_len = resp->len, .cap = psi_message_element_bound(PSI_SUITE_OPENMINED_P256, resp->len)};
     for (int k = 0; k < N_SETUPS; k++) {
         c.a = in->r[rv][R_SETUP + k].p;
         c.a_len = in->r[rv][R_SETUP + k].len;
@@ -122,7 +123,7 @@ static void run_all(results *res, const party s[2], const party c[2], const data
         in = res;
     for (int rv = 0; rv < 2; rv++) {
         call rq = {.op = OP_REQUEST, .values = d->cv, .n = d->nc,
-                   .cap = psi_request_bound(d->nc)};
+                   .cap = psi_request_bound(PSI_SUITE_OPENMINED_P256, d->nc)};
         res->r[rv][R_REQUEST] = ts_run_call(c[rv], &rq);
         run_server(res, rv, s[rv], d, in);
         run_client(res, rv, c[rv], in);
@@ -263,14 +264,14 @@ static void test_shard_empty_inputs(void **state)
         assert_int_equal(ts_expect_same_call("mask", s, gs, &mask), PSI_OK);
         assert_int_equal(ts_expect_same_call("remask", s, gs, &remask), PSI_OK);
         assert_int_equal(ts_expect_same_call("unmask", c, gc, &unmask), PSI_OK);
-        call rq = {.op = OP_REQUEST, .cap = psi_request_bound(0)};
+        call rq = {.op = OP_REQUEST, .cap = psi_request_bound(PSI_SUITE_OPENMINED_P256, 0)};
         assert_int_equal(ts_expect_same_call("create_request", c, gc, &rq), PSI_OK);
         out req = ts_run_call(c, &rq);
         call pr = {.op = OP_PROCESS, .a = req.len ? req.p : NULL, .a_len = req.len, .cap = 0};
         assert_int_equal(ts_expect_same_call("process_request", s, gs, &pr), PSI_OK);
         for (int st = 0; st < N_SETUPS; st++) {
             call su = {.op = OP_SETUP, .want_perm = 1, .params = setup_params(st, 0)};
-            assert_int_equal(psi_setup_bound(&su.cap, &su.params, 0), PSI_OK);
+            assert_int_equal(psi_setup_bound(&su.cap, PSI_SUITE_OPENMINED_P256, &su.params, 0), PSI_OK);
             assert_int_equal(ts_expect_same_call(r_names[R_SETUP + st], s, gs, &su), PSI_OK);
             out setup = ts_run_call(s, &su);
             call m = {.op = OP_SIZE, .a = setup.p, .a_len = setup.len};
@@ -322,18 +323,20 @@ static void check_bad_points(const keyset *k, const uint8_t *el, size_t n, const
                              size_t setup_len, party gs, party gc, int want)
 {
     party s = {k->s[1], NULL}, c = {k->c[1], NULL};
-    size_t cap = psi_request_bound(n);
+    size_t cap = psi_request_bound(PSI_SUITE_OPENMINED_P256, n);
     uint8_t *msg = malloc(cap);
     assert_non_null(msg);
-    assert_int_equal(psi_request_encode(msg, &cap, 1, el, n), PSI_OK);
-    call pr = {.op = OP_PROCESS, .a = msg, .a_len = cap, .cap = psi_response_bound(n)};
+    assert_int_equal(tm_encode(msg, &cap, PSI_SUITE_OPENMINED_P256, PSI_MESSAGE_REQUEST, 1, el, n),
+                     PSI_OK);
+    call pr = {.op = OP_PROCESS, .a = msg, .a_len = cap, .cap = psi_response_bound(PSI_SUITE_OPENMINED_P256, n)};
     assert_int_equal(ts_expect_same_call("process_request", s, gs, &pr), want);
     call pts = {.op = OP_REMASK, .a = el, .a_len = n, .cap = n * EB};
     assert_int_equal(ts_expect_same_call("remask", s, gs, &pts), want);
     pts.op = OP_UNMASK;
     assert_int_equal(ts_expect_same_call("unmask", c, gc, &pts), want);
-    cap = psi_response_bound(n);
-    assert_int_equal(psi_response_encode(msg, &cap, el, n), PSI_OK);
+    cap = psi_response_bound(PSI_SUITE_OPENMINED_P256, n);
+    assert_int_equal(tm_encode(msg, &cap, PSI_SUITE_OPENMINED_P256, PSI_MESSAGE_RESPONSE, 0, el, n),
+                     PSI_OK);
     static const op_id ops[] = {OP_INTER, OP_SIZE, OP_ASSOC};
     static const char *const names[] = {"get_intersection", "get_intersection_size",
                                         "get_association"};
@@ -400,10 +403,10 @@ typedef struct round {
 static void round_make(round *r, const keyset *k, const dataset *d)
 {
     for (int rv = 0; rv < 2; rv++) {
-        call rq = {.op = OP_REQUEST, .values = d->cv, .n = d->nc, .cap = psi_request_bound(d->nc)};
+        call rq = {.op = OP_REQUEST, .values = d->cv, .n = d->nc, .cap = psi_request_bound(PSI_SUITE_OPENMINED_P256, d->nc)};
         r->req[rv] = ts_run_call((party){k->c[rv], NULL}, &rq);
         call pr = {.op = OP_PROCESS, .a = r->req[rv].p, .a_len = r->req[rv].len,
-                   .cap = psi_response_bound(d->nc)};
+                   .cap = psi_response_bound(PSI_SUITE_OPENMINED_P256, d->nc)};
         r->resp[rv] = ts_run_call((party){k->s[rv], NULL}, &pr);
         assert_int_equal(r->resp[rv].rc, PSI_OK);
     }

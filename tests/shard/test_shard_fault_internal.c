@@ -71,7 +71,7 @@ static psi_engine *engine_of(psi_role role, int reveal, const psi_engine *from)
     s.reveal_intersection = reveal;
     psi_engine *e = NULL;
     if (from != NULL)
-        assert_int_equal(psi_engine_clone_with(&e, from, &s), PSI_OK);
+        assert_int_equal(psi_engine_clone(&e, from, &s), PSI_OK);
     else
         assert_int_equal(psi_engine_create(&e, &s), PSI_OK);
     return e;
@@ -98,10 +98,10 @@ static void fixture_messages(fixture *f)
                                                 f->request_off_len), PSI_OK);
     size_t n = N_VALUES;
     int reveal = 0;
-    assert_int_equal(psi_request_decode(f->request_points, &n, &reveal, f->request,
+    assert_int_equal(psi_request_decode(f->request_points, &n, &reveal, PSI_SUITE_OPENMINED_P256, f->request,
                                         f->request_len), PSI_OK);
     n = N_VALUES;
-    assert_int_equal(psi_response_decode(f->response_points, &n, f->response,
+    assert_int_equal(psi_response_decode(f->response_points, &n, PSI_SUITE_OPENMINED_P256, f->response,
                                          f->response_len), PSI_OK);
     for (size_t k = 0; k < 2; k++) {
         /* The cut of §14.1: the first slice takes the odd value. */

@@ -91,7 +91,7 @@ static void sort_slices(uint8_t *el, size_t *perm, size_t n, size_t shards)
     for (size_t k = 0; k < shards; k++) {
         size_t off = k * (n / shards) + (k < n % shards ? k : n % shards);
         size_t cnt = n / shards + (k < n % shards);
-        assert_int_equal(psi_elements_sort(el + off * EB, perm + off, cnt), PSI_OK);
+        assert_int_equal(ts_sort_elements(el + off * EB, perm + off, cnt), PSI_OK);
         for (size_t i = off; i < off + cnt; i++)
             perm[i] += off;
     }
@@ -163,7 +163,7 @@ static void test_shard_merge_sorted_equals_sort(void **state)
     size_t len = sizeof el, wperm[N], pperm[N], operm[N];
     assert_int_equal(psi_engine_mask(k.s[1], el, &len, d.sv, N), PSI_OK);
     memcpy(whole, el, sizeof el);
-    assert_int_equal(psi_elements_sort(whole, wperm, N), PSI_OK);
+    assert_int_equal(ts_sort_elements(whole, wperm, N), PSI_OK);
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
             memcpy(parts, el, sizeof el);
@@ -225,7 +225,7 @@ static void check_run_one_slices(const keyset *k, const dataset *d, const uint8_
         assert_int_equal(slice_run(k->s[0], out, perm, PSI_STEP_MASK_SORT, off, cnt, d->cv,
                                    NULL), PSI_OK);
         assert_int_equal(psi_engine_mask(k->s[0], want, &len, d->cv + off, cnt), PSI_OK);
-        assert_int_equal(psi_elements_sort(want, wperm, cnt), PSI_OK);
+        assert_int_equal(ts_sort_elements(want, wperm, cnt), PSI_OK);
         for (size_t i = 0; i < cnt; i++)
             assert_int_equal(perm[i], wperm[i] + off);
         assert_memory_equal(out, want, cnt * EB);
@@ -241,14 +241,14 @@ static void check_run_one_slices(const keyset *k, const dataset *d, const uint8_
         /* The _SORT steps: the step's slice, sorted stably, indices global. */
         assert_int_equal(slice_run(k->c[1], out, perm, PSI_STEP_UNMASK_SORT, off, cnt, NULL,
                                    remasked), PSI_OK);
-        assert_int_equal(psi_elements_sort(want, wperm, cnt), PSI_OK);
+        assert_int_equal(ts_sort_elements(want, wperm, cnt), PSI_OK);
         for (size_t i = 0; i < cnt; i++)
             assert_int_equal(perm[i], wperm[i] + off);
         assert_memory_equal(out, want, cnt * EB);
         assert_int_equal(slice_run(k->s[1], out, perm, PSI_STEP_REMASK_SORT, off, cnt, NULL,
                                    masked), PSI_OK);
         memcpy(want, remasked + off * EB, cnt * EB);
-        assert_int_equal(psi_elements_sort(want, wperm, cnt), PSI_OK);
+        assert_int_equal(ts_sort_elements(want, wperm, cnt), PSI_OK);
         for (size_t i = 0; i < cnt; i++)
             assert_int_equal(perm[i], wperm[i] + off);
         assert_memory_equal(out, want, cnt * EB);
@@ -602,8 +602,8 @@ static void test_shard_progress_ticks_merges(void **state)
     dataset d;
     ts_dataset_make(&d, &rng, N, N);
     psi_setup_params p = {PSI_STRUCTURE_RAW, 1e-9, N};
-    size_t setup_len, req_len = psi_request_bound(N), resp_len = psi_response_bound(N);
-    assert_int_equal(psi_setup_bound(&setup_len, &p, N), PSI_OK);
+    size_t setup_len, req_len = psi_request_bound(PSI_SUITE_OPENMINED_P256, N), resp_len = psi_response_bound(PSI_SUITE_OPENMINED_P256, N);
+    assert_int_equal(psi_setup_bound(&setup_len, PSI_SUITE_OPENMINED_P256, &p, N), PSI_OK);
     uint8_t *setup = malloc(setup_len), *req = malloc(req_len), *resp = malloc(resp_len);
     assert_true(setup != NULL && req != NULL && resp != NULL);
 

@@ -182,7 +182,7 @@ static void expect_indices(const char *what, const size_t *got, size_t n, const 
 static void vcase_association(const vcase *v, party gc)
 {
     call m = {.op = OP_ASSOC, .a = v->setup.p, .a_len = v->setup.len, .b = v->response.p,
-              .b_len = v->response.len, .cap = psi_message_element_bound(v->response.len)};
+              .b_len = v->response.len, .cap = psi_message_element_bound(PSI_SUITE_OPENMINED_P256, v->response.len)};
     out o = ts_run_call(gc, &m);
     expect_ok("get_association", &o);
     const cJSON *perm = field(v->json, "permutation"), *want = field(v->json, "association");
@@ -212,26 +212,26 @@ static void vcase_check(const vcase *v, party gs, party gc)
 {
     call su = {.op = OP_SETUP, .params = v->params, .values = v->sv.v, .n = v->sv.n,
                .want_perm = v->association};
-    assert_int_equal(psi_setup_bound(&su.cap, &v->params, v->sv.n), PSI_OK);
+    assert_int_equal(psi_setup_bound(&su.cap, PSI_SUITE_OPENMINED_P256, &v->params, v->sv.n), PSI_OK);
     out o = ts_run_call(gs, &su);
     expect_ok("server_setup", &o);
     ts_expect_bytes("server_setup", o.p, o.len, v->setup.p, v->setup.len);
     if (v->association)
         expect_indices("permutation", o.perm, o.n_perm, field(v->json, "permutation"));
     ts_out_free(&o);
-    call rq = {.op = OP_REQUEST, .values = v->cv.v, .n = v->cv.n, .cap = psi_request_bound(v->cv.n)};
+    call rq = {.op = OP_REQUEST, .values = v->cv.v, .n = v->cv.n, .cap = psi_request_bound(PSI_SUITE_OPENMINED_P256, v->cv.n)};
     o = ts_run_call(gc, &rq);
     expect_ok("request", &o);
     ts_expect_bytes("request", o.p, o.len, v->request.p, v->request.len);
     ts_out_free(&o);
     call pr = {.op = OP_PROCESS, .a = v->request.p, .a_len = v->request.len,
-               .cap = psi_response_bound(psi_message_element_bound(v->request.len))};
+               .cap = psi_response_bound(PSI_SUITE_OPENMINED_P256, psi_message_element_bound(PSI_SUITE_OPENMINED_P256, v->request.len))};
     o = ts_run_call(gs, &pr);
     expect_ok("response", &o);
     ts_expect_bytes("response", o.p, o.len, v->response.p, v->response.len);
     ts_out_free(&o);
     call m = {.op = OP_INTER, .a = v->setup.p, .a_len = v->setup.len, .b = v->response.p,
-              .b_len = v->response.len, .cap = psi_message_element_bound(v->response.len)};
+              .b_len = v->response.len, .cap = psi_message_element_bound(PSI_SUITE_OPENMINED_P256, v->response.len)};
     if (v->association) {
         vcase_association(v, gc);
         return;
