@@ -72,7 +72,6 @@ export declare class LowLevel {
   /** Throws the PsiError of code (with this thread's detail) unless code is 0. */
   check(code: number, func: string): void;
   error(code: number, func: string): PsiErrorClass;
-  errorAt(code: number, func: string, detail?: Partial<PsiErrorDetail>): PsiErrorClass;
   jsError(code: number, func: string, note?: string): PsiErrorClass;
   invalid(note: string, func?: string): PsiErrorClass;
 
@@ -107,11 +106,6 @@ export declare class LowLevel {
   association(engine: number, setup: Uint8Array, response: Uint8Array): Uint32Array;
   associationMap(pairs: ArrayLike<number>, perm: ArrayLike<number>): Uint32Array;
 
-  shardPlan(n: number, shards: number, k: number): { offset: number; count: number };
-  shardRunOne(engine: number, step: number, offset: number, input: Uint8Array | PackedValues):
-    { out: Uint8Array; perm: Uint32Array | null };
-  shardMergeSorted(elements: Uint8Array, perm: Uint32Array, n: number, shards: number):
-    { elements: Uint8Array; perm: Uint32Array };
   elementsSort(elements: Uint8Array, wantPerm?: boolean): Sorted;
   setupEncode(params: SetupParams, elements: Uint8Array, suite?: number): Uint8Array;
   requestEncode(reveal: boolean, elements: Uint8Array, suite?: number): Uint8Array;

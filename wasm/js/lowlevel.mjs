@@ -1,6 +1,6 @@
-// The thin typed layer over the C API of one module instance (psi.h,
-// psi_shard.h), shared by the psi.js-like surface (index.mjs) and the
-// worker pool.  Engines and plans are plain heap pointers here: their owner frees them.
+// The thin typed layer over the C API of one module instance (psi.h), shared by
+// the psi.js-like surface (index.mjs) and the worker pool.  Engines and plans are
+// plain heap pointers here: their owner frees them.
 //
 // Rules kept by every function:
 //  - heap memory is allocated in a Frame and freed in `finally`, on every path;
@@ -24,7 +24,6 @@
 //   size_t 4 bytes; psi_value {data ptr, len} 8; psi_pair {client, server} 8;
 //   psi_settings {role u32, reveal u32, progress ptr, progress_arg ptr, suite u32 @16, reserved[28]} 48;
 //   psi_setup_params {structure u32, pad, double fpr @8, int64 num_client_inputs @16} 24;
-//   psi_shard_slice {step u32, offset, count, values ptr, points ptr} 20;
 //   psi_error_detail {code i32, field ptr @4, index i64 @8, offset i64 @16} 24;
 //   psi_op_args {op u32, values ptr @4, n_values @8, message ptr @12, message_len @16,
 //     setup ptr @20, setup_len @24, params @32 (24), step u32 @56, slices @60,
@@ -55,7 +54,6 @@ const SETTINGS_BYTES = 48;
 const SETTINGS_SUITE = 16; // offset of psi_settings.suite
 const PSI_E_SUITE = -32;
 const PARAMS_BYTES = 24;
-const SLICE_BYTES = 20;
 const DETAIL_BYTES = 24;
 const ARGS_BYTES = 112;
 const ARGS = { op: 0, values: 4, nValues: 8, message: 12, messageLen: 16, setup: 20, setupLen: 24,
@@ -155,41 +153,6 @@ export class LowLevel {
     return new PsiError(code, message, this.codeName(code), func, d && d.code === code ? d : null);
   }
   check(rc, func) { if (rc !== 0) throw this.error(rc, func); }
-  // A NUL-terminated copy of name in the heap, made once per instance and never freed: the
-  // "static" field name psi_error_detail_set asks for.  0 if the heap has no room.
-  staticString(name) {
-    if (!this.strings) this.strings = new Map();
-    let p = this.strings.get(name);
-    if (p === undefined) {
-      const b = new TextEncoder().encode(`${name}\0`);
-      p = this.M._malloc(b.length) >>> 0;
-      if (p === 0) return 0;
-      this.M.HEAPU8.set(b, p);
-      this.strings.set(name, p);
-    }
-    return p;
-  }
-  // A failure with code found at { field, index, offset } (null: none) by a call that ran
-  // elsewhere (another worker) or under another name, reported here as the sharding layer
-  // does on the caller's thread: sets this thread's detail (psi_error_detail_set) and
-  // returns the PsiError of a C call failing there (message from psi_error_message).
-  errorAt(code, func, { field = null, index = null, offset = null } = {}) {
-    const M = this.M, fp = field === null ? 0 : this.staticString(field);
-    const p = M._malloc(DETAIL_BYTES) >>> 0;
-    if (p === 0 || (field !== null && fp === 0)) { // no heap: the place without the C message
-      if (p !== 0) M._free(p);
-      return new PsiError(code, this.strerror(code), this.codeName(code), func, { field, index, offset });
-    }
-    try {
-      const dv = new DataView(M.HEAPU8.buffer, p, DETAIL_BYTES);
-      dv.setInt32(0, code, true);
-      dv.setUint32(4, fp, true);
-      dv.setBigInt64(8, BigInt(index ?? -1), true);
-      dv.setBigInt64(16, BigInt(offset ?? -1), true);
-      M._psi_error_detail_set(p);
-    } finally { M._free(p); }
-    return this.error(code, func);
-  }
   // An error found on the JS side: psi_strerror's message (then ": " and note, if given),
   // no place (the thread's detail belongs to some earlier call).
   jsError(code, func, note) {
@@ -470,46 +433,8 @@ export class LowLevel {
     });
   }
 
-  // ------------------------------------------------- pure steps (psi_shard.h)
+  // ------------------------------------------------------------ codec steps
 
-  shardPlan(n, shards, k) {
-    return this.frame((f) => {
-      const off = f.alloc(4), cnt = f.alloc(4);
-      this.check(this.M._psi_shard_plan(off, cnt, n, shards, k), 'psi_shard_plan');
-      return { offset: this.u32(off), count: this.u32(cnt) };
-    });
-  }
-  // One shard: step MASK or MASK_SORT on values (the slice's values), REMASK or UNMASK on
-  // points (the slice's count * ELEMENT_BYTES bytes); offset = index of its first input.
-  // Returns { out, perm } (perm: global input indices in sorted order, MASK_SORT only).
-  shardRunOne(e, step, offset, input) {
-    return this.frame((f) => {
-      let values = 0, points = 0, count;
-      if (step === STEP.MASK || step === STEP.MASK_SORT) {
-        ({ arr: values, n: count } = this.putValues(f, input));
-      } else {
-        const pts = asBytes(input, 'points');
-        count = this.elementCount(pts, 'psi_shard_run_one');
-        points = f.put(pts);
-      }
-      const slice = f.alloc(SLICE_BYTES), H = this.M.HEAPU32, w = slice >>> 2;
-      H[w] = step; H[w + 1] = offset; H[w + 2] = count; H[w + 3] = values; H[w + 4] = points;
-      const out = f.alloc(count * this.ELEMENT_BYTES);
-      const perm = step === STEP.MASK_SORT ? f.alloc(4 * count) : 0;
-      this.check(this.M._psi_shard_run_one(e, out, perm, slice), 'psi_shard_run_one');
-      return { out: this.bytesAt(out, count * this.ELEMENT_BYTES), perm: perm ? this.u32At(perm, count) : null };
-    });
-  }
-  // Merges the sorted slices of a raw setup: { elements, perm } in (bytes, index) order.
-  shardMergeSorted(elements, perm, n, shards) {
-    const el = asBytes(elements, 'elements'), pm = toU32(perm, 'perm');
-    if (el.length !== n * this.ELEMENT_BYTES || pm.length !== n) throw this.invalid('elements and perm must hold n items', 'psi_shard_merge_sorted');
-    return this.frame((f) => {
-      const ep = f.put(el), pp = f.putU32(pm), out = f.alloc(el.length), op = f.alloc(4 * n);
-      this.check(this.M._psi_shard_merge_sorted(out, op, ep, pp, n, shards), 'psi_shard_merge_sorted');
-      return { elements: this.bytesAt(out, el.length), perm: this.u32At(op, n) };
-    });
-  }
   // Stable byte sort of elements: { elements, perm } (perm null unless wantPerm).
   elementsSort(elements, wantPerm = false) {
     const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_elements_sort');
