@@ -19,3 +19,33 @@ _Static_assert(sizeof(psi_settings) == 48 && offsetof(psi_settings, role) == 0 &
                    offsetof(psi_settings, suite) == 16 && sizeof(psi_suite) == 4,
                "psi_settings is {role u32, reveal u32, progress ptr, progress_arg ptr, suite u32 @16, "
                "reserved[28]}, as js/lowlevel.mjs writes it");
+_Static_assert(sizeof(psi_setup_params) == 24 && offsetof(psi_setup_params, structure) == 0 &&
+                   offsetof(psi_setup_params, fpr) == 8 &&
+                   offsetof(psi_setup_params, num_client_inputs) == 16,
+               "psi_setup_params is {structure u32, pad, fpr f64 @8, num_client_inputs i64 @16}");
+_Static_assert(sizeof(psi_op_args) == 112 && sizeof(psi_op) == 4 && sizeof(psi_step_kind) == 4 &&
+                   offsetof(psi_op_args, op) == 0 && offsetof(psi_op_args, values) == 4 &&
+                   offsetof(psi_op_args, n_values) == 8 && offsetof(psi_op_args, message) == 12 &&
+                   offsetof(psi_op_args, message_len) == 16 &&
+                   offsetof(psi_op_args, setup) == 20 && offsetof(psi_op_args, setup_len) == 24 &&
+                   offsetof(psi_op_args, params) == 32 && offsetof(psi_op_args, step) == 56 &&
+                   offsetof(psi_op_args, slices) == 60 &&
+                   offsetof(psi_op_args, slice_counts) == 64 &&
+                   offsetof(psi_op_args, external) == 68 &&
+                   offsetof(psi_op_args, progress) == 72 &&
+                   offsetof(psi_op_args, progress_arg) == 76 &&
+                   offsetof(psi_op_args, reserved) == 80,
+               "psi_op_args is {op u32, values ptr, n_values, message ptr, message_len, setup ptr, "
+               "setup_len, params @32 (24), step u32 @56, slices @60, slice_counts ptr @64, "
+               "external i32 @68, progress ptr @72, progress_arg ptr @76, reserved[32] @80}, "
+               "as js/lowlevel.mjs writes it");
+_Static_assert(sizeof(psi_op_output) == 24 && offsetof(psi_op_output, bytes) == 0 &&
+                   offsetof(psi_op_output, len) == 4 && offsetof(psi_op_output, perm) == 8 &&
+                   offsetof(psi_op_output, indices) == 12 &&
+                   offsetof(psi_op_output, pairs) == 16 && offsetof(psi_op_output, count) == 20,
+               "psi_op_output is {bytes ptr, len, perm ptr, indices ptr, pairs ptr, count}");
+_Static_assert(sizeof(psi_step) == 20 && offsetof(psi_step, kind) == 0 &&
+                   offsetof(psi_step, offset) == 4 && offsetof(psi_step, count) == 8 &&
+                   offsetof(psi_step, values) == 12 && offsetof(psi_step, points) == 16,
+               "psi_step is {kind u32, offset, count, values ptr, points ptr}, as js/lowlevel.mjs "
+               "reads it");

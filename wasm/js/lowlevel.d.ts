@@ -1,6 +1,7 @@
 // TypeScript declarations of the low-level layer (js/lowlevel.mjs, package export
 // "shardpsi/lowlevel"): one method per C call over a loaded module (loadModule()).  Engines
-// are plain pointers (numbers) that the caller frees with engineFree; element arrays are
+// are plain pointers (numbers) that the caller frees with engineFree, plans are Plan objects
+// freed with planFree; element arrays are
 // 33-byte slots (ELEMENT_BYTES) in every suite.  Every non-zero C code throws a PsiError.
 // The psi.js-like surface ("shardpsi") and the pool ("shardpsi/pool") build on it.
 
@@ -14,7 +15,10 @@ export declare const SUITES: readonly ['openmined-p256', 'p256-sswu', 'ristretto
 export declare const DEFAULT_SUITE: 'openmined-p256';
 export declare const ROLE: Readonly<{ CLIENT: 1; SERVER: 2 }>;
 export declare const STRUCTURE: Readonly<{ RAW: 0; GCS: 1; BLOOM_FILTER: 2 }>;
-export declare const STEP: Readonly<{ MASK: 1; MASK_SORT: 2; REMASK: 3; UNMASK: 4 }>;
+export declare const OP: Readonly<{ SETUP: 1; REQUEST: 2; RESPONSE: 3; INTERSECTION: 4;
+  INTERSECTION_SIZE: 5; ASSOCIATION: 6; STEP: 7 }>;
+export declare const STEP: Readonly<{ MASK: 1; MASK_SORT: 2; REMASK: 3; UNMASK: 4; REMASK_SORT: 5;
+  UNMASK_SORT: 6 }>;
 export declare const SUITE: Readonly<{ OPENMINED_P256: 0; P256_SSWU: 1; RISTRETTO255: 2 }>;
 
 /** Inputs packed as UTF-8 (strings) or bytes: data, and n + 1 offsets into it. */
@@ -30,6 +34,25 @@ export type SuiteArg = number | SuiteName | undefined | null;
 export interface SetupParams { structure: number; fpr: number; numClientInputs: number | bigint }
 /** Elements and, when asked for, the permutation (index of the input at each position). */
 export interface Sorted { elements: Uint8Array; perm: Uint32Array | null }
+
+/** A plan of steps (psi_plan_begin); free it with planFree. */
+export interface Plan { ptr: number; readonly op: number; readonly func: string; readonly n: number | null }
+/** What a plan runs (psi_op_args); unused fields may be left out. */
+export interface PlanArgs {
+  op: number;
+  values?: readonly (string | Uint8Array)[] | PackedValues;
+  message?: Uint8Array;
+  setup?: Uint8Array;
+  params?: SetupParams;
+  step?: number;
+  slices?: number;
+}
+/** A slice's step (psi_step): values and points are heap pointers into the plan (0: none). */
+export interface Step { kind: number; offset: number; count: number; values: number; points: number }
+/** A step's input copied out of the heap: packed values (MASK kinds) or points' bytes. */
+export type StepInput = PackedValues | Uint8Array;
+/** A step's outcome: the elements (and input indices for the _SORT kinds), or the failure. */
+export interface StepOutcome { out: Uint8Array | null; perm: Uint32Array | null; code: number; index: number | null }
 
 export declare class LowLevel {
   constructor(module: ShardPsiModule);
@@ -49,7 +72,6 @@ export declare class LowLevel {
   /** Throws the PsiError of code (with this thread's detail) unless code is 0. */
   check(code: number, func: string): void;
   error(code: number, func: string): PsiErrorClass;
-  errorAt(code: number, func: string, detail?: Partial<PsiErrorDetail>): PsiErrorClass;
   jsError(code: number, func: string, note?: string): PsiErrorClass;
   invalid(note: string, func?: string): PsiErrorClass;
 
@@ -84,15 +106,29 @@ export declare class LowLevel {
   association(engine: number, setup: Uint8Array, response: Uint8Array): Uint32Array;
   associationMap(pairs: ArrayLike<number>, perm: ArrayLike<number>): Uint32Array;
 
-  shardPlan(n: number, shards: number, k: number): { offset: number; count: number };
-  shardRunOne(engine: number, step: number, offset: number, input: Uint8Array | PackedValues):
-    { out: Uint8Array; perm: Uint32Array | null };
-  shardMergeSorted(elements: Uint8Array, perm: Uint32Array, n: number, shards: number):
-    { elements: Uint8Array; perm: Uint32Array };
   elementsSort(elements: Uint8Array, wantPerm?: boolean): Sorted;
   setupEncode(params: SetupParams, elements: Uint8Array, suite?: number): Uint8Array;
   requestEncode(reveal: boolean, elements: Uint8Array, suite?: number): Uint8Array;
   responseEncode(elements: Uint8Array, suite?: number): Uint8Array;
   requestDecode(request: Uint8Array, suite?: number): { elements: Uint8Array; reveal: boolean };
   responseDecode(response: Uint8Array, suite?: number): Uint8Array;
+
+  /** psi_plan_begin; a failure throws the PsiError of begin's checks, named func. */
+  planBegin(engine: number, args: PlanArgs, func?: string): Plan;
+  planFree(plan: Plan): void;
+  planSlices(plan: Plan): number;
+  planBound(plan: Plan): number;
+  planStep(plan: Plan, k: number): Step;
+  stepInput(step: Step): StepInput;
+  /** psi_step_run on any engine with the key: a failure is returned, not thrown. */
+  stepRun(engine: number, step: { kind: number; offset: number; count: number; input: StepInput }): StepOutcome;
+  /** psi_plan_run: the step's code (kept in the plan for finish). */
+  planRun(plan: Plan, engine: number, k: number): number;
+  planPut(plan: Plan, k: number, outcome: { code: number; index?: number | null; out?: Uint8Array | null;
+    perm?: ArrayLike<number> | null }): void;
+  /** psi_plan_finish: by the plan's op, SETUP { bytes, perm }, REQUEST and RESPONSE the bytes,
+   *  STEP { elements, perm }, INTERSECTION indices, INTERSECTION_SIZE the count, ASSOCIATION
+   *  flattened pairs. */
+  planFinish(plan: Plan, options?: { perm?: boolean }):
+    { bytes: Uint8Array; perm: Uint32Array | null } | Sorted | Uint8Array | Uint32Array | number;
 }

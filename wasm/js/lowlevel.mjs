@@ -1,6 +1,6 @@
-// The thin typed layer over the C API of one module instance (psi.h,
-// psi_shard.h), shared by the psi.js-like surface (index.mjs) and the
-// worker pool.  Engines are plain heap pointers here: their owner frees them.
+// The thin typed layer over the C API of one module instance (psi.h), shared by
+// the psi.js-like surface (index.mjs) and the worker pool.  Engines and plans are
+// plain heap pointers here: their owner frees them.
 //
 // Rules kept by every function:
 //  - heap memory is allocated in a Frame and freed in `finally`, on every path;
@@ -24,8 +24,14 @@
 //   size_t 4 bytes; psi_value {data ptr, len} 8; psi_pair {client, server} 8;
 //   psi_settings {role u32, reveal u32, progress ptr, progress_arg ptr, suite u32 @16, reserved[28]} 48;
 //   psi_setup_params {structure u32, pad, double fpr @8, int64 num_client_inputs @16} 24;
-//   psi_shard_slice {step u32, offset, count, values ptr, points ptr} 20;
-//   psi_error_detail {code i32, field ptr @4, index i64 @8, offset i64 @16} 24.
+//   psi_error_detail {code i32, field ptr @4, index i64 @8, offset i64 @16} 24;
+//   psi_op_args {op u32, values ptr @4, n_values @8, message ptr @12, message_len @16,
+//     setup ptr @20, setup_len @24, params @32 (24), step u32 @56, slices @60,
+//     slice_counts ptr @64, external i32 @68, progress ptr @72, progress_arg ptr @76,
+//     reserved[32] @80} 112;
+//   psi_op_output {bytes ptr, len @4, perm ptr @8, indices ptr @12, pairs ptr @16, count @20} 24;
+//   psi_step {kind u32, offset @4, count @8, values ptr @12, points ptr @16} 20.
+// int64 arguments (psi_plan_put's index) cross the JS boundary as two i32 halves, low first.
 
 import { PsiError, PSI_E_INVALID_ARG, PSI_E_NOMEM, packValues, packedCount, asBytes, toU32,
   SUITES, DEFAULT_SUITE } from './values.mjs';
@@ -34,7 +40,13 @@ export { PsiError, PSI_E_INVALID_ARG, PSI_E_NOMEM, packValues, packedCount, asBy
 
 export const ROLE = Object.freeze({ CLIENT: 1, SERVER: 2 });
 export const STRUCTURE = Object.freeze({ RAW: 0, GCS: 1, BLOOM_FILTER: 2 });
-export const STEP = Object.freeze({ MASK: 1, MASK_SORT: 2, REMASK: 3, UNMASK: 4 });
+// psi_op: the operations of a plan; psi_step_kind: the kinds of step.
+export const OP = Object.freeze({ SETUP: 1, REQUEST: 2, RESPONSE: 3, INTERSECTION: 4,
+  INTERSECTION_SIZE: 5, ASSOCIATION: 6, STEP: 7 });
+export const STEP = Object.freeze({ MASK: 1, MASK_SORT: 2, REMASK: 3, UNMASK: 4, REMASK_SORT: 5,
+  UNMASK_SORT: 6 });
+const stepMasks = (kind) => kind === STEP.MASK || kind === STEP.MASK_SORT;
+const stepSorts = (kind) => kind === STEP.MASK_SORT || kind === STEP.REMASK_SORT || kind === STEP.UNMASK_SORT;
 // psi_suite: the ids of SUITES' names.
 export const SUITE = Object.freeze({ OPENMINED_P256: 0, P256_SSWU: 1, RISTRETTO255: 2 });
 
@@ -42,8 +54,13 @@ const SETTINGS_BYTES = 48;
 const SETTINGS_SUITE = 16; // offset of psi_settings.suite
 const PSI_E_SUITE = -32;
 const PARAMS_BYTES = 24;
-const SLICE_BYTES = 20;
 const DETAIL_BYTES = 24;
+const ARGS_BYTES = 112;
+const ARGS = { op: 0, values: 4, nValues: 8, message: 12, messageLen: 16, setup: 20, setupLen: 24,
+  params: 32, step: 56, slices: 60 };
+const OUTPUT_BYTES = 24;
+const OUTPUT = { bytes: 0, len: 4, perm: 8, indices: 12, pairs: 16, count: 20 };
+const STEP_BYTES = 20;
 const ERROR_MESSAGE_BYTES = 256; // PSI_ERROR_MESSAGE_BYTES
 
 // An int64 index or offset of a psi_error_detail: a number, null for -1 (none).
@@ -136,41 +153,6 @@ export class LowLevel {
     return new PsiError(code, message, this.codeName(code), func, d && d.code === code ? d : null);
   }
   check(rc, func) { if (rc !== 0) throw this.error(rc, func); }
-  // A NUL-terminated copy of name in the heap, made once per instance and never freed: the
-  // "static" field name psi_error_detail_set asks for.  0 if the heap has no room.
-  staticString(name) {
-    if (!this.strings) this.strings = new Map();
-    let p = this.strings.get(name);
-    if (p === undefined) {
-      const b = new TextEncoder().encode(`${name}\0`);
-      p = this.M._malloc(b.length) >>> 0;
-      if (p === 0) return 0;
-      this.M.HEAPU8.set(b, p);
-      this.strings.set(name, p);
-    }
-    return p;
-  }
-  // A failure with code found at { field, index, offset } (null: none) by a call that ran
-  // elsewhere (another worker) or under another name, reported here as the sharding layer
-  // does on the caller's thread: sets this thread's detail (psi_error_detail_set) and
-  // returns the PsiError of a C call failing there (message from psi_error_message).
-  errorAt(code, func, { field = null, index = null, offset = null } = {}) {
-    const M = this.M, fp = field === null ? 0 : this.staticString(field);
-    const p = M._malloc(DETAIL_BYTES) >>> 0;
-    if (p === 0 || (field !== null && fp === 0)) { // no heap: the place without the C message
-      if (p !== 0) M._free(p);
-      return new PsiError(code, this.strerror(code), this.codeName(code), func, { field, index, offset });
-    }
-    try {
-      const dv = new DataView(M.HEAPU8.buffer, p, DETAIL_BYTES);
-      dv.setInt32(0, code, true);
-      dv.setUint32(4, fp, true);
-      dv.setBigInt64(8, BigInt(index ?? -1), true);
-      dv.setBigInt64(16, BigInt(offset ?? -1), true);
-      M._psi_error_detail_set(p);
-    } finally { M._free(p); }
-    return this.error(code, func);
-  }
   // An error found on the JS side: psi_strerror's message (then ": " and note, if given),
   // no place (the thread's detail belongs to some earlier call).
   jsError(code, func, note) {
@@ -254,8 +236,8 @@ export class LowLevel {
     return { arr, n };
   }
 
-  // psi_setup_params from { structure, fpr, numClientInputs }.
-  putParams(f, { structure, fpr, numClientInputs }) {
+  // psi_setup_params from { structure, fpr, numClientInputs }, written at p (PARAMS_BYTES).
+  writeParams(p, { structure, fpr, numClientInputs }) {
     if (!Number.isInteger(structure)) throw new TypeError('dataStructure must be an integer');
     if (typeof fpr !== 'number') throw new TypeError('fpr must be a number');
     let nci = numClientInputs;
@@ -265,13 +247,14 @@ export class LowLevel {
     }
     if (typeof nci !== 'bigint') throw new TypeError('numClientInputs must be an integer');
     if (nci < -(2n ** 63n) || nci >= 2n ** 63n) throw new RangeError('numClientInputs is outside int64');
-    const p = f.alloc(PARAMS_BYTES), dv = new DataView(this.M.HEAPU8.buffer, p, PARAMS_BYTES);
+    const dv = new DataView(this.M.HEAPU8.buffer, p, PARAMS_BYTES);
     dv.setInt32(0, structure, true);
     dv.setInt32(4, 0, true);
     dv.setFloat64(8, fpr, true);
     dv.setBigInt64(16, nci, true);
     return p;
   }
+  putParams(f, params) { return this.writeParams(f.alloc(PARAMS_BYTES), params); }
 
   // --------------------------------------------------------------- engines
 
@@ -450,46 +433,8 @@ export class LowLevel {
     });
   }
 
-  // ------------------------------------------------- pure steps (psi_shard.h)
+  // ------------------------------------------------------------ codec steps
 
-  shardPlan(n, shards, k) {
-    return this.frame((f) => {
-      const off = f.alloc(4), cnt = f.alloc(4);
-      this.check(this.M._psi_shard_plan(off, cnt, n, shards, k), 'psi_shard_plan');
-      return { offset: this.u32(off), count: this.u32(cnt) };
-    });
-  }
-  // One shard: step MASK or MASK_SORT on values (the slice's values), REMASK or UNMASK on
-  // points (the slice's count * ELEMENT_BYTES bytes); offset = index of its first input.
-  // Returns { out, perm } (perm: global input indices in sorted order, MASK_SORT only).
-  shardRunOne(e, step, offset, input) {
-    return this.frame((f) => {
-      let values = 0, points = 0, count;
-      if (step === STEP.MASK || step === STEP.MASK_SORT) {
-        ({ arr: values, n: count } = this.putValues(f, input));
-      } else {
-        const pts = asBytes(input, 'points');
-        count = this.elementCount(pts, 'psi_shard_run_one');
-        points = f.put(pts);
-      }
-      const slice = f.alloc(SLICE_BYTES), H = this.M.HEAPU32, w = slice >>> 2;
-      H[w] = step; H[w + 1] = offset; H[w + 2] = count; H[w + 3] = values; H[w + 4] = points;
-      const out = f.alloc(count * this.ELEMENT_BYTES);
-      const perm = step === STEP.MASK_SORT ? f.alloc(4 * count) : 0;
-      this.check(this.M._psi_shard_run_one(e, out, perm, slice), 'psi_shard_run_one');
-      return { out: this.bytesAt(out, count * this.ELEMENT_BYTES), perm: perm ? this.u32At(perm, count) : null };
-    });
-  }
-  // Merges the sorted slices of a raw setup: { elements, perm } in (bytes, index) order.
-  shardMergeSorted(elements, perm, n, shards) {
-    const el = asBytes(elements, 'elements'), pm = toU32(perm, 'perm');
-    if (el.length !== n * this.ELEMENT_BYTES || pm.length !== n) throw this.invalid('elements and perm must hold n items', 'psi_shard_merge_sorted');
-    return this.frame((f) => {
-      const ep = f.put(el), pp = f.putU32(pm), out = f.alloc(el.length), op = f.alloc(4 * n);
-      this.check(this.M._psi_shard_merge_sorted(out, op, ep, pp, n, shards), 'psi_shard_merge_sorted');
-      return { elements: this.bytesAt(out, el.length), perm: this.u32At(op, n) };
-    });
-  }
   // Stable byte sort of elements: { elements, perm } (perm null unless wantPerm).
   elementsSort(elements, wantPerm = false) {
     const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_elements_sort');
@@ -555,5 +500,161 @@ export class LowLevel {
         (o, c, x, m, l) => this.M._psi_response_decode_suite(o, c, suite, m, l), suite)
       : this.decodeCall(msg, 'psi_response_decode', false,
         (o, c, x, m, l) => this.M._psi_response_decode(o, c, m, l))).elements;
+  }
+
+  // ------------------------------------------------------- plans of steps (psi.h)
+  // A plan is { ptr, op, func, n, frame }: func names its errors (the message call the
+  // plan stands for, e.g. 'psi_server_process_request', as one engine reports them); n is
+  // the number of values or points given (null for a message); frame holds the arguments
+  // (the plan borrows the values) until planFree.  Every plan must be freed.
+
+  // psi_plan_begin on engine e: { op (OP), values (SETUP, REQUEST, STEP of a MASK kind),
+  // message (RESPONSE: the Request; client ops: the Response; STEP of a point kind: the
+  // points), setup (client ops: the ServerSetup), params (SETUP: { structure, fpr,
+  // numClientInputs }), step (STEP: its kind), slices (default 1) }.  Throws the PsiError
+  // of begin's checks (arguments, role, reveal, parameters, setup, message), named func.
+  planBegin(e, { op, values, message, setup, params, step = 0, slices = 1 }, func = 'psi_plan_begin') {
+    const f = new Frame(this.M);
+    try {
+      const { arr, n } = values !== undefined && values !== null ? this.putValues(f, values) : { arr: 0, n: 0 };
+      const m = message !== undefined && message !== null ? asBytes(message, 'message') : null;
+      const st = setup !== undefined && setup !== null ? asBytes(setup, 'setup') : null;
+      const points = op === OP.STEP && !stepMasks(step) && m !== null;
+      const count = points ? this.elementCount(m, func) : n;
+      const mp = m ? f.put(m) : 0, sp = st ? f.put(st) : 0;
+      const a = f.alloc(ARGS_BYTES), out = f.alloc(4);
+      this.M.HEAPU8.fill(0, a, a + ARGS_BYTES); // unused fields and reserved[] are zero
+      if (params !== undefined && params !== null) this.writeParams(a + ARGS.params, params);
+      const at = (off, v) => { this.M.HEAPU32[(a + off) >>> 2] = v; };
+      at(ARGS.op, op);
+      at(ARGS.values, arr);
+      at(ARGS.nValues, count);
+      at(ARGS.message, mp);
+      at(ARGS.messageLen, m ? m.length : 0);
+      at(ARGS.setup, sp);
+      at(ARGS.setupLen, st ? st.length : 0);
+      at(ARGS.step, step);
+      at(ARGS.slices, slices);
+      this.check(this.M._psi_plan_begin(out, e, a), func);
+      return { ptr: this.u32(out), op, func, n: values !== undefined && values !== null || points ? count : null, frame: f };
+    } catch (err) {
+      f.free();
+      throw err;
+    }
+  }
+  // Wipes and frees the plan and its arguments (psi_plan_free); a second call does nothing.
+  planFree(plan) {
+    if (plan.ptr) this.M._psi_plan_free(plan.ptr);
+    plan.ptr = 0;
+    plan.frame.free();
+  }
+  planSlices(plan) { return this.M._psi_plan_slices(plan.ptr) >>> 0; }
+  // psi_plan_bound: the capacity finish needs (message bytes, element bytes or items).
+  planBound(plan) { return this.M._psi_plan_bound(plan.ptr) >>> 0; }
+  // Slice k's step (psi_plan_step): { kind, offset, count, values, points }, values and
+  // points heap pointers into the plan (0 when the kind has none), valid until planFree.
+  planStep(plan, k) {
+    return this.frame((f) => {
+      const s = f.alloc(STEP_BYTES);
+      this.check(this.M._psi_plan_step(plan.ptr, s, k), 'psi_plan_step');
+      const [kind, offset, count, values, points] = this.u32At(s, 5);
+      return { kind, offset, count, values, points };
+    });
+  }
+  // A copy of a step's input out of the heap, for a step run elsewhere (stepRun): packed
+  // values { data, offsets } for the MASK kinds, else the points' bytes.
+  stepInput({ kind, count, values, points }) {
+    if (!stepMasks(kind)) return this.bytesAt(points, count * this.ELEMENT_BYTES);
+    const H = this.M.HEAPU32, U8 = this.M.HEAPU8, w = values >>> 2;
+    const offsets = new Uint32Array(count + 1);
+    for (let i = 0; i < count; i++) offsets[i + 1] = offsets[i] + H[w + 2 * i + 1];
+    const data = new Uint8Array(offsets[count]);
+    for (let i = 0; i < count; i++) {
+      const p = H[w + 2 * i];
+      data.set(U8.subarray(p, p + offsets[i + 1] - offsets[i]), offsets[i]);
+    }
+    return { data, offsets };
+  }
+  // Runs a step on engine e, anywhere (psi_step_run): { kind, offset, count, input } with
+  // input as stepInput gives it.  Its outcome is data, never thrown: { out, perm, code,
+  // index }: on success the count elements and, for the _SORT kinds, their input indices;
+  // on failure out and perm null, code the error and index where it failed, counted in the
+  // whole input (null when unknown).  Only a JS misuse (a wrong input type) throws.
+  stepRun(e, { kind, offset, count, input }) {
+    const E = this.ELEMENT_BYTES;
+    try {
+      return this.frame((f) => {
+        let values = 0, points = 0, n;
+        if (stepMasks(kind)) {
+          ({ arr: values, n } = this.putValues(f, input));
+        } else {
+          const pts = asBytes(input, 'points');
+          n = this.elementCount(pts, 'psi_step_run');
+          points = f.put(pts);
+        }
+        if (n !== count) throw this.invalid(`the input holds ${n} items, the step ${count}`, 'psi_step_run');
+        const s = f.alloc(STEP_BYTES), out = f.alloc(count * E), d = f.alloc(DETAIL_BYTES);
+        const perm = stepSorts(kind) ? f.alloc(4 * count) : 0;
+        this.M.HEAPU32.set([kind, offset, count, values, points], s >>> 2);
+        const code = this.M._psi_step_run(e, out, perm, d, s);
+        if (code !== 0) {
+          const dv = new DataView(this.M.HEAPU8.buffer, d, DETAIL_BYTES);
+          return { out: null, perm: null, code, index: dv.getInt32(0, true) === code ? detailInt(dv, 8) : null };
+        }
+        return { out: this.bytesAt(out, count * E), perm: perm ? this.u32At(perm, count) : null, code: 0, index: null };
+      });
+    } catch (err) {
+      if (err instanceof PsiError) return { out: null, perm: null, code: err.code, index: null };
+      throw err;
+    }
+  }
+  // Runs slice k of the plan here, on engine e, keeping its outcome in the plan
+  // (psi_plan_run).  Returns the step's code: a failure is the plan's, reported by finish.
+  planRun(plan, e, k) { return this.M._psi_plan_run(plan.ptr, e, k); }
+  // Stores the outcome of slice k run elsewhere, as stepRun gives it (psi_plan_put).
+  planPut(plan, k, { code, index = null, out = null, perm = null }) {
+    const { count } = this.planStep(plan, k);
+    const el = code === 0 && out !== null ? asBytes(out, 'out') : null;
+    const pm = code === 0 && perm !== null ? toU32(perm, 'perm') : null;
+    if ((el && el.length !== count * this.ELEMENT_BYTES) || (pm && pm.length !== count)) {
+      throw this.invalid(`slice ${k} has ${count} elements`, 'psi_plan_put');
+    }
+    this.frame((f) => {
+      const i = index ?? -1; // int64: low and high halves
+      const rc = this.M._psi_plan_put(plan.ptr, k, code, i | 0, Math.floor(i / 2 ** 32) | 0,
+        el ? f.put(el) : 0, pm ? f.putU32(pm) : 0);
+      this.check(rc, 'psi_plan_put');
+    });
+  }
+  // psi_plan_finish: the lowest failing slice's error (thrown, named plan.func, with the
+  // single engine's place), else the result: SETUP { bytes, perm } (perm: input indices in
+  // setup order, raw structure, when asked for with { perm: true }), REQUEST and RESPONSE the
+  // message bytes, STEP { elements, perm } (perm for the _SORT kinds when asked for),
+  // INTERSECTION indices (Uint32Array), INTERSECTION_SIZE a number, ASSOCIATION pairs
+  // flattened [c0, s0, c1, s1, ...] (Uint32Array).
+  planFinish(plan, { perm: wantPerm = false } = {}) {
+    const { op } = plan, cap = this.planBound(plan), E = this.ELEMENT_BYTES;
+    const message = op === OP.SETUP || op === OP.REQUEST || op === OP.RESPONSE || op === OP.STEP;
+    const withPerm = wantPerm && (op === OP.SETUP || op === OP.STEP);
+    const nPerm = !withPerm ? 0 : op === OP.SETUP ? plan.n : cap / E;
+    return this.frame((f) => {
+      const o = f.alloc(OUTPUT_BYTES), bytes = message ? f.alloc(cap) : 0;
+      const perm = withPerm ? f.alloc(4 * nPerm) : 0;
+      const indices = op === OP.INTERSECTION ? f.alloc(4 * cap) : 0;
+      const pairs = op === OP.ASSOCIATION ? f.alloc(8 * cap) : 0;
+      if (perm) this.M.HEAPU32.fill(0, perm >>> 2, (perm >>> 2) + nPerm);
+      const H = this.M.HEAPU32, w = o >>> 2;
+      H.set([bytes, message ? cap : 0, perm, indices, pairs, message ? 0 : cap], w);
+      this.check(this.M._psi_plan_finish(plan.ptr, o), plan.func);
+      const len = this.u32(o + OUTPUT.len), count = this.u32(o + OUTPUT.count);
+      switch (op) {
+        case OP.SETUP: return { bytes: this.bytesAt(bytes, len), perm: withPerm ? this.u32At(perm, nPerm) : null };
+        case OP.STEP: return { elements: this.bytesAt(bytes, len), perm: withPerm ? this.u32At(perm, nPerm) : null };
+        case OP.REQUEST: case OP.RESPONSE: return this.bytesAt(bytes, len);
+        case OP.INTERSECTION: return this.u32At(indices, count);
+        case OP.ASSOCIATION: return this.u32At(pairs, 2 * count);
+        default: return count;
+      }
+    });
   }
 }

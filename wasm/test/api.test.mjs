@@ -1,6 +1,6 @@
 // The psi.js-like surface against @openmined/psi.js 2.0.6 itself (names,
 // defaults, data structure values, interoperation both ways), and the
-// low-level shard steps the worker pool will use, against the one-call API.
+// low-level plans of steps the worker pool runs, against the one-call API.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { createPSI, PSI, dataStructure } from '../js/index.mjs';
 import defaultExport from '../js/index.mjs';
 import { loadModule } from '../js/module.mjs';
-import { LowLevel, ROLE, STEP, STRUCTURE } from '../js/lowlevel.mjs';
+import { LowLevel, OP, ROLE, STEP, STRUCTURE } from '../js/lowlevel.mjs';
 
 const psi = await createPSI();
 const common = fileURLToPath(new URL('../../vectors/psijs-common.mjs', import.meta.url));
@@ -108,44 +108,150 @@ test('association table: setup positions, or server indices with the permutation
   } finally { s.delete(); c.delete(); }
 });
 
-test('low level: shard steps and codecs rebuild the one-call messages', async () => {
+// A plan run slice by slice: slices 0, 2, ... here (planRun), the others as pure steps on a
+// second engine with the same key (stepRun on a copy of the input, planPut), as the pool does.
+function runSplit(ll, plan, here, there) {
+  const total = ll.planSlices(plan);
+  for (let k = 0; k < total; k++) {
+    if (k % 2 === 0) { assert.equal(ll.planRun(plan, here, k), 0, `slice ${k}`); continue; }
+    const { kind, offset, count, ...at } = ll.planStep(plan, k);
+    const r = ll.stepRun(there, { kind, offset, count, input: ll.stepInput({ kind, count, ...at }) });
+    assert.equal(r.code, 0, `slice ${k}`);
+    ll.planPut(plan, k, r);
+  }
+}
+function planned(ll, here, there, args, func, finish) {
+  const plan = ll.planBegin(here, args, func);
+  try { runSplit(ll, plan, here, there); return ll.planFinish(plan, finish); } finally { ll.planFree(plan); }
+}
+
+test('low level: plans of steps, run here and elsewhere, give the one-call messages', async () => {
   const ll = new LowLevel(await loadModule());
   const key = Uint8Array.from({ length: 32 }, (_, i) => 200 - i);
   const sv = ll.engineFromKey(ROLE.SERVER, true, key), cl = ll.engineFromKey(ROLE.CLIENT, true, key);
   const svOff = ll.engineFromKey(ROLE.SERVER, false, key);
+  const sv2 = ll.engineFromKey(ROLE.SERVER, true, key), cl2 = ll.engineFromKey(ROLE.CLIENT, true, key);
   try {
-    const values = inputs(23, (i) => `v${i % 17}`), n = values.length, shards = 4, E = ll.ELEMENT_BYTES;
-    const parts = inputs(shards, (k) => ll.shardPlan(n, shards, k));
-    assert.deepEqual(parts.map((p) => p.count), [6, 6, 6, 5]);
-    const cat = (list) => { const o = new Uint8Array(list.reduce((a, b) => a + b.length, 0)); let at = 0; for (const b of list) { o.set(b, at); at += b.length; } return o; };
-    // request: MASK slices concatenated
-    const masked = cat(parts.map((p) => ll.shardRunOne(cl, STEP.MASK, p.offset, values.slice(p.offset, p.offset + p.count)).out));
-    assert.deepEqual(masked, ll.mask(cl, values));
-    const request = ll.requestEncode(true, masked);
+    const values = inputs(23, (i) => `v${i % 17}`), n = values.length, slices = 4;
+    // the cut of §14.1, and each step's input copied out of the plan
+    const plan = ll.planBegin(cl, { op: OP.REQUEST, values, slices }, 'psi_client_create_request');
+    try {
+      assert.equal(ll.planSlices(plan), slices);
+      const steps = inputs(slices, (k) => ll.planStep(plan, k));
+      assert.deepEqual(steps.map((s) => [s.kind, s.offset, s.count]), [[1, 0, 6], [1, 6, 6], [1, 12, 6], [1, 18, 5]]);
+      const third = ll.stepInput(steps[2]);
+      assert.deepEqual(Buffer.from(third.data).toString(), values.slice(12, 18).join(''));
+      assert.deepEqual(Array.from(third.offsets), [0, 3, 6, 9, 12, 15, 17]); // v12 ... v16, v0
+      assert.equal(ll.planBound(plan), ll.requestBound(0, n));
+      assert.throws(() => ll.planStep(plan, slices), { codeName: 'PSI_E_INVALID_ARG', func: 'psi_plan_step' });
+      // an executor that leaves a slice out gets no message
+      for (let k = 0; k < slices - 1; k++) ll.planRun(plan, cl, k);
+      assert.throws(() => ll.planFinish(plan), { codeName: 'PSI_E_INVALID_ARG', func: 'psi_client_create_request' });
+    } finally { ll.planFree(plan); }
+    const request = planned(ll, cl, cl2, { op: OP.REQUEST, values, slices });
     assert.deepEqual(request, ll.createRequest(cl, values));
-    assert.deepEqual(ll.requestDecode(request), { elements: masked, reveal: true });
-    // raw setup: MASK_SORT slices merged
-    const runs = parts.map((p) => ll.shardRunOne(sv, STEP.MASK_SORT, p.offset, values.slice(p.offset, p.offset + p.count)));
-    const merged = ll.shardMergeSorted(cat(runs.map((r) => r.out)), runs.flatMap((r) => [...r.perm]), n, shards);
+    // raw setup: MASK_SORT slices, merged by the plan with the permutation
     const raw = { structure: STRUCTURE.RAW, fpr: 0, numClientInputs: 0 };
     const whole = ll.createSetup(sv, raw, values, true);
-    assert.deepEqual(ll.setupEncode(raw, merged.elements), whole.setup);
-    assert.deepEqual(merged.perm, whole.perm);
-    assert.deepEqual(ll.elementsSort(ll.mask(sv, values), true), merged);
-    // response: REMASK slices; reveal off: sorted before encoding
-    const remasked = cat(parts.map((p) => ll.shardRunOne(sv, STEP.REMASK, p.offset, masked.subarray(p.offset * E, (p.offset + p.count) * E)).out));
-    assert.deepEqual(ll.responseEncode(remasked), ll.processRequest(sv, request));
-    assert.deepEqual(ll.responseDecode(ll.responseEncode(remasked)), remasked);
-    assert.deepEqual(ll.responseEncode(ll.elementsSort(ll.remask(sv, masked)).elements),
-      ll.processRequest(svOff, ll.requestEncode(false, masked)));
-    // unmask undoes the client's own mask
+    const setup = planned(ll, sv, sv2, { op: OP.SETUP, values, params: raw, slices }, undefined, { perm: true });
+    assert.deepEqual(setup, { bytes: whole.setup, perm: whole.perm });
+    // no values: an empty setup and an empty permutation (not none), as one call gives them
+    const none = ll.createSetup(sv, raw, [], true);
+    assert.deepEqual(planned(ll, sv, sv2, { op: OP.SETUP, values: [], params: raw, slices: 4 }, undefined, { perm: true }),
+      { bytes: none.setup, perm: none.perm });
+    assert.deepEqual(none.perm, new Uint32Array(0));
+    const gcs = { structure: STRUCTURE.GCS, fpr: 0.01, numClientInputs: 10 };
+    assert.deepEqual(planned(ll, sv, sv2, { op: OP.SETUP, values, params: gcs, slices }).bytes,
+      ll.createSetup(sv, gcs, values).setup);
+    // response, reveal on (concatenated) and off (REMASK_SORT slices merged)
+    const response = ll.processRequest(sv, request);
+    assert.deepEqual(planned(ll, sv, sv2, { op: OP.RESPONSE, message: request, slices: 3 }), response);
+    const svOff2 = ll.engineFromKey(ROLE.SERVER, false, key);
+    try {
+      const requestOff = ll.requestEncode(false, ll.mask(cl, values));
+      assert.deepEqual(planned(ll, svOff, svOff2, { op: OP.RESPONSE, message: requestOff, slices: 5 }),
+        ll.processRequest(svOff, requestOff));
+    } finally { ll.engineFree(svOff2); }
+    // the client's three results, against a raw and a GCS setup
+    const setupGcs = ll.createSetup(sv, gcs, values).setup;
+    for (const st of [whole.setup, setupGcs]) {
+      const args = { setup: st, message: response, slices: 4 };
+      assert.deepEqual(planned(ll, cl, cl2, { ...args, op: OP.INTERSECTION }), ll.intersection(cl, st, response));
+      assert.equal(planned(ll, cl, cl2, { ...args, op: OP.INTERSECTION_SIZE }), ll.intersectionSize(cl, st, response));
+    }
+    assert.deepEqual(planned(ll, cl, cl2, { setup: whole.setup, message: response, slices: 4, op: OP.ASSOCIATION }),
+      ll.association(cl, whole.setup, response));
+    // a bare STEP over points: the elements and, sorted, their input indices
+    const masked = ll.mask(cl, values);
+    const step = planned(ll, sv, sv2, { op: OP.STEP, step: STEP.REMASK_SORT, message: masked, slices: 3 }, undefined, { perm: true });
+    assert.deepEqual(step, ll.elementsSort(ll.remask(sv, masked), true));
+    // the codecs still rebuild the one-call messages
+    assert.deepEqual(ll.requestEncode(true, masked), request);
+    assert.deepEqual(ll.requestDecode(request), { elements: masked, reveal: true });
+    assert.deepEqual(ll.responseEncode(ll.remask(sv, masked)), response);
+    assert.deepEqual(ll.responseDecode(response), ll.remask(sv, masked));
+    assert.deepEqual(ll.setupEncode(raw, ll.elementsSort(ll.mask(sv, values)).elements), whole.setup);
     assert.deepEqual(ll.unmask(cl, ll.remask(cl, masked)), masked);
-    assert.equal(ll.setupBound({ structure: STRUCTURE.GCS, fpr: 0.01, numClientInputs: 10 }, 5) > 0, true);
-    assert.throws(() => ll.shardPlan(5, 0, 0), { codeName: 'PSI_E_INVALID_ARG', func: 'psi_shard_plan' });
-    assert.throws(() => ll.shardMergeSorted(masked, inputs(n, (i) => i), n, shards), { codeName: 'PSI_E_SETUP_UNSORTED' });
+    assert.equal(ll.setupBound(gcs, 5) > 0, true);
     assert.throws(() => ll.associationMap([0, 5], [0, 1]), { codeName: 'PSI_E_INVALID_ARG', func: 'psi_association_map' });
     assert.throws(() => ll.associationMap([0, 1], [0, -1]), RangeError);
-  } finally { [sv, cl, svOff].forEach((e) => ll.engineFree(e)); }
+  } finally { [sv, cl, svOff, sv2, cl2].forEach((e) => ll.engineFree(e)); }
+});
+
+test('low level: a step\'s failure is data; the plan reports the lowest failing slice as one engine', async () => {
+  const ll = new LowLevel(await loadModule());
+  const key = Uint8Array.from({ length: 32 }, (_, i) => 90 + i);
+  const sv = ll.engineFromKey(ROLE.SERVER, true, key), sv2 = ll.engineFromKey(ROLE.SERVER, true, key);
+  const cl = ll.engineFromKey(ROLE.CLIENT, true, key);
+  try {
+    const request = ll.createRequest(cl, inputs(40, (i) => `w${i}`)); // 08 01, then 12 21 <33 bytes> each
+    const spoil = (r, i) => { const b = r.slice(); b[2 + 35 * i + 2] = 0x05; return b; };
+    const bad = spoil(spoil(request, 33), 12);
+    let one;
+    try { ll.processRequest(sv, bad); } catch (e) { one = e; }
+    assert.equal(one.codeName, 'PSI_E_POINT_PREFIX');
+    assert.equal(one.index, 12);
+    const plan = ll.planBegin(sv, { op: OP.RESPONSE, message: bad, slices: 4 }, 'psi_server_process_request');
+    try {
+      // slice 1 (10-19) and slice 3 (30-39) fail, elsewhere: code and index in the whole request
+      const outcome = (k) => {
+        const { kind, offset, count, ...at } = ll.planStep(plan, k);
+        return ll.stepRun(sv2, { kind, offset, count, input: ll.stepInput({ kind, count, ...at }) });
+      };
+      const r3 = outcome(3), r1 = outcome(1);
+      assert.deepEqual([r3.code, r3.index, r3.out], [one.code, 33, null]);
+      assert.deepEqual([r1.code, r1.index, r1.out], [one.code, 12, null]);
+      assert.equal(ll.planRun(plan, sv, 0), 0);
+      assert.equal(ll.planRun(plan, sv, 2), 0);
+      ll.planPut(plan, 3, r3);
+      ll.planPut(plan, 1, r1);
+      let got;
+      try { ll.planFinish(plan); } catch (e) { got = e; }
+      for (const k of ['code', 'codeName', 'message', 'func', 'field', 'index', 'offset']) assert.equal(got[k], one[k], k);
+      // a slice's output must be whole
+      const ok = outcome(0);
+      assert.throws(() => ll.planPut(plan, 0, { ...ok, out: ok.out.subarray(33) }), { codeName: 'PSI_E_INVALID_ARG', func: 'psi_plan_put' });
+    } finally { ll.planFree(plan); }
+    // begin's own checks: the single engine's errors, named func
+    assert.throws(() => ll.planBegin(sv, { op: OP.RESPONSE, message: request.subarray(0, 30) }, 'f'),
+      { codeName: 'PSI_E_MSG_TRUNCATED', func: 'f' });
+    assert.throws(() => ll.planBegin(cl, { op: OP.RESPONSE, message: request }, 'f'), { codeName: 'PSI_E_WRONG_ROLE' });
+    assert.throws(() => ll.planBegin(cl, { op: OP.REQUEST, values: ['a'], slices: 5000 }), { codeName: 'PSI_E_INVALID_ARG', func: 'psi_plan_begin' });
+    // a raw setup's sorted slices out of order are refused by finish
+    const raw = { structure: STRUCTURE.RAW, fpr: 0, numClientInputs: 0 };
+    const p2 = ll.planBegin(sv, { op: OP.SETUP, values: inputs(20, (i) => `s${i}`), params: raw, slices: 2 });
+    try {
+      assert.equal(ll.planRun(p2, sv, 0), 0);
+      const { kind, offset, count, ...at } = ll.planStep(p2, 1);
+      const r = ll.stepRun(sv2, { kind, offset, count, input: ll.stepInput({ kind, count, ...at }) });
+      // a slice's indices must be its own inputs'
+      assert.throws(() => ll.planPut(p2, 1, { ...r, perm: r.perm.map((i) => i - offset) }), { codeName: 'PSI_E_INVALID_ARG' });
+      const rev = new Uint8Array(r.out.length);
+      for (let i = 0; i < count; i++) rev.set(r.out.subarray(33 * (count - 1 - i), 33 * (count - i)), 33 * i);
+      ll.planPut(p2, 1, { ...r, out: rev, perm: Array.from(r.perm).reverse() });
+      assert.throws(() => ll.planFinish(p2), { codeName: 'PSI_E_SETUP_UNSORTED' });
+    } finally { ll.planFree(p2); }
+  } finally { [sv, sv2, cl].forEach((e) => ll.engineFree(e)); }
 });
 
 test('loading: from a directory, from bytes, from a compiled module', async () => {

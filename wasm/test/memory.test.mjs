@@ -5,6 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { loadModule } from '../js/module.mjs';
 import { createLibrary } from '../js/index.mjs';
+import { LowLevel, OP, ROLE } from '../js/lowlevel.mjs';
 
 // A module whose JS-side malloc/free calls are counted (C-internal ones are not).
 const M = await loadModule();
@@ -66,6 +67,43 @@ test('failed calls free their allocations too', () => {
   for (let i = 0; i < 20; i++) for (const f of bad) assert.throws(f);
   assert.equal(live, before);
   assert.equal(M.HEAPU8.length, heap);
+});
+
+// The plans of the pool's lead, through LowLevel on the same instance: every path frees the
+// plan's arguments and its own memory (a failed begin, a failed step, a failed finish).
+test('plans free their memory, also when begin, a step or finish fails', () => {
+  const ll = new LowLevel(M);
+  const sv = ll.engineFromKey(ROLE.SERVER, true, KEY_S), cl = ll.engineFromKey(ROLE.CLIENT, true, KEY_C);
+  const run = (e, args, finish) => {
+    const plan = ll.planBegin(e, args);
+    try {
+      for (let k = 0; k < ll.planSlices(plan); k++) {
+        if (k % 2 === 0) { ll.planRun(plan, e, k); continue; }
+        const step = ll.planStep(plan, k);
+        ll.planPut(plan, k, ll.stepRun(e, { ...step, input: ll.stepInput(step) }));
+      }
+      return ll.planFinish(plan, finish);
+    } finally { ll.planFree(plan); }
+  };
+  try {
+    const request = run(cl, { op: OP.REQUEST, values: clientInputs, slices: 3 });
+    const badPoint = request.slice(); badPoint[2 + 35 * 7 + 2] = 0x05;
+    const gcs = ll.createSetup(sv, { structure: 1, fpr: 0.001, numClientInputs: 20 }, serverInputs).setup;
+    const once = () => {
+      const setup = run(sv, { op: OP.SETUP, values: serverInputs, params: { structure: 0, fpr: 0, numClientInputs: 0 }, slices: 4 }, { perm: true }).bytes;
+      const response = run(sv, { op: OP.RESPONSE, message: request, slices: 3 });
+      assert.equal(run(cl, { op: OP.INTERSECTION, setup, message: response, slices: 2 }).length, matches);
+      assert.throws(() => run(sv, { op: OP.RESPONSE, message: request.subarray(0, 9) }), { codeName: 'PSI_E_MSG_TRUNCATED' });
+      assert.throws(() => run(sv, { op: OP.RESPONSE, message: badPoint, slices: 3 }), { codeName: 'PSI_E_POINT_PREFIX' });
+      assert.throws(() => run(cl, { op: OP.ASSOCIATION, setup: gcs, message: response, slices: 2 }), { codeName: 'PSI_E_STRUCTURE' });
+    };
+    once(); // warm-up
+    const before = live, heap = M.HEAPU8.length, high = probe();
+    for (let i = 0; i < 30; i++) once();
+    assert.equal(live, before, 'JS-side allocations left behind');
+    assert.equal(M.HEAPU8.length, heap, 'the wasm memory grew');
+    assert.ok(probe() <= high, 'the malloc high-water mark moved up');
+  } finally { ll.engineFree(sv); ll.engineFree(cl); }
 });
 
 test('every object can be deleted, twice, without leaking', () => {

@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createPSI, compileModule, suites, DEFAULT_SUITE, PsiError } from '../js/index.mjs';
 import { loadModule } from '../js/module.mjs';
-import { LowLevel, ROLE, STEP, STRUCTURE, SUITE, SUITES } from '../js/lowlevel.mjs';
+import { LowLevel, OP, ROLE, STEP, STRUCTURE, SUITE, SUITES } from '../js/lowlevel.mjs';
 import { createPool } from '../js/pool.mjs';
 
 const psi = await createPSI();
@@ -63,7 +63,8 @@ test('new error codes: names and messages; unknown suites refused', async () => 
   assert.equal(psi.errorName(-32), 'PSI_E_SUITE');
   assert.equal(psi.errorName(-33), 'PSI_E_SUITE_MISMATCH');
   assert.equal(psi.errorName(-34), 'PSI_E_POINT_ENCODING');
-  assert.equal(psi.errorName(-35), null);
+  assert.equal(psi.errorName(-35), 'PSI_E_IO'); // the step API's sinks (psi_plan_finish_to)
+  assert.equal(psi.errorName(-36), null);
   for (const c of [-32, -33, -34]) assert.ok(psi.errorMessage(c).length > 10);
   const text = psi.errorMessage(-32); // psi_strerror's, after the place ("suite: ") or before a JS note
   const suiteErr = (e) => e instanceof PsiError && e.code === -32 && e.codeName === 'PSI_E_SUITE' &&
@@ -198,11 +199,21 @@ for (const suite of SUITES) {
         if (!reveal) remasked = ll.elementsSort(remasked).elements;
         assert.deepEqual(ll.responseEncode(remasked, id), response);
         assert.deepEqual(ll.responseDecode(response, id), remasked);
-        // shard steps on 33-byte slots: REMASK slices concatenate to the whole
+        // pure steps on 33-byte slots: REMASK slices concatenate to the whole
         const half = Math.floor(CLIENT_IN.length / 2);
-        const a = ll.shardRunOne(sv, STEP.REMASK, 0, masked.subarray(0, 33 * half)).out;
-        const b = ll.shardRunOne(sv, STEP.REMASK, half, masked.subarray(33 * half)).out;
+        const a = ll.stepRun(sv, { kind: STEP.REMASK, offset: 0, count: half, input: masked.subarray(0, 33 * half) }).out;
+        const b = ll.stepRun(sv, { kind: STEP.REMASK, offset: half, count: CLIENT_IN.length - half, input: masked.subarray(33 * half) }).out;
         assert.deepEqual(Buffer.concat([a, b]), Buffer.from(ll.remask(sv, masked)));
+        // the plan of the response (REMASK_SORT slices without reveal): slice 0 run as a
+        // pure step on the client's masked elements, slice 1 in the plan
+        const plan = ll.planBegin(sv, { op: OP.RESPONSE, message: request, slices: 2 });
+        try {
+          const s0 = ll.planStep(plan, 0);
+          assert.equal(s0.kind, reveal ? STEP.REMASK : STEP.REMASK_SORT);
+          ll.planPut(plan, 0, ll.stepRun(sv, { ...s0, input: masked.subarray(0, 33 * s0.count) }));
+          assert.equal(ll.planRun(plan, sv, 1), 0);
+          assert.deepEqual(ll.planFinish(plan), response);
+        } finally { ll.planFree(plan); }
         assert.deepEqual(ll.unmask(cl, ll.remask(cl, masked)), masked);
         for (const [name, ds] of DS) {
           const setup = api[ds].setup;

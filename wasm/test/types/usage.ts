@@ -77,7 +77,7 @@ void createPool({ reveal: true });
 
 // The other entries of the exports map: the low level, the loader, the glue, the worker
 // script and the wasm file.
-import { LowLevel, ROLE, STRUCTURE, SUITE, packValues, type PackedValues } from 'shardpsi/lowlevel';
+import { LowLevel, OP, ROLE, STEP, STRUCTURE, SUITE, packValues, type PackedValues, type Plan, type StepOutcome } from 'shardpsi/lowlevel';
 import { loadModule, compileModule, JS_FILE, type ShardPsiModule } from 'shardpsi/module';
 import createShardPsi from 'shardpsi/dist/shardpsi.mjs';
 import 'shardpsi/pool-worker';
@@ -93,6 +93,18 @@ export async function low(): Promise<number> {
     const name: 'shardpsi.mjs' = JS_FILE; void name;
     // @ts-expect-error: engines are numbers
     ll.engineFree('e');
+    // a plan of steps: one slice here, one as a pure step
+    const plan: Plan = ll.planBegin(e, { op: OP.SETUP, values: packed, params: { structure: STRUCTURE.GCS, fpr: 0.01, numClientInputs: 2 }, slices: 2 });
+    try {
+      ll.planRun(plan, e, 0);
+      const step = ll.planStep(plan, 1);
+      const r: StepOutcome = ll.stepRun(e, { ...step, input: ll.stepInput(step) });
+      ll.planPut(plan, 1, r);
+      void ll.planFinish(plan);
+      // @ts-expect-error: a step's kind is a number (STEP)
+      ll.stepRun(e, { kind: 'mask', offset: 0, count: 0, input: new Uint8Array(0) });
+      void STEP.REMASK_SORT;
+    } finally { ll.planFree(plan); }
     return setup.length + ll.ELEMENT_BYTES;
   } finally { ll.engineFree(e); }
 }
