@@ -39,11 +39,16 @@ _Static_assert(sizeof(psi_op_args) == 112 && sizeof(psi_op) == 4 && sizeof(psi_s
                "setup_len, params @32 (24), step u32 @56, slices @60, slice_counts ptr @64, "
                "external i32 @68, progress ptr @72, progress_arg ptr @76, reserved[32] @80}, "
                "as js/lowlevel.mjs writes it");
-_Static_assert(sizeof(psi_op_output) == 24 && offsetof(psi_op_output, bytes) == 0 &&
-                   offsetof(psi_op_output, len) == 4 && offsetof(psi_op_output, perm) == 8 &&
-                   offsetof(psi_op_output, indices) == 12 &&
-                   offsetof(psi_op_output, pairs) == 16 && offsetof(psi_op_output, count) == 20,
-               "psi_op_output is {bytes ptr, len, perm ptr, indices ptr, pairs ptr, count}");
+_Static_assert(PSI_MESSAGE_HEAD_MAX == 16 && PSI_MESSAGE_REQUEST == 1 && PSI_MESSAGE_RESPONSE == 2 &&
+                   PSI_MESSAGE_SETUP_RAW == 3,
+               "js/lowlevel.mjs's MESSAGE and MESSAGE_HEAD_MAX");
+_Static_assert(sizeof(psi_op_output) == 32 && offsetof(psi_op_output, bytes) == 0 &&
+                   offsetof(psi_op_output, len) == 4 && offsetof(psi_op_output, sink) == 8 &&
+                   offsetof(psi_op_output, sink_arg) == 12 &&
+                   offsetof(psi_op_output, perm) == 16 && offsetof(psi_op_output, indices) == 20 &&
+                   offsetof(psi_op_output, pairs) == 24 && offsetof(psi_op_output, count) == 28,
+               "psi_op_output is {bytes ptr, len, sink fn, sink_arg ptr, perm ptr, indices ptr, "
+               "pairs ptr, count}");
 _Static_assert(sizeof(psi_step) == 20 && offsetof(psi_step, kind) == 0 &&
                    offsetof(psi_step, offset) == 4 && offsetof(psi_step, count) == 8 &&
                    offsetof(psi_step, values) == 12 && offsetof(psi_step, points) == 16,

@@ -106,7 +106,6 @@ export declare class LowLevel {
   association(engine: number, setup: Uint8Array, response: Uint8Array): Uint32Array;
   associationMap(pairs: ArrayLike<number>, perm: ArrayLike<number>): Uint32Array;
 
-  elementsSort(elements: Uint8Array, wantPerm?: boolean): Sorted;
   setupEncode(params: SetupParams, elements: Uint8Array, suite?: number): Uint8Array;
   requestEncode(reveal: boolean, elements: Uint8Array, suite?: number): Uint8Array;
   responseEncode(elements: Uint8Array, suite?: number): Uint8Array;

@@ -29,7 +29,8 @@
 //     setup ptr @20, setup_len @24, params @32 (24), step u32 @56, slices @60,
 //     slice_counts ptr @64, external i32 @68, progress ptr @72, progress_arg ptr @76,
 //     reserved[32] @80} 112;
-//   psi_op_output {bytes ptr, len @4, perm ptr @8, indices ptr @12, pairs ptr @16, count @20} 24;
+//   psi_op_output {bytes ptr, len @4, sink fn @8 (0 here), sink_arg @12, perm ptr @16,
+//                  indices ptr @20, pairs ptr @24, count @28} 32;
 //   psi_step {kind u32, offset @4, count @8, values ptr @12, points ptr @16} 20.
 // int64 arguments (psi_plan_put's index) cross the JS boundary as two i32 halves, low first.
 
@@ -58,9 +59,12 @@ const DETAIL_BYTES = 24;
 const ARGS_BYTES = 112;
 const ARGS = { op: 0, values: 4, nValues: 8, message: 12, messageLen: 16, setup: 20, setupLen: 24,
   params: 32, step: 56, slices: 60 };
-const OUTPUT_BYTES = 24;
-const OUTPUT = { bytes: 0, len: 4, perm: 8, indices: 12, pairs: 16, count: 20 };
+const OUTPUT_BYTES = 32;
+const OUTPUT = { bytes: 0, len: 4, perm: 16, indices: 20, pairs: 24, count: 28 };
 const STEP_BYTES = 20;
+// psi_message_kind and PSI_MESSAGE_HEAD_MAX (psi.h, messages in chunks).
+const MESSAGE = Object.freeze({ REQUEST: 1, RESPONSE: 2, SETUP_RAW: 3 });
+const MESSAGE_HEAD_MAX = 16;
 const ERROR_MESSAGE_BYTES = 256; // PSI_ERROR_MESSAGE_BYTES
 
 // An int64 index or offset of a psi_error_detail: a number, null for -1 (none).
@@ -98,7 +102,7 @@ export class LowLevel {
     this.M = M;
     this.ELEMENT_BYTES = M._psi_element_bytes() >>> 0;
     this.KEY_BYTES = M._psi_key_bytes() >>> 0;
-    this.ELEMENT_WIRE_BYTES = M._psi_element_wire_bytes() >>> 0;
+    this.ELEMENT_WIRE_BYTES = 2 + (M._psi_suite_element_bytes(0) >>> 0); // openmined-p256's record
   }
 
   // Runs fn(frame) and frees the frame's memory whatever happens.
@@ -189,18 +193,17 @@ export class LowLevel {
   suiteElementBytes(id) { return this.M._psi_suite_element_bytes(id) >>> 0; }
   // Bounds of the suite (the plain functions for the default suite).
   requestBound(suite, n) {
-    return (suite ? this.M._psi_request_bound_suite(suite, n) : this.M._psi_request_bound(n)) >>> 0;
+    return this.M._psi_request_bound(suite, n) >>> 0;
   }
   responseBound(suite, n) {
-    return (suite ? this.M._psi_response_bound_suite(suite, n) : this.M._psi_response_bound(n)) >>> 0;
+    return this.M._psi_response_bound(suite, n) >>> 0;
   }
   messageElementBound(suite, len) {
-    return (suite ? this.M._psi_message_element_bound_suite(suite, len) : this.M._psi_message_element_bound(len)) >>> 0;
+    return this.M._psi_message_element_bound(suite, len) >>> 0;
   }
   // psi_setup_bound(_suite) into the size_t at out; checks the code.
   setupBoundAt(f, out, suite, p, n) {
-    if (suite) this.check(this.M._psi_setup_bound_suite(out, suite, p, n), 'psi_setup_bound_suite');
-    else this.check(this.M._psi_setup_bound(out, p, n), 'psi_setup_bound');
+    this.check(this.M._psi_setup_bound(out, suite, p, n), 'psi_setup_bound');
   }
 
   // Calls fn(out, lenPtr) with cap bytes of output; returns a copy of the bytes written.
@@ -331,8 +334,7 @@ export class LowLevel {
   pointCheck(point, suite = 0) {
     const b = asBytes(point, 'point');
     this.frame((f) => {
-      if (suite) this.check(this.M._psi_point_check_suite(suite, f.put(b), b.length), 'psi_point_check_suite');
-      else this.check(this.M._psi_point_check(f.put(b), b.length), 'psi_point_check');
+      this.check(this.M._psi_point_check(suite, f.put(b), b.length), 'psi_point_check');
     });
   }
   // Parses a ServerSetup of suite (psi_setup_parse, or psi_setup_parse_suite for another
@@ -342,8 +344,7 @@ export class LowLevel {
     const b = asBytes(setup, 'setup');
     return this.frame((f) => {
       const out = f.alloc(4), sp = f.put(b);
-      if (suite) this.check(this.M._psi_setup_parse_suite(out, suite, sp, b.length), 'psi_setup_parse_suite');
-      else this.check(this.M._psi_setup_parse(out, sp, b.length), 'psi_setup_parse');
+      this.check(this.M._psi_setup_parse(out, suite, sp, b.length), 'psi_setup_parse');
       const s = this.u32(out);
       try { return fn(f, s); } finally { this.M._psi_setup_free(s); }
     });
@@ -435,44 +436,47 @@ export class LowLevel {
 
   // ------------------------------------------------------------ codec steps
 
-  // Stable byte sort of elements: { elements, perm } (perm null unless wantPerm).
-  elementsSort(elements, wantPerm = false) {
-    const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_elements_sort');
-    return this.frame((f) => {
-      const ep = f.put(el), pp = wantPerm ? f.alloc(4 * n) : 0;
-      this.check(this.M._psi_elements_sort(ep, pp, n), 'psi_elements_sort');
-      return { elements: this.bytesAt(ep, el.length), perm: wantPerm ? this.u32At(pp, n) : null };
-    });
-  }
-  // The encoders and decoders take the suite id last (default openmined-p256: the plain C
-  // functions; another suite: their _suite forms).
-  setupEncode(params, elements, suite = 0) {
-    const func = suite ? 'psi_setup_encode_suite' : 'psi_setup_encode';
+  // The encoders take the suite id last (default openmined-p256).  Requests and responses
+  // are the library's head and records (psi.h, PROTOCOL.md §10.1); a setup is a plan of the
+  // library given the elements as its one slice's output, so its structure (GCS, Bloom) is
+  // built, and a raw setup's order checked, by the library.
+  messageEncode(kind, reveal, elements, suite, func) {
     const el = asBytes(elements, 'elements'), n = this.elementCount(el, func);
     return this.frame((f) => {
-      const p = this.putParams(f, params), ep = f.put(el), bp = f.alloc(4);
-      this.setupBoundAt(f, bp, suite, p, n);
-      return this.outBytes(f, this.u32(bp), func, (o, l) => (suite
-        ? this.M._psi_setup_encode_suite(o, l, suite, p, ep, n) : this.M._psi_setup_encode(o, l, p, ep, n)));
+      const ep = f.put(el), hp = f.alloc(MESSAGE_HEAD_MAX), hl = f.alloc(4);
+      this.M.HEAPU32[hl >>> 2] = MESSAGE_HEAD_MAX;
+      this.check(this.M._psi_message_head(hp, hl, suite, kind, reveal ? 1 : 0, n, 0), func);
+      const head = this.bytesAt(hp, this.u32(hl));
+      const body = this.outBytes(f, n * (2 + (this.M._psi_suite_element_bytes(suite) >>> 0)), func,
+        (o, l) => this.M._psi_message_records(o, l, suite, kind, ep, n));
+      const msg = new Uint8Array(head.length + body.length);
+      msg.set(head, 0);
+      msg.set(body, head.length);
+      return msg;
     });
   }
   requestEncode(reveal, elements, suite = 0) {
-    const func = suite ? 'psi_request_encode_suite' : 'psi_request_encode';
-    const el = asBytes(elements, 'elements'), n = this.elementCount(el, func);
-    return this.frame((f) => {
-      const ep = f.put(el), r = reveal ? 1 : 0;
-      return this.outBytes(f, this.requestBound(suite, n), func, (o, l) => (suite
-        ? this.M._psi_request_encode_suite(o, l, suite, r, ep, n) : this.M._psi_request_encode(o, l, r, ep, n)));
-    });
+    return this.messageEncode(MESSAGE.REQUEST, reveal, elements, suite, 'psi_message_records');
   }
   responseEncode(elements, suite = 0) {
-    const func = suite ? 'psi_response_encode_suite' : 'psi_response_encode';
-    const el = asBytes(elements, 'elements'), n = this.elementCount(el, func);
-    return this.frame((f) => {
-      const ep = f.put(el);
-      return this.outBytes(f, this.responseBound(suite, n), func, (o, l) => (suite
-        ? this.M._psi_response_encode_suite(o, l, suite, ep, n) : this.M._psi_response_encode(o, l, ep, n)));
-    });
+    return this.messageEncode(MESSAGE.RESPONSE, false, elements, suite, 'psi_message_records');
+  }
+  setupEncode(params, elements, suite = 0) {
+    const el = asBytes(elements, 'elements'), n = this.elementCount(el, 'psi_server_create_setup');
+    const key = new Uint8Array(this.KEY_BYTES);
+    key[suite === SUITE.RISTRETTO255 ? 0 : key.length - 1] = 1; // the key 1: no step runs
+    const e = this.engineFromKey(ROLE.SERVER, true, key, suite);
+    try {
+      // n empty values, none of them masked: the elements are put as the slice's output.
+      const plan = this.planBegin(e, { op: OP.SETUP, values: new Array(n).fill(''), params },
+        'psi_server_create_setup');
+      try {
+        const perm = new Uint32Array(n);
+        for (let i = 0; i < n; i++) perm[i] = i;
+        this.planPut(plan, 0, { code: 0, out: el, perm });
+        return this.planFinish(plan).bytes;
+      } finally { this.planFree(plan); }
+    } finally { this.engineFree(e); }
   }
   // Decodes a message of suite into contiguous elements: fn(out, countPtr, msgPtr, len) -> rc.
   decodeCall(msg, func, extra, fn, suite = 0) {
@@ -487,19 +491,19 @@ export class LowLevel {
   // { elements, reveal } of a Request.
   requestDecode(msg, suite = 0) {
     const r = suite
-      ? this.decodeCall(msg, 'psi_request_decode_suite', true,
-        (o, c, x, m, l) => this.M._psi_request_decode_suite(o, c, x, suite, m, l), suite)
+      ? this.decodeCall(msg, 'psi_request_decode', true,
+        (o, c, x, m, l) => this.M._psi_request_decode(o, c, x, suite, m, l), suite)
       : this.decodeCall(msg, 'psi_request_decode', true,
-        (o, c, x, m, l) => this.M._psi_request_decode(o, c, x, m, l));
+        (o, c, x, m, l) => this.M._psi_request_decode(o, c, x, 0, m, l));
     return { elements: r.elements, reveal: r.extra !== 0 };
   }
   // The elements of a Response.
   responseDecode(msg, suite = 0) {
     return (suite
-      ? this.decodeCall(msg, 'psi_response_decode_suite', false,
-        (o, c, x, m, l) => this.M._psi_response_decode_suite(o, c, suite, m, l), suite)
+      ? this.decodeCall(msg, 'psi_response_decode', false,
+        (o, c, x, m, l) => this.M._psi_response_decode(o, c, suite, m, l), suite)
       : this.decodeCall(msg, 'psi_response_decode', false,
-        (o, c, x, m, l) => this.M._psi_response_decode(o, c, m, l))).elements;
+        (o, c, x, m, l) => this.M._psi_response_decode(o, c, 0, m, l))).elements;
   }
 
   // ------------------------------------------------------- plans of steps (psi.h)
@@ -644,7 +648,7 @@ export class LowLevel {
       const pairs = op === OP.ASSOCIATION ? f.alloc(8 * cap) : 0;
       if (perm) this.M.HEAPU32.fill(0, perm >>> 2, (perm >>> 2) + nPerm);
       const H = this.M.HEAPU32, w = o >>> 2;
-      H.set([bytes, message ? cap : 0, perm, indices, pairs, message ? 0 : cap], w);
+      H.set([bytes, message ? cap : 0, 0, 0, perm, indices, pairs, message ? 0 : cap], w);
       this.check(this.M._psi_plan_finish(plan.ptr, o), plan.func);
       const len = this.u32(o + OUTPUT.len), count = this.u32(o + OUTPUT.count);
       switch (op) {

@@ -9,6 +9,7 @@ import { createPSI, PSI, dataStructure } from '../js/index.mjs';
 import defaultExport from '../js/index.mjs';
 import { loadModule } from '../js/module.mjs';
 import { LowLevel, OP, ROLE, STEP, STRUCTURE } from '../js/lowlevel.mjs';
+import { sortSlots } from './helpers/sort-oracle.mjs';
 
 const psi = await createPSI();
 const common = fileURLToPath(new URL('../../vectors/psijs-common.mjs', import.meta.url));
@@ -184,13 +185,13 @@ test('low level: plans of steps, run here and elsewhere, give the one-call messa
     // a bare STEP over points: the elements and, sorted, their input indices
     const masked = ll.mask(cl, values);
     const step = planned(ll, sv, sv2, { op: OP.STEP, step: STEP.REMASK_SORT, message: masked, slices: 3 }, undefined, { perm: true });
-    assert.deepEqual(step, ll.elementsSort(ll.remask(sv, masked), true));
+    assert.deepEqual(step, sortSlots(ll.remask(sv, masked), true));
     // the codecs still rebuild the one-call messages
     assert.deepEqual(ll.requestEncode(true, masked), request);
     assert.deepEqual(ll.requestDecode(request), { elements: masked, reveal: true });
     assert.deepEqual(ll.responseEncode(ll.remask(sv, masked)), response);
     assert.deepEqual(ll.responseDecode(response), ll.remask(sv, masked));
-    assert.deepEqual(ll.setupEncode(raw, ll.elementsSort(ll.mask(sv, values)).elements), whole.setup);
+    assert.deepEqual(ll.setupEncode(raw, sortSlots(ll.mask(sv, values)).elements), whole.setup);
     assert.deepEqual(ll.unmask(cl, ll.remask(cl, masked)), masked);
     assert.equal(ll.setupBound(gcs, 5) > 0, true);
     assert.throws(() => ll.associationMap([0, 5], [0, 1]), { codeName: 'PSI_E_INVALID_ARG', func: 'psi_association_map' });
