@@ -77,7 +77,7 @@ function main(M) {
       const cl = api.engine(c.client_key, 1, c.reveal_intersection, suite);
       const sv = api.engine(c.server_key, 2, c.reveal_intersection, suite);
       const cv = api.values(c.client_inputs), svv = api.values(c.server_inputs);
-      const req = api.call(Number(M._psi_request_bound_suite(suite, c.client_inputs.length)),
+      const req = api.call(Number(M._psi_request_bound(suite, c.client_inputs.length)),
         (o, l) => M._psi_client_create_request(cl, o, l, cv.arr, c.client_inputs.length));
       const structure = { raw: 0, gcs: 1, bloom_filter: 2 }[c.data_structure];
       const p = M._malloc(24);   // psi_setup_params {int, pad, double, int64}
@@ -85,7 +85,7 @@ function main(M) {
       new Float64Array(M.HEAPU8.buffer, p + 8, 1)[0] = c.fpr;
       new BigInt64Array(M.HEAPU8.buffer, p + 16, 1)[0] = BigInt(c.num_client_inputs);
       const bound = M._malloc(4);
-      api.check(M._psi_setup_bound_suite(bound, suite, p, c.server_inputs.length), 'setup bound');
+      api.check(M._psi_setup_bound(bound, suite, p, c.server_inputs.length), 'setup bound');
       const setup = api.call(M.HEAPU32[bound >> 2], (o, l) =>
         M._psi_server_create_setup(sv, o, l, 0, p, svv.arr, c.server_inputs.length));
       let ok = true;

@@ -6,8 +6,9 @@
 // the field, index and offset of the case (null when none), and the message
 //   field + "[" + index + "]" (if any) + " (byte " + offset + ")" (if any) + ": " + psi_strerror(code)
 // (psi_strerror(code) alone when the case has no field).  A case's "suite" (PROTOCOL.md §16;
-// default openmined-p256) is its engine's suite, or the suite its codec call is for (the _suite
-// C functions: the error names them); ristretto255 engines use the document's ristretto255 keys.
+// default openmined-p256) is its engine's suite, or the suite its codec call is for (every C
+// function that reads a message takes the suite); ristretto255 engines use the document's
+// ristretto255 keys.
 import test, { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -54,10 +55,7 @@ const FUNC = {
   engine_unmask: 'psi_engine_unmask',
   suite_from_name: 'psi_suite_from_name',
 };
-// The pure codec calls of a suite other than openmined-p256 are the _suite C functions.
-const SUITE_FUNC = new Set(['request_decode', 'response_decode', 'setup_parse', 'point_check', 'setup_bound']);
-const funcOf = (c) => (c.suite !== undefined && c.suite !== 'openmined-p256' && SUITE_FUNC.has(c.op)
-  ? `${FUNC[c.op]}_suite` : FUNC[c.op]);
+const funcOf = (c) => FUNC[c.op];
 
 // What a case must give: the summary of its PsiError.
 function expected(c, func = funcOf(c)) {

@@ -108,7 +108,7 @@ test('ristretto255 points and keys', () => {
     psi.checkPoint(el, 'ristretto255');
     assert.throws(() => psi.checkPoint(el), { codeName: 'PSI_E_POINT_LENGTH' });
     assert.throws(() => psi.checkPoint(new Uint8Array(32).fill(0xff), 'ristretto255'),
-      { codeName: 'PSI_E_POINT_ENCODING', func: 'psi_point_check_suite' });
+      { codeName: 'PSI_E_POINT_ENCODING', func: 'psi_point_check' });
     assert.throws(() => psi.checkPoint(new Uint8Array(32), 'ristretto255'), { codeName: 'PSI_E_POINT_IDENTITY' });
     assert.throws(() => psi.checkPoint(new Uint8Array(33), 'ristretto255'), { codeName: 'PSI_E_POINT_LENGTH' });
     // the key: 32 little-endian bytes, exported as such
