@@ -184,6 +184,27 @@ static int plan_contiguous(psi_plan *p, const uint8_t **elements, uint8_t **owne
         *elements = p->out;
         return PSI_OK;
     }
+    if (p->n_slices == 1 && p->n > 0) {
+        // One slice handed over in one piece: used where it is, not copied.
+        cursor c = {NULL, NULL, 0, p->n, 0, 0};
+        int rc = cursor_fill(p, &c);
+        if (rc != PSI_OK || c.avail == p->n) {
+            *elements = c.elem;
+            return rc;
+        }
+        *owned = psi_calloc(p->n, PSI_ELEMENT_BYTES);
+        if (*owned == NULL)
+            return PSI_E_NOMEM;
+        uint8_t *at = *owned;
+        *elements = *owned;
+        for (; rc == PSI_OK && c.left > 0; rc = cursor_fill(p, &c)) {
+            memcpy(at, c.elem, c.avail * PSI_ELEMENT_BYTES);
+            at += c.avail * PSI_ELEMENT_BYTES;
+            c.left -= c.avail;
+            c.avail = 0;
+        }
+        return rc;
+    }
     *owned = psi_calloc(p->n, PSI_ELEMENT_BYTES);
     if (*owned == NULL)
         return PSI_E_NOMEM;
