@@ -40,43 +40,41 @@ int psi_op_run(const psi_engine *e, const psi_op_args *args, psi_op_output *o,
 
 /* ------------------------------------------------------- message calls */
 
-int psi_server_create_setup(const psi_engine *e, uint8_t *out, size_t *out_len, size_t *perm,
-                            const psi_setup_params *p, const psi_value *values, size_t n)
+/* The three message calls: the message into (out, *out_len), and perm. */
+static int message_op(const psi_engine *e, const psi_op_args *a, uint8_t *out, size_t *out_len,
+                      size_t *perm)
 {
     PSI_CHECK_ARG(out_len != NULL);
     psi_op_output o = {.bytes = out, .len = *out_len, .perm = perm};
     *out_len = 0;
-    PSI_CHECK_ARG(p != NULL && (out != NULL || o.len == 0));
-    psi_op_args a = {.op = PSI_OP_SETUP, .values = values, .n_values = n, .params = *p};
-    int rc = psi_op_run(e, &a, &o, NULL, NULL);
+    PSI_CHECK_ARG(out != NULL || o.len == 0);
+    int rc = psi_op_run(e, a, &o, NULL, NULL);
     *out_len = rc == PSI_OK ? o.len : 0;
     return rc;
+}
+
+int psi_server_create_setup(const psi_engine *e, uint8_t *out, size_t *out_len, size_t *perm,
+                            const psi_setup_params *p, const psi_value *values, size_t n)
+{
+    if (p == NULL && out_len != NULL)
+        *out_len = 0;
+    PSI_CHECK_ARG(p != NULL);
+    psi_op_args a = {.op = PSI_OP_SETUP, .values = values, .n_values = n, .params = *p};
+    return message_op(e, &a, out, out_len, perm);
 }
 
 int psi_server_process_request(const psi_engine *e, uint8_t *out, size_t *out_len,
                                const uint8_t *request, size_t request_len)
 {
-    PSI_CHECK_ARG(out_len != NULL);
-    psi_op_output o = {.bytes = out, .len = *out_len};
-    *out_len = 0;
-    PSI_CHECK_ARG(out != NULL || o.len == 0);
     psi_op_args a = {.op = PSI_OP_RESPONSE, .message = request, .message_len = request_len};
-    int rc = psi_op_run(e, &a, &o, NULL, NULL);
-    *out_len = rc == PSI_OK ? o.len : 0;
-    return rc;
+    return message_op(e, &a, out, out_len, NULL);
 }
 
 int psi_client_create_request(const psi_engine *e, uint8_t *out, size_t *out_len,
                               const psi_value *values, size_t n)
 {
-    PSI_CHECK_ARG(out_len != NULL);
-    psi_op_output o = {.bytes = out, .len = *out_len};
-    *out_len = 0;
-    PSI_CHECK_ARG(out != NULL || o.len == 0);
     psi_op_args a = {.op = PSI_OP_REQUEST, .values = values, .n_values = n};
-    int rc = psi_op_run(e, &a, &o, NULL, NULL);
-    *out_len = rc == PSI_OK ? o.len : 0;
-    return rc;
+    return message_op(e, &a, out, out_len, NULL);
 }
 
 /* The three client results: indices, pairs, or the count alone. */
