@@ -230,6 +230,8 @@ typedef struct writer {
 
 static int writer_put(writer *w, const uint8_t *bytes, size_t len)
 {
+    if (len == 0) /* an empty head: nothing to copy (the buffer may be NULL) */
+        return PSI_OK;
     w->total += len;
     if (w->sink == NULL) {
         if (len > w->cap - w->len)
