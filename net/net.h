@@ -12,7 +12,7 @@
  *    timeout measures silence of the peer process, not its work.
  *  - PSI_NET_FRAME_ERROR (payload: a UTF-8 message, at most
  *    PSI_NET_MSG_MAX bytes): the peer gave up; the receive fails with
- *    PSI_NET_EPEER and the message (control characters replaced by '?').
+ *    PSI_NET_EPEER and the message (escaped as psi_net_escape does).
  *
  * Timeout: an operation fails with PSI_NET_ETIMEOUT when no byte has
  * moved in either direction for timeout_ms.  While a send waits for the
@@ -73,6 +73,10 @@ enum {
                                     // a bad keepalive or error frame
 #define PSI_NET_EPEER (-8)      // the peer sent an ERROR frame
 #define PSI_NET_ENOMEM (-9)     // the payload could not be allocated
+#define PSI_NET_ETLS (-10)      // TLS (net_tls.h): an identity was refused, by
+                                    // us or by the peer, or TLS failed
+#define PSI_NET_EINTEGRITY (-11) // TLS: a record failed its integrity check
+                                    // (bytes were changed on the path)
 
 /** Progress of a transfer: bytes of the current frame's payload done of total. */
 typedef void (*psi_net_progress_fn)(void *arg, uint64_t done, uint64_t total);
@@ -89,7 +93,32 @@ typedef struct psi_net_conn {
     double last_keepalive_ms;
     int broken;                 // the stream is unusable (see the top comment)
     int broken_code;            // what send and recv return when broken
+    // TLS (net_tls.h): the SSL * of the connection once
+    // psi_net_tls_handshake succeeded, NULL for plain TCP; every byte of the
+    // frames then goes through it
+    void *tls;
+    unsigned tls_flags;         // the I/O layer's TLS state (net_io.c); 0 at first
+    // the peer's identity, set by psi_net_tls_handshake ("CN=..., key
+    // sha256:..."); "" on a plain connection
+    char peer_id[200];
+    // an absolute psi_app_now_ms() time (0: none): once it has passed, every
+    // send, receive and TLS handshake fails with PSI_NET_ETIMEOUT, however
+    // many bytes (keepalives among them) are moving
+    double deadline_ms;
+    // set: a KEEPALIVE frame received fails the receive (or the send that
+    // read it) with PSI_NET_EFRAME; for the time before the handshake has
+    // been accepted, when a peer has no business being busy
+    int no_keepalive;
 } psi_net_conn;
+
+/** Copies the text s (len bytes, not NUL-terminated) into out for showing on
+ *  a terminal: printable UTF-8 passes through; C0 controls, DEL and bytes
+ *  that are not valid UTF-8 become \xNN; C1 controls (U+0080-U+009F) and
+ *  the format characters that change how text is shown (U+061C,
+ *  U+200B-U+200F, U+202A-U+202E, U+2066-U+2069, U+FEFF) become \u{XXXX};
+ *  a backslash becomes \\.  out is always NUL-terminated (cap > 0), cut
+ *  before an escape or character that does not fit whole. */
+void psi_net_escape(char *out, size_t cap, const uint8_t *s, size_t len);
 
 /** Parses "HOST:PORT" ("[v6addr]:PORT" for IPv6; PORT 0-65535; HOST may be
  *  a name).  Returns: 0, or PSI_NET_EADDR with a message in err.

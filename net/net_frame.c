@@ -2,6 +2,7 @@
 #include "net.h"
 #include "net_sock.h"
 #include "app_util.h"
+#include "net_tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +17,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,18 +130,55 @@ static int op_fail_errno(net_op *op, int e)
                     op->c->peer, where, strerror(e));
 }
 
+/* Fails an operation on TLS's code rc, whose message the I/O layer left in
+ * c->err: says where.  Returns: rc. */
+static int op_fail_tls(net_op *op, int rc)
+{
+    psi_net_conn *c = op->c;
+    size_t n = strlen(c->err);
+    char where[160];
+
+    op_where(op, where, sizeof where);
+    snprintf(c->err + n, sizeof c->err - n, " (%s)", where);
+    return rc;
+}
+
+/* Fails when c->deadline_ms has passed.  Returns: 0 or PSI_NET_ETIMEOUT. */
+static int net_deadline(psi_net_conn *c, const net_op *op)
+{
+    char where[160];
+
+    if (c->deadline_ms <= 0 || psi_app_now_ms() < c->deadline_ms)
+        return 0;
+    if (op == NULL)
+        snprintf(where, sizeof where, "before we began");
+    else
+        op_where(op, where, sizeof where);
+    return psi_net_fail(c, PSI_NET_ETIMEOUT, "the time allowed for this stage with the peer "
+                        "(%s) ran out %s", c->peer, where);
+}
+
 /* Waits until the socket is ready for events, at most until the operation
- * has been idle for timeout_ms.  Returns: 0 or an error code. */
+ * has been idle for timeout_ms, and not past c->deadline_ms.  Returns: 0 or
+ * an error code. */
 static int op_wait(net_op *op, short events, short *revents)
 {
     psi_net_conn *c = op->c;
     char where[160];
-    int r = psi_net_poll(c->fd, events, op->last_move + c->timeout_ms, revents);
+    double until = op->last_move + c->timeout_ms;
+    int r = net_deadline(c, op);
 
+    if (r != 0)
+        return r;
+    if (c->deadline_ms > 0 && c->deadline_ms < until)
+        until = c->deadline_ms;
+    r = psi_net_io_poll(c, events, until, revents);
     if (r > 0)
         return 0;
     if (r < 0)
         return op_fail_errno(op, errno);
+    if ((r = net_deadline(c, op)) != 0)
+        return r;
     op_where(op, where, sizeof where);
     return psi_net_fail(c, PSI_NET_ETIMEOUT, "no data %s the peer (%s) for %g s %s (--timeout)",
                     op->sending ? "to or from" : "from", c->peer, c->timeout_ms / 1000.0, where);
@@ -151,20 +188,15 @@ static int op_wait(net_op *op, short events, short *revents)
  * nothing was there) or an error code. */
 static int op_read(net_op *op, uint8_t *buf, size_t cap, size_t *got)
 {
-    ssize_t n;
+    int e = 0, rc = psi_net_io_read(op->c, buf, cap, got, &e);
 
-    *got = 0;
-    do
-        n = recv(op->c->fd, buf, cap, 0);
-    while (n < 0 && errno == EINTR);
-    if (n > 0) {
-        *got = (size_t)n;
+    if (rc == 1)
+        return op_fail_errno(op, e);
+    if (rc != 0)
+        return op_fail_tls(op, rc);
+    if (*got > 0)
         op->last_move = psi_app_now_ms();
-        return 0;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return 0;
-    return op_fail_errno(op, n == 0 ? 0 : errno);
+    return 0;
 }
 
 /* Calls progress at most every NET_CHUNK bytes, and always when final. */
@@ -209,12 +241,17 @@ static int rx_read(net_op *op)
 static int net_check_header(psi_net_conn *c, int type, uint64_t len)
 {
     if (type < PSI_NET_FRAME_HELLO || type > PSI_NET_FRAME_KEEPALIVE)
-        return psi_net_fail(c, PSI_NET_EFRAME, "the peer (%s) sent a frame of unknown type %d",
-                        c->peer, type);
+        return psi_net_fail(c, PSI_NET_EFRAME, "the peer (%s) sent a frame of unknown type %d%s",
+                        c->peer, type, c->tls == NULL && type >= 0x14 && type <= 0x17
+                                           ? " (it looks like TLS: does the peer use TLS "
+                                             "and we not?)" : "");
     if (type == PSI_NET_FRAME_KEEPALIVE && len != 0)
         return psi_net_fail(c, PSI_NET_EFRAME,
                         "the peer (%s) sent a keepalive frame with a payload of %llu bytes "
                         "(it must be empty)", c->peer, (unsigned long long)len);
+    if (type == PSI_NET_FRAME_KEEPALIVE && c->no_keepalive)
+        return psi_net_fail(c, PSI_NET_EFRAME, "the peer (%s) sent a keepalive before the "
+                            "handshake was accepted", c->peer);
     if (type == PSI_NET_FRAME_ERROR && len > PSI_NET_MSG_MAX)
         return psi_net_fail(c, PSI_NET_EFRAME,
                         "the peer (%s) sent an error frame of %llu bytes, larger than the "
@@ -222,15 +259,15 @@ static int net_check_header(psi_net_conn *c, int type, uint64_t len)
     return 0;
 }
 
-/* Fails with the peer's ERROR message, control characters made '?'. */
+/* Fails with the peer's ERROR message, escaped for a terminal (cut where
+ * c->err ends). */
 static int net_peer_error(psi_net_conn *c, const uint8_t *msg, size_t len)
 {
     static const char prefix[] = "the peer reported: ";
     size_t n = sizeof prefix - 1;
 
-    // c->err holds the prefix and PSI_NET_MSG_MAX bytes (checked before)
     memcpy(c->err, prefix, n);
-    psi_app_clean_text(c->err + n, sizeof c->err - n, msg, len, len);
+    psi_net_escape(c->err + n, sizeof c->err - n, msg, len);
     return PSI_NET_EPEER;
 }
 
@@ -278,21 +315,16 @@ static int rx_wanted(int head)
  * error code. */
 static int send_some(net_op *op, const uint8_t *hdr, size_t *hsent, const uint8_t *payload)
 {
-    struct iovec iov[2];
-    struct msghdr m = { .msg_iov = iov };
     uint64_t left = op->total - op->done;
-    ssize_t n;
+    size_t n;
+    int e = 0, rc = psi_net_io_write(op->c, hdr + *hsent, NET_HDR - *hsent,
+                                     left > 0 ? payload + op->done : NULL,
+                                     left < NET_CHUNK ? (size_t)left : NET_CHUNK, &n, &e);
 
-    if (*hsent < NET_HDR)
-        iov[m.msg_iovlen++] = (struct iovec){ (void *)(hdr + *hsent), NET_HDR - *hsent };
-    if (left > 0)
-        iov[m.msg_iovlen++] = (struct iovec){ (void *)(payload + op->done),
-                                              left < NET_CHUNK ? (size_t)left : NET_CHUNK };
-    do
-        n = sendmsg(op->c->fd, &m, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : op_fail_errno(op, errno);
+    if (rc == 1)
+        return op_fail_errno(op, e);
+    if (rc != 0)
+        return op_fail_tls(op, rc);
     if (n > 0)
         op->last_move = psi_app_now_ms();
     size_t h = NET_HDR - *hsent < (size_t)n ? NET_HDR - *hsent : (size_t)n;
@@ -320,7 +352,9 @@ static int send_closed(net_op *op, int rc)
         if (r != 0 || !rx_wanted(head))
             break;
         before = c->rx_len;
-        if (rx_read(op) != 0 || c->rx_len == before)
+        if ((r = rx_read(op)) == PSI_NET_ETLS || r == PSI_NET_EINTEGRITY)
+            return r; // TLS says why (the peer refused our certificate, say)
+        if (r != 0 || c->rx_len == before)
             break;
     }
     memcpy(c->err, keep, sizeof keep);
@@ -386,7 +420,7 @@ int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
     net_op op;
     int rc = net_unusable(c);
 
-    if (rc != 0)
+    if (rc != 0 || (rc = net_deadline(c, NULL)) != 0)
         return rc;
     net_put_header(hdr, type, len);
     op_init(&op, c, 1, type, len);
@@ -455,7 +489,7 @@ int psi_net_recv(psi_net_conn *c, int expect, size_t max_len, uint8_t **payload,
 
     *payload = NULL;
     *len = 0;
-    if ((rc = net_unusable(c)) != 0)
+    if ((rc = net_unusable(c)) != 0 || (rc = net_deadline(c, NULL)) != 0)
         return rc;
     op_init(&op, c, 0, expect, 0);
     if ((rc = recv_header(&op, &type, &plen)) != 0)
@@ -484,12 +518,17 @@ int psi_net_recv(psi_net_conn *c, int expect, size_t max_len, uint8_t **payload,
 }
 
 /* Marks the connection broken after a keepalive failed on errno e
- * (ETIMEDOUT: the deadline passed). */
+ * (ETIMEDOUT: the deadline passed; < 0: TLS's code, with its message). */
 static void keepalive_broken(psi_net_conn *c, int e)
 {
     int code;
 
-    if (e == ETIMEDOUT)
+    if (e < 0) {
+        size_t n = strlen(c->err);
+
+        snprintf(c->err + n, sizeof c->err - n, " (while we sent a keepalive)");
+        code = e;
+    } else if (e == ETIMEDOUT)
         code = psi_net_fail(c, PSI_NET_ETIMEOUT, "the peer (%s) took no data for %g s while we "
                         "sent a keepalive (--timeout)", c->peer, c->timeout_ms / 1000.0);
     else if (e == EPIPE || e == ECONNRESET || e == ENOTCONN)
@@ -502,31 +541,6 @@ static void keepalive_broken(psi_net_conn *c, int e)
     c->broken = 1;
 }
 
-/* Writes all of buf, waiting for room until deadline but never reading.
- * Returns: 0 or an errno value (ETIMEDOUT when the deadline passed). */
-static int net_write_all(int fd, const uint8_t *buf, size_t len, double deadline)
-{
-    size_t sent = 0;
-
-    while (sent < len) {
-        ssize_t n = send(fd, buf + sent, len - sent, MSG_NOSIGNAL);
-        short rev;
-        int r;
-
-        if (n > 0) {
-            sent += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            return errno;
-        if ((r = psi_net_poll(fd, POLLOUT, deadline, &rev)) <= 0)
-            return r == 0 ? ETIMEDOUT : errno;
-    }
-    return 0;
-}
-
 void psi_net_keepalive(psi_net_conn *c, int interval_ms)
 {
     uint8_t hdr[NET_HDR];
@@ -537,7 +551,7 @@ void psi_net_keepalive(psi_net_conn *c, int interval_ms)
         return;
     net_put_header(hdr, PSI_NET_FRAME_KEEPALIVE, 0);
     // all nine bytes or a broken connection: a partial frame must not stay
-    if ((e = net_write_all(c->fd, hdr, sizeof hdr, now + c->timeout_ms)) != 0)
+    if ((e = psi_net_io_write_all(c, hdr, sizeof hdr, now + c->timeout_ms)) != 0)
         keepalive_broken(c, e);
     else
         c->last_keepalive_ms = psi_app_now_ms();
@@ -581,8 +595,9 @@ void psi_net_send_error(psi_net_conn *c, const char *msg)
     if (!c->broken) { // after a partial frame, an ERROR frame would be misread
         net_put_header(frame, PSI_NET_FRAME_ERROR, n);
         memcpy(frame + NET_HDR, msg, n);
-        (void)net_write_all(c->fd, frame, NET_HDR + n, psi_app_now_ms() + NET_ERROR_WAIT_MS);
+        (void)psi_net_io_write_all(c, frame, NET_HDR + n, psi_app_now_ms() + NET_ERROR_WAIT_MS);
     }
+    psi_net_io_tls_end(c); // close_notify, then TCP's own close below
     shutdown(c->fd, SHUT_WR);
     net_drain(c->fd, NET_ERROR_WAIT_MS);
     if (!c->broken) { // c->err stays: it may be what the caller reports
@@ -597,6 +612,7 @@ void psi_net_close(psi_net_conn *c)
         uint8_t b[512];
         ssize_t n;
 
+        psi_net_io_tls_end(c);
         do
             n = recv(c->fd, b, sizeof b, MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);

@@ -608,7 +608,7 @@ static void test_cli_net_error_frames(void **state)
     tn_header(s, &n, PSI_NET_FRAME_ERROR, 11);
     memcpy(s + n, "bad\x01thing\n", 11), n += 11;
     tn_bad_input(s, n, PSI_NET_FRAME_SETUP, 10, PSI_NET_EPEER,
-                 "the peer reported: bad?thing?");
+                 "the peer reported: bad\\x01thing\\x0A");
     // the longest message, then the stream goes on
     tn_pair(&a, &b, 5000);
     n = 0, tn_header(s, &n, PSI_NET_FRAME_ERROR, PSI_NET_MSG_MAX);
@@ -730,9 +730,9 @@ static void test_cli_net_send_error_reaches_the_peer(void **state)
                      0);
     assert_int_equal(psi_net_recv(&a, PSI_NET_FRAME_RESPONSE, 10, &p, &len, NULL, NULL),
                      PSI_NET_EPEER);
-    tn_long_message(m);
-    m[5] = '?';
-    snprintf(want, sizeof want, "the peer reported: %.*s", PSI_NET_MSG_MAX - 1, m);
+    tn_long_message(m); // the control character escaped
+    snprintf(want, sizeof want, "the peer reported: xxxxx\\x01%.*s", PSI_NET_MSG_MAX - 7,
+             m + 6);
     assert_string_equal(a.err, want);
     psi_net_close(&a);
     tn_reap(pid);
