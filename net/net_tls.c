@@ -155,12 +155,12 @@ static int tls_load_identity(SSL_CTX *ctx, const psi_net_tls_opts *o, char *err,
         goto done;
     b = BIO_new_mem_buf(text, (int)len);
     key = b != NULL ? PEM_read_bio_PrivateKey(b, NULL, NULL, (void *)"") : NULL;
-    if (key == NULL || SSL_CTX_use_PrivateKey(ctx, key) != 1) {
+    if (key == NULL) {
         tls_err(err, err_len, "key file %s: no PEM private key in it (or one with a "
                 "passphrase, which is not supported)", o->key);
         goto done;
     }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
+    if (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
         tls_err(err, err_len, "key file %s does not hold the key of the certificate in %s",
                 o->key, o->cert);
         goto done;
