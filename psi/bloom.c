@@ -26,13 +26,14 @@ int psi_bloom_params(int32_t *k, size_t *n_bytes, double fpr, int64_t num_client
     int rc = psi_filter_params(&fpr_c, &m, fpr, num_client_inputs, ns);
     if (rc != PSI_OK)
         return rc;
-    /* fpr_c in (0,1) puts k in [1, 1075]: it always fits. */
+    /* fpr_c in (0,1) puts k in [1, PSI_BLOOM_K_MAX = 1074] (psi.h): it
+     * always fits, and the parser refuses anything above. */
     double hashes = ceil(-log2(fpr_c));
     /* Left to right, as the reference writes it; do not simplify. */
     double bytes = ceil((double)(-m) * log2(fpr_c) / log(2.0) / 8.0);
     if (!(bytes < BLOOM_BYTES_LIMIT))
         return psi_fail_at(PSI_E_PARAM_OVERFLOW, "params.fpr", -1, -1);
-    if (!(bytes >= 1.0 && hashes >= 1.0)) /* only if log2 misbehaved */
+    if (!(bytes >= 1.0 && hashes >= 1.0 && hashes <= PSI_BLOOM_K_MAX)) /* only if log2 misbehaved */
         return psi_fail_at(PSI_E_FPR, "params.fpr", -1, -1);
     uint64_t nb = (uint64_t)bytes;
     if (nb > SIZE_MAX / 8)

@@ -35,7 +35,8 @@ static const char *const messages[] = {
     [24] = "malformed GCS setup: hash_range must be at least 1",
     [25] = "malformed GCS setup: div must be in [0, 63]",
     [26] = "malformed GCS setup: bit stream ends inside a value or holds a value >= hash_range",
-    [27] = "malformed Bloom filter setup: num_hash_functions must be at least 1",
+    [27] = "malformed Bloom filter setup: num_hash_functions must be in [1, 1074] "
+           "(PSI_BLOOM_K_MAX)",
     [28] = "malformed Bloom filter setup: the bit array is empty",
     [29] = "malformed raw setup: elements are not sorted by bytes",
     [30] = "hash to curve found no point",

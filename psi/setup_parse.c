@@ -186,8 +186,10 @@ static int parse_bloom(psi_setup *s, const uint8_t *msg, const uint8_t *data, si
     if (rc != 1)
         return member_fail(rc, bloom_names, 3, msg, p, end);
     s->bloom_k = as_int32(k);
-    // psi.js matches everything with k = 0 and aborts on empty bits (§9.3).
-    if (s->bloom_k < 1)
+    // psi.js matches everything with k = 0 and aborts on empty bits (§9.3);
+    // no fpr gives more than PSI_BLOOM_K_MAX (§7.3).  The int32 as protobuf
+    // reads it is checked, as everywhere in this parser.
+    if (s->bloom_k < 1 || s->bloom_k > PSI_BLOOM_K_MAX)
         return psi_fail_at(PSI_E_BLOOM_HASHES, bloom_names[BLOOM_HASHES], -1, -1);
     if (bits_len == 0)
         return psi_fail_at(PSI_E_BLOOM_BITS, bloom_names[BLOOM_BITS], -1, -1);

@@ -124,7 +124,8 @@ typedef enum psi_error {
     PSI_E_GCS_DIV = -25,           /* GCS div outside [0, 63] */
     PSI_E_GCS_STREAM = -26,        /* GCS bit stream cut inside a value, or a
                                       value >= hash_range */
-    PSI_E_BLOOM_HASHES = -27,      /* Bloom num_hash_functions < 1 */
+    PSI_E_BLOOM_HASHES = -27,      /* Bloom num_hash_functions < 1 or
+                                      > PSI_BLOOM_K_MAX */
     PSI_E_BLOOM_BITS = -28,        /* Bloom bit array empty */
     PSI_E_SETUP_UNSORTED = -29,    /* raw setup elements not in byte order */
     PSI_E_HASH_TO_CURVE = -30,     /* hash-to-curve found no point (never
@@ -360,6 +361,16 @@ typedef struct psi_setup_params {
     double fpr;
     int64_t num_client_inputs;
 } psi_setup_params;
+
+/** The largest num_hash_functions a Bloom setup can have (§7.3): the
+ *  sizing formula is k = ceil(-log2(fpr_c)) with fpr_c = fpr /
+ *  num_client_inputs a double in (0, 1), so k is largest for the smallest
+ *  positive double, the subnormal 2^-1074, where log2 is exact: k = 1074.
+ *  Every larger fpr_c gives a smaller or equal k (log2 is monotone), and
+ *  the filter's size never limits k (m = 1 at fpr_c = 2^-1074 needs 194
+ *  bytes).  psi_setup_parse refuses a Bloom setup with k > this
+ *  (PSI_E_BLOOM_HASHES): no honest server sends one. */
+#define PSI_BLOOM_K_MAX 1074
 
 /* The sizes below are those of `suite`'s messages (§10, §16.1); every one
  * is 0 (or PSI_E_SUITE) for an unknown suite. */

@@ -136,6 +136,16 @@ static void test_structures_bloom_params_known(void **state)
     check_bloom_params(0.5, 1, 1, 1, 1);
     check_bloom_params(0.01, 2, 2, 8, 3);
     check_bloom_params(0.999, 1, 1, 1, 1);
+    /* PSI_BLOOM_K_MAX is reached at the smallest positive fpr_c, 2^-1074,
+     * and by nothing above it (psi.h, §7.3). */
+    check_bloom_params(ldexp(1.0, -1074), 1, 0, PSI_BLOOM_K_MAX, 194);
+    int32_t k;
+    size_t nb;
+    assert_int_equal(psi_bloom_params(&k, &nb, ldexp(1.0, -1073), 1, 0), PSI_OK);
+    assert_int_equal(k, PSI_BLOOM_K_MAX - 1);
+    assert_int_equal(psi_bloom_params(&k, &nb, ldexp(3.0, -1074), 1, 0), PSI_OK);
+    assert_int_equal(k, PSI_BLOOM_K_MAX - 1);
+    assert_int_equal(psi_bloom_params(&k, &nb, ldexp(1.0, -1074), 2, 0), PSI_E_FPR);
 }
 
 static void test_structures_digest_mod(void **state)
