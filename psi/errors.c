@@ -46,6 +46,8 @@ static const char *const messages[] = {
            "suite than this engine's",
     [34] = "invalid point: not a canonical ristretto255 encoding of a group element",
     [35] = "the output could not be written (the caller's sink refused it)",
+    [36] = "setup mismatch: this setup is not one an honest server of the agreed parameters "
+           "and number of values would send",
 };
 
 static const char *const names[] = {
@@ -59,7 +61,7 @@ static const char *const names[] = {
     "PSI_E_GCS_HASH_RANGE", "PSI_E_GCS_DIV", "PSI_E_GCS_STREAM", "PSI_E_BLOOM_HASHES",
     "PSI_E_BLOOM_BITS", "PSI_E_SETUP_UNSORTED", "PSI_E_HASH_TO_CURVE",
     "PSI_E_THREAD", "PSI_E_SUITE", "PSI_E_SUITE_MISMATCH", "PSI_E_POINT_ENCODING",
-    "PSI_E_IO",
+    "PSI_E_IO", "PSI_E_SETUP_MISMATCH",
 };
 
 _Static_assert(sizeof names / sizeof names[0] == sizeof messages / sizeof messages[0],

@@ -307,15 +307,17 @@ static uint64_t gcs_read_bits(const uint8_t *bits, uint64_t pos, int div)
 #define GCS_BITS_NAME "ServerSetup.gcs.bits"
 
 /* One pass over a stream (§9.2) with full validation.  Counts the distinct
- * values into *count and, when out is not NULL, stores them there.  A
- * failure's detail gives the index of the value in the stream, repeats
- * counted. */
-static int gcs_walk(uint64_t *out, size_t *count, uint64_t hash_range, int div,
-                    const uint8_t *bits, size_t len)
+ * values into *count and, when out is not NULL, stores them there; *end
+ * gets the bit position just past the last value.  A (max + 1)th distinct
+ * value stops the walk with PSI_E_SETUP_MISMATCH.  A failure's detail
+ * gives the index of the value in the stream, repeats counted. */
+static int gcs_walk(uint64_t *out, size_t *count, uint64_t *end, uint64_t max,
+                    uint64_t hash_range, int div, const uint8_t *bits, size_t len)
 {
     uint64_t nbits = (uint64_t)len * 8, pos = 0, acc = 0, q;
     size_t m = 0;
     int64_t k = 0;
+    *end = 0;
     for (; gcs_next_one(bits, len, &pos, &q); k++) {
         if (nbits - pos < (uint64_t)div) /* cut inside a remainder */
             return psi_fail_at(PSI_E_GCS_STREAM, GCS_BITS_NAME, k, -1);
@@ -327,8 +329,11 @@ static int gcs_walk(uint64_t *out, size_t *count, uint64_t hash_range, int div,
         acc += delta; /* acc < 2^63 and delta < 2^63: no wrap */
         if (acc >= hash_range)
             return psi_fail_at(PSI_E_GCS_STREAM, GCS_BITS_NAME, k, -1);
+        *end = pos;
         if (m > 0 && delta == 0)
             continue; /* a repeated value adds nothing to the set */
+        if ((uint64_t)m >= max)
+            return psi_fail_at(PSI_E_SETUP_MISMATCH, GCS_BITS_NAME, k, -1);
         if (out != NULL)
             out[m] = acc;
         m++;
@@ -337,30 +342,58 @@ static int gcs_walk(uint64_t *out, size_t *count, uint64_t hash_range, int div,
     return PSI_OK;
 }
 
+int psi_gcs_stream_bits(uint64_t *nbits, const uint64_t *values, size_t n, int32_t div)
+{
+    *nbits = 0;
+    if (div < 0 || div > GCS_DIV_MAX)
+        return PSI_E_INVALID_ARG;
+    return gcs_stream_bits(nbits, values, n, div) ? PSI_OK : PSI_E_PARAM_OVERFLOW;
+}
+
+int psi_gcs_div_of(uint64_t vlast, size_t n)
+{
+    return n == 0 || vlast >= (uint64_t)INT64_MAX ? GCS_DIV_OVERFLOW : gcs_div_of(vlast, n);
+}
+
 int psi_gcs_decode(uint64_t **values, size_t *count, int64_t hash_range, int32_t div,
                    const uint8_t *bits, size_t bits_len)
 {
-    PSI_CHECK_ARG(values != NULL && count != NULL);
+    uint64_t end;
+    return psi_gcs_decode_bounded(values, count, &end, UINT64_MAX, hash_range, div, bits,
+                                  bits_len);
+}
+
+int psi_gcs_decode_bounded(uint64_t **values, size_t *count, uint64_t *end_bit,
+                           uint64_t max_count, int64_t hash_range, int32_t div,
+                           const uint8_t *bits, size_t bits_len)
+{
+    PSI_CHECK_ARG(values != NULL && count != NULL && end_bit != NULL);
     *values = NULL;
     *count = 0;
+    *end_bit = 0;
     PSI_CHECK_ARG(bits != NULL || bits_len == 0);
     if (hash_range < 1)
         return psi_fail_at(PSI_E_GCS_HASH_RANGE, "ServerSetup.gcs.hash_range", -1, -1);
     if (div < 0 || div > GCS_DIV_MAX)
         return psi_fail_at(PSI_E_GCS_DIV, "ServerSetup.gcs.div", -1, -1);
     /* Count first, then fill: sizing by bits alone could ask for 64 bytes
-     * of output per byte of input. */
+     * of output per byte of input.  The count pass also enforces
+     * max_count, so a stream of more values than the caller expects (a
+     * div-0 stream yields up to 4 values a byte) is refused before
+     * anything is allocated for it. */
     size_t m;
-    int rc = gcs_walk(NULL, &m, (uint64_t)hash_range, div, bits, bits_len);
+    uint64_t end;
+    int rc = gcs_walk(NULL, &m, &end, max_count, (uint64_t)hash_range, div, bits, bits_len);
     if (rc != PSI_OK || m == 0)
         return rc;
     uint64_t *out = psi_calloc(m, sizeof *out);
     if (out == NULL)
         return PSI_E_NOMEM;
-    rc = gcs_walk(out, &m, (uint64_t)hash_range, div, bits, bits_len);
+    rc = gcs_walk(out, &m, &end, max_count, (uint64_t)hash_range, div, bits, bits_len);
     assert(rc == PSI_OK);
     *values = out;
     *count = m;
+    *end_bit = end;
     return PSI_OK;
 }
 

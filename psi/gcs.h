@@ -57,6 +57,25 @@ int psi_gcs_encode_values(int32_t *div, uint8_t *bits, size_t *bits_len, uint64_
 int psi_gcs_decode(uint64_t **values, size_t *count, int64_t hash_range, int32_t div,
                    const uint8_t *bits, size_t bits_len);
 
+/* psi_gcs_decode with a bound: a stream holding more than max_count
+ * distinct values fails with PSI_E_SETUP_MISMATCH (detail on the bits)
+ * during the counting pass, before the values are allocated.  *end_bit
+ * gets the stream position just past the last value's remainder (0 for
+ * an empty set): an honest stream is ceil(*end_bit / 8) bytes long. */
+int psi_gcs_decode_bounded(uint64_t **values, size_t *count, uint64_t *end_bit,
+                           uint64_t max_count, int64_t hash_range, int32_t div,
+                           const uint8_t *bits, size_t bits_len);
+
+/* The div an honest encoder picks for n values (duplicates counted) whose
+ * largest is vlast (§7.2), or 64 when it would overflow (also for n = 0 or
+ * vlast >= INT64_MAX).  Nonincreasing in n for a fixed vlast. */
+int psi_gcs_div_of(uint64_t vlast, size_t n);
+
+/* The exact bits of the stream an encoder writes for `values` (ascending)
+ * under div.  Returns PSI_OK, PSI_E_INVALID_ARG (div outside [0, 63]),
+ * PSI_E_PARAM_OVERFLOW (more than 2^64 bits). */
+int psi_gcs_stream_bits(uint64_t *nbits, const uint64_t *values, size_t n, int32_t div);
+
 /* Indices of the elements (slots as for psi_gcs_build) whose hash is among `values` (distinct,
  * ascending), ordered by hash; equal hashes come in the order libc++'s
  * unstable std::sort leaves them, as the reference and psi.js emit them

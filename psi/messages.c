@@ -15,6 +15,7 @@
 #include "gcs.h"
 #include "messages.h"
 #include "reader.h"
+#include "setup.h"
 #include "suite.h"
 
 /* A tag and a worst-case (10-byte) varint: the most a scalar field takes. */
@@ -272,6 +273,40 @@ static void put_setup(psi_wbuf *w, const void *ctx)
     psi_wbuf_tag(w, (uint32_t)b->structure + 1, PSI_WIRE_LEN);
     psi_wbuf_varint(w, body_size.len);
     put_body(w, b);
+}
+
+int psi_setup_canonical_len(size_t *len, const psi_setup *s)
+{
+    *len = 0;
+    if (s->structure == PSI_STRUCTURE_RAW) {
+        uint8_t head[PSI_MESSAGE_HEAD_MAX];
+        size_t head_len = sizeof head, each = element_wire_bytes(s->suite);
+        int rc = psi_message_head(head, &head_len, s->suite, PSI_MESSAGE_SETUP_RAW, 0,
+                                  s->raw_count);
+        if (rc != PSI_OK)
+            return rc;
+        if (s->raw_count > (SIZE_MAX - head_len) / each)
+            return PSI_E_MSG_TOO_LARGE;
+        *len = head_len + s->raw_count * each;
+        return PSI_OK;
+    }
+    /* Counted only: a writer of capacity 0 copies nothing, so the bits
+     * need not be at hand. */
+    setup_body b = {.suite = s->suite, .structure = s->structure};
+    if (s->structure == PSI_STRUCTURE_GCS) {
+        b.div = s->gcs_div;
+        b.hash_range = s->gcs_hash_range;
+        b.bits_len = s->gcs_bits_len;
+    } else {
+        b.k = s->bloom_k;
+        b.bits_len = s->bloom_bytes;
+    }
+    psi_wbuf w = {NULL, 0, 0};
+    put_setup(&w, &b);
+    if (w.len == SIZE_MAX)
+        return PSI_E_MSG_TOO_LARGE;
+    *len = w.len;
+    return PSI_OK;
 }
 
 static int encode_raw(uint8_t *out, size_t *out_len, size_t cap, int suite,

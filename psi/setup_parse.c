@@ -142,7 +142,8 @@ static int member_fail(int rc, const char *const *names, uint32_t n_names,
     return psi_fail_at(rc, names[number], -1, at - msg);
 }
 
-static int parse_gcs(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len)
+static int parse_gcs(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len,
+                     uint64_t max_values)
 {
     const uint8_t *p = data, *end = data + len, *at = data, *bits = NULL;
     size_t bits_len = 0;
@@ -163,9 +164,10 @@ static int parse_gcs(psi_setup *s, const uint8_t *msg, const uint8_t *data, size
         return member_fail(rc, gcs_names, 4, msg, p, end);
     s->gcs_div = as_int32(div);
     s->gcs_hash_range = as_int64(hash_range);
-    // psi_gcs_decode validates hash_range, div and the whole stream.
-    return psi_gcs_decode(&s->gcs_values, &s->gcs_count, s->gcs_hash_range, s->gcs_div,
-                          bits, bits_len);
+    s->gcs_bits_len = bits_len;
+    // The decoder validates hash_range, div and the whole stream.
+    return psi_gcs_decode_bounded(&s->gcs_values, &s->gcs_count, &s->gcs_end_bit, max_values,
+                                  s->gcs_hash_range, s->gcs_div, bits, bits_len);
 }
 
 static int parse_bloom(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len)
@@ -203,6 +205,12 @@ static int parse_bloom(psi_setup *s, const uint8_t *msg, const uint8_t *data, si
 
 int psi_setup_parse(psi_setup **out, int suite, const uint8_t *msg, size_t len)
 {
+    return psi_setup_parse_bounded(out, suite, msg, len, UINT64_MAX);
+}
+
+int psi_setup_parse_bounded(psi_setup **out, int suite, const uint8_t *msg, size_t len,
+                            uint64_t max_gcs_values)
+{
     psi_setup *s = NULL;
     psi_field member;
     size_t skip;
@@ -227,7 +235,7 @@ int psi_setup_parse(psi_setup **out, int suite, const uint8_t *msg, size_t len)
         PSI_TRY(parse_raw(s, msg, member.data, member.len));
     } else if (member.number == SETUP_GCS) {
         s->structure = PSI_STRUCTURE_GCS;
-        PSI_TRY(parse_gcs(s, msg, member.data, member.len));
+        PSI_TRY(parse_gcs(s, msg, member.data, member.len, max_gcs_values));
     } else {
         s->structure = PSI_STRUCTURE_BLOOM_FILTER;
         PSI_TRY(parse_bloom(s, msg, member.data, member.len));

@@ -139,8 +139,11 @@ typedef enum psi_error {
                                       (§16.1) */
     PSI_E_POINT_ENCODING = -34,    /* not a canonical ristretto255 encoding
                                       of a group element (§16.3) */
-    PSI_E_IO = -35                 /* the caller's sink refused the output
+    PSI_E_IO = -35,                /* the caller's sink refused the output
                                       (psi_op_output.sink) */
+    PSI_E_SETUP_MISMATCH = -36     /* a well-formed ServerSetup that no honest
+                                      server of the agreed parameters and
+                                      count sends (psi_setup_check) */
 } psi_error;
 
 /** Returns: a static, NUL-terminated English message for `code`; unknown
@@ -790,6 +793,28 @@ typedef struct psi_setup psi_setup;
  *  psi_setup_free; it keeps no pointer to msg.  Thread-safety: read-only
  *  after parsing. */
 PSI_API int psi_setup_parse(psi_setup **out, int suite, const uint8_t *msg, size_t len);
+
+/** Checks that `msg` is a ServerSetup of `suite` that an honest server
+ *  holding at most n_server values sends for the agreed parameters `p`
+ *  (structure, fpr, num_client_inputs), byte for byte (PROTOCOL.md §9.7):
+ *  the canonical encoding (no unknown, repeated or overlong fields) of
+ *  p->structure, and
+ *   - raw: exactly n_server elements (fpr and num_client_inputs ignored);
+ *   - Bloom: num_hash_functions equal to the k of §7.3 for p, and a bit
+ *     array of n_bytes(p, ns) bytes for some ns in [0, n_server];
+ *   - GCS: at most n_server distinct values (refused while counting,
+ *     before any is stored), hash_range(p, ns) and the div of §7.2 for
+ *     some ns in [count, n_server], and a stream ending in the byte of
+ *     its last value, without repeated values.
+ *  Monotone for gcs and Bloom: a setup that passes for n_server passes
+ *  for every larger count.  Parses msg as psi_setup_parse does, first.
+ *  Records this thread's error detail on failure.
+ *  Returns: PSI_OK; PSI_E_SETUP_MISMATCH; the codes of psi_setup_parse;
+ *  PSI_E_FPR, PSI_E_PARAM_OVERFLOW (gcs, Bloom: p itself is impossible
+ *  even for no server values), PSI_E_STRUCTURE (unknown p->structure),
+ *  PSI_E_INVALID_ARG.  Thread-safety: reentrant. */
+PSI_API int psi_setup_check(int suite, const psi_setup_params *p, uint64_t n_server,
+                            const uint8_t *msg, size_t len);
 
 /** Frees a setup.  NULL is a no-op. */
 PSI_API void psi_setup_free(psi_setup *s);

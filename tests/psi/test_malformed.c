@@ -351,7 +351,10 @@ static void test_malformed_covers_every_data_error(void **state)
     static const int not_from_input[] = {PSI_OK, PSI_E_INVALID_ARG, PSI_E_NOMEM, PSI_E_CRYPTO,
                                          PSI_E_BUFFER_TOO_SMALL, PSI_E_WRONG_ROLE,
                                          PSI_E_MSG_TOO_LARGE, PSI_E_HASH_TO_CURVE,
-                                         PSI_E_THREAD, PSI_E_IO};
+                                         PSI_E_THREAD, PSI_E_IO,
+                                         /* psi_setup_check's, tested in
+                                            test_setup_check */
+                                         PSI_E_SETUP_MISMATCH};
     cJSON *doc = tu_load_json(CASES_PATH);
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases"), *c;
     for (int code = 0; psi_error_name(code) != NULL; code--) {
