@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli_server_setup.h"
+#include "app_perm.h"
 #include "app_util.h"
 #include "psi_shard.h"
 
@@ -168,58 +169,44 @@ static int setup_parse(setup_load *l)
 }
 
 /* Reads --permutation: ss->n lines, line j the 0-based input row of the
- * setup's element j, each row once.  Returns: 0 or -1 (l->err). */
+ * setup's element j, each row once (psi_app_perm_decode).  Returns: 0 or
+ * -1 (l->err). */
 static int setup_load_perm(setup_load *l)
 {
     psi_cli_server_setup *ss = l->ss;
     const char *path = l->so->permutation;
-    uint8_t *buf = NULL, *seen = NULL;
-    size_t len = 0, pos = 0, line = 0, n = ss->n;
+    uint8_t *buf = NULL;
+    size_t len = 0, line = 0, n = ss->n;
+    int st;
 
     if (setup_read_file(l, path, "permutation file", &buf, &len) != 0)
         return -1;
     ss->perm = psi_app_alloc(n, sizeof *ss->perm);
-    seen = psi_app_alloc(n, 1);
-    if (ss->perm == NULL || seen == NULL) {
+    st = ss->perm == NULL ? PSI_APP_PERM_NOMEM : psi_app_perm_decode(ss->perm, &line, buf, len, n);
+    free(buf);
+    switch (st) {
+    case PSI_APP_PERM_OK:
+        return 0;
+    case PSI_APP_PERM_NOMEM:
         snprintf(l->err, l->err_len, "out of memory for the permutation");
-        goto fail;
-    }
-    memset(seen, 0, n);
-    while (pos < len) {
-        uint64_t v = 0;
-        size_t start = pos;
-
-        while (pos < len && buf[pos] >= '0' && buf[pos] <= '9' && v <= UINT64_MAX / 10)
-            v = v * 10 + (uint64_t)(buf[pos++] - '0');
-        if (pos == start || (pos < len && buf[pos] != '\n')) {
-            snprintf(l->err, l->err_len, "permutation file %s, line %zu: not a 0-based "
-                     "row index", path, line + 1);
-            goto fail;
-        }
-        if (line >= n || v >= n || seen[v]) {
-            snprintf(l->err, l->err_len, "permutation file %s, line %zu: %s (the "
-                     "setup has %zu elements): is it the file shardpsi setup --permutation "
-                     "wrote with this setup?", path, line + 1,
-                     line >= n ? "more lines than setup elements"
-                     : v >= n ? "a row beyond the setup's" : "a row given twice", n);
-            goto fail;
-        }
-        seen[v] = 1;
-        ss->perm[line++] = (size_t)v;
-        pos++;  // the newline (or the end)
-    }
-    if (line != n) {
+        break;
+    case PSI_APP_PERM_SYNTAX:
+        snprintf(l->err, l->err_len, "permutation file %s, line %zu: not a 0-based "
+                 "row index", path, line + 1);
+        break;
+    case PSI_APP_PERM_SHORT:
         snprintf(l->err, l->err_len, "permutation file %s holds %zu rows, and the setup "
                  "has %zu elements: is it the file shardpsi setup --permutation wrote with this "
                  "setup?", path, line, n);
-        goto fail;
+        break;
+    default:
+        snprintf(l->err, l->err_len, "permutation file %s, line %zu: %s (the "
+                 "setup has %zu elements): is it the file shardpsi setup --permutation "
+                 "wrote with this setup?", path, line + 1,
+                 st == PSI_APP_PERM_EXTRA ? "more lines than setup elements"
+                 : st == PSI_APP_PERM_RANGE ? "a row beyond the setup's" : "a row given twice", n);
+        break;
     }
-    free(buf);
-    free(seen);
-    return 0;
-fail:
-    free(buf);
-    free(seen);
     return -1;
 }
 
