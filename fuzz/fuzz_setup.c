@@ -195,6 +195,43 @@ done:
     return count;
 }
 
+static int check_ok(int rc)
+{
+    return rc == PSI_OK || rc == PSI_E_SETUP_MISMATCH || rc == PSI_E_NOMEM;
+}
+
+/* psi_setup_check with each structure, fpr 0.001 and a client count and
+ * server count from the input's size: it parses as psi_setup_parse does
+ * (the same code, except that a GCS stream may be refused for its count
+ * before its end is reached), refuses another structure, and is monotone
+ * in the server count (raw: exact). */
+static void setup_checks(const uint8_t *data, size_t size, int suite, int parse_rc,
+                         const psi_setup *s)
+{
+    static const char *fn = "psi_setup_check";
+    for (int st = PSI_STRUCTURE_RAW; st <= PSI_STRUCTURE_BLOOM_FILTER; st++) {
+        psi_setup_params p = {(psi_structure)st, 0.001, 1 + (int64_t)(size % 64)};
+        uint64_t n = s != NULL && st == PSI_STRUCTURE_RAW ? s->raw_count : size % 300;
+        int rc = psi_setup_check(suite, &p, n, data, size);
+        if (parse_rc != PSI_OK) {
+            fuzz_require(rc == parse_rc || (st == PSI_STRUCTURE_GCS && rc == PSI_E_SETUP_MISMATCH),
+                         fn, rc, "a code other than the parser's");
+            continue;
+        }
+        fuzz_require(check_ok(rc), fn, rc, "an undocumented code");
+        if (s->structure != (psi_structure)st)
+            fuzz_require(rc == PSI_E_SETUP_MISMATCH, fn, rc, "another structure accepted");
+        if (rc != PSI_OK)
+            continue;
+        int more = psi_setup_check(suite, &p, n + 1, data, size);
+        if (st == PSI_STRUCTURE_RAW)
+            fuzz_require(more == PSI_E_SETUP_MISMATCH, fn, more, "raw accepted for another count");
+        else
+            fuzz_require(more == PSI_OK && psi_setup_check(suite, &p, 10 * n + 1000, data, size) ==
+                         PSI_OK, fn, more, "not monotone in n_server");
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *fn = "psi_setup_parse";
@@ -205,6 +242,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t m;
 
     FUZZ_EXPECT(fn, rc, parse_codes);
+    setup_checks(data, size, suite, rc, rc == PSI_OK ? s : NULL);
     if (rc != PSI_OK) {
         fuzz_require(s == NULL, fn, rc, "*out not NULL after a failure");
         return 0;

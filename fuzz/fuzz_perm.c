@@ -1,0 +1,92 @@
+/* Fuzzes the association permutation decoder (app/app_perm.c,
+ * PROTOCOL.md §15.5): the first two bytes give n (little-endian, below
+ * 4096), the rest is the file.  The result is compared with a reference
+ * that reads each line's number without any fixed-width arithmetic (a
+ * number is compared with n by its digits), so a wrapped size or row
+ * shows as a disagreement; an accepted file gives a permutation of
+ * [0, n). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app_perm.h"
+
+#define PERM_MAX_N 4096
+
+static void perm_fail(const char *what)
+{
+    fprintf(stderr, "fuzz_perm: %s\n", what);
+    abort();
+}
+
+/* The value of digits d[0, len) if below n, else n (saturated). */
+static size_t digits_value(const uint8_t *d, size_t len, size_t n)
+{
+    size_t i = 0, v = 0;
+    while (i < len && d[i] == '0')
+        i++;
+    if (len - i > 6)
+        return n;
+    for (; i < len; i++)
+        v = v * 10 + (size_t)(d[i] - '0');
+    return v < n ? v : n;
+}
+
+static int reference(const uint8_t *buf, size_t len, size_t n, size_t *line)
+{
+    static uint8_t seen[PERM_MAX_N];
+    size_t pos = 0, l = 0;
+    memset(seen, 0, n);
+    *line = 0;
+    while (pos < len) {
+        size_t start = pos;
+        while (pos < len && buf[pos] >= '0' && buf[pos] <= '9')
+            pos++;
+        if (pos == start || (pos < len && buf[pos] != '\n') || pos - start > 20 ||
+            (pos - start == 20 && memcmp(buf + start, "18446744073709551615", 20) > 0)) {
+            *line = l;
+            return PSI_APP_PERM_SYNTAX;
+        }
+        size_t v = digits_value(buf + start, pos - start, n);
+        *line = l;
+        if (l >= n)
+            return PSI_APP_PERM_EXTRA;
+        if (v >= n)
+            return PSI_APP_PERM_RANGE;
+        if (seen[v])
+            return PSI_APP_PERM_TWICE;
+        seen[v] = 1;
+        l++;
+        pos++;
+    }
+    *line = l;
+    return l == n ? PSI_APP_PERM_OK : PSI_APP_PERM_SHORT;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static size_t perm[PERM_MAX_N];
+    static uint8_t hit[PERM_MAX_N];
+    if (size < 2)
+        return 0;
+    size_t n = ((size_t)data[0] | (size_t)data[1] << 8) % PERM_MAX_N, line, want_line;
+    const uint8_t *buf = data + 2;
+    size_t len = size - 2;
+    int st = psi_app_perm_decode(perm, &line, len > 0 ? buf : NULL, len, n);
+    int want = reference(buf, len, n, &want_line);
+    if (st != want)
+        perm_fail("status differs from the reference");
+    if (line != want_line)
+        perm_fail("line differs from the reference");
+    if (st != PSI_APP_PERM_OK)
+        return 0;
+    memset(hit, 0, n);
+    for (size_t i = 0; i < n; i++) {
+        if (perm[i] >= n || hit[perm[i]])
+            perm_fail("accepted a file that is not a permutation");
+        hit[perm[i]] = 1;
+    }
+    return 0;
+}
