@@ -42,8 +42,11 @@ static int reference(const uint8_t *buf, size_t len, size_t n, size_t *line)
         size_t start = pos;
         while (pos < len && buf[pos] >= '0' && buf[pos] <= '9')
             pos++;
-        if (pos == start || (pos < len && buf[pos] != '\n') || pos - start > 20 ||
-            (pos - start == 20 && memcmp(buf + start, "18446744073709551615", 20) > 0)) {
+        size_t sig = start; /* leading zeros are allowed and never overflow */
+        while (sig + 1 < pos && buf[sig] == '0')
+            sig++;
+        if (pos == start || (pos < len && buf[pos] != '\n') || pos - sig > 20 ||
+            (pos - sig == 20 && memcmp(buf + sig, "18446744073709551615", 20) > 0)) {
             *line = l;
             return PSI_APP_PERM_SYNTAX;
         }
