@@ -162,7 +162,10 @@ int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
  *  above).  The header is checked before allocating: another type gives
  *  PSI_NET_EFRAME ("expected a <name> frame, got a <name> frame"), a
  *  longer payload gives PSI_NET_EFRAME ("<name> frame of N bytes is
- *  larger than the limit M").  progress as for psi_net_send.
+ *  larger than the limit M").  The payload's buffer starts at 1 MiB (or the
+ *  payload's length, if smaller) and doubles as bytes arrive: a header
+ *  claiming more than the peer then sends costs at most twice what it sent.
+ *  progress as for psi_net_send.
  *  Returns: 0 or an error above.  Out: *payload (malloc'd, at least 1 byte,
  *  freed by the caller; NULL on failure), *len. */
 int psi_net_recv(psi_net_conn *c, int expect, size_t max_len, uint8_t **payload,

@@ -453,22 +453,35 @@ static int recv_header(net_op *op, int *type, uint64_t *len)
 
 /* Fills buf with the payload: first what the receive buffer holds, then
  * straight from the socket.  Returns: 0 or an error code. */
-static int recv_payload(net_op *op, uint8_t *buf, psi_net_progress_fn fn, void *arg)
+static int recv_payload(net_op *op, uint8_t **bufp, size_t *cap, psi_net_progress_fn fn,
+                        void *arg)
 {
     psi_net_conn *c = op->c;
     size_t n = c->rx_len < op->total ? c->rx_len : (size_t)op->total;
 
-    memcpy(buf, c->rx, n);
+    memcpy(*bufp, c->rx, n);
     rx_consume(c, n);
     op->done = n;
     while (op->done < op->total) {
         uint64_t left = op->total - op->done;
-        size_t got;
+        size_t got, want = left < NET_CHUNK ? (size_t)left : NET_CHUNK;
         short rev;
-        int rc = op_wait(op, POLLIN, &rev);
+        int rc;
 
+        // The buffer grows with the bytes that arrived, never to the
+        // length the header claims before they have.
+        if (op->done + want > *cap) {
+            size_t grow = *cap > op->total - *cap ? (size_t)op->total : 2 * *cap;
+            uint8_t *p = realloc(*bufp, grow);
+            if (p == NULL)
+                return psi_net_fail(c, PSI_NET_ENOMEM, "out of memory for a frame of %llu "
+                                    "bytes", (unsigned long long)op->total);
+            *bufp = p;
+            *cap = grow;
+        }
+        rc = op_wait(op, POLLIN, &rev);
         if (rc == 0)
-            rc = op_read(op, buf + op->done, left < NET_CHUNK ? (size_t)left : NET_CHUNK, &got);
+            rc = op_read(op, *bufp + op->done, want, &got);
         if (rc != 0)
             return rc;
         op->done += got;
@@ -484,6 +497,7 @@ int psi_net_recv(psi_net_conn *c, int expect, size_t max_len, uint8_t **payload,
     const char *want = psi_net_frame_name(expect);
     uint64_t plen;
     uint8_t *buf;
+    size_t cap;
     net_op op;
     int type, rc;
 
@@ -502,13 +516,15 @@ int psi_net_recv(psi_net_conn *c, int expect, size_t max_len, uint8_t **payload,
         return psi_net_fail(c, PSI_NET_EFRAME, "the %s frame of %llu bytes from the peer (%s) "
                         "is larger than the limit %zu", want, (unsigned long long)plen, c->peer,
                         max_len);
-    if ((buf = malloc(plen > 0 ? (size_t)plen : 1)) == NULL)
+    // At first what fits in the receive buffer's slice; then see recv_payload.
+    cap = plen < NET_CHUNK ? (plen > 0 ? (size_t)plen : 1) : NET_CHUNK;
+    if ((buf = malloc(cap)) == NULL)
         return psi_net_fail(c, PSI_NET_ENOMEM, "out of memory for the %s frame of %llu bytes",
                         want, (unsigned long long)plen);
     rx_consume(c, NET_HDR);
     op.in_payload = 1;
     op.total = plen;
-    if ((rc = recv_payload(&op, buf, progress, progress_arg)) != 0) {
+    if ((rc = recv_payload(&op, &buf, &cap, progress, progress_arg)) != 0) {
         free(buf);
         return rc;
     }

@@ -78,7 +78,7 @@ static int tls_read_file(uint8_t **buf, size_t *len, const char *path, const cha
         close(fd);
         return tls_err(err, err_len, "%s %s: larger than %zu bytes", what, path, TLS_FILE_MAX);
     }
-    if ((p = malloc((size_t)st.st_size + 1)) == NULL) {
+    if ((p = OPENSSL_malloc((size_t)st.st_size + 1)) == NULL) { // freed by OpenSSL
         close(fd);
         return tls_err(err, err_len, "%s %s: out of memory", what, path);
     }
@@ -147,7 +147,7 @@ static int tls_load_identity(SSL_CTX *ctx, const psi_net_tls_opts *o, char *err,
             goto done;
         }
     BIO_free(b);
-    free(text);
+    OPENSSL_free(text);
     b = NULL;
     text = NULL;
     ERR_clear_error(); // the end of the file
@@ -196,7 +196,7 @@ static int tls_load_ca(SSL_CTX *ctx, const char *path, char *err, size_t err_len
         n++;
     }
     BIO_free(b);
-    free(text);
+    OPENSSL_free(text);
     if (n == 0)
         return tls_err(err, err_len, "CA file %s: no PEM certificate in it", path);
     ERR_clear_error();

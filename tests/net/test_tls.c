@@ -26,6 +26,7 @@
 #include "app_clock.h"
 #include "net.h"
 #include "net_tls.h"
+#include "psi.h"
 #include "test_certs_set.h"
 #include "tls_common.h"
 
@@ -659,6 +660,10 @@ int main(void)
     char err[512];
     int rc;
 
+    // As `shardpsi` does: OpenSSL's memory through the library's wiping
+    // allocator, so that a buffer the TLS layer frees the wrong way fails here.
+    if (psi_openssl_wipe_on_free() != PSI_OK)
+        return 1;
     snprintf(tt_dir, sizeof tt_dir, "/tmp/psi-tls-XXXXXX");
     if (mkdtemp(tt_dir) == NULL || test_certs_write(tt_dir) != 0)
         return 1;
