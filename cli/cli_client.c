@@ -42,6 +42,7 @@ typedef struct client_ctx {
     psi_net_conn conn;
     psi_app_progress prog;
     psi_engine *key;       // from --key-file; NULL: a fresh key
+    psi_net_tls *tls;      // NULL: --no-tls
     psi_shards *g;
     psi_net_handshake hello, accept;
     uint8_t *setup, *response, *perm;
@@ -52,7 +53,10 @@ typedef struct client_ctx {
 void psi_cli_client_usage(FILE *out)
 {
     fprintf(out,
-        "Usage: shardpsi client --connect HOST:PORT --input FILE --output FILE [options]\n"
+        "Usage: shardpsi client --connect HOST:PORT --input FILE --output FILE TRANSPORT\n"
+        "                       [options]\n"
+        "TRANSPORT: --tls-cert CERT --tls-key KEY (--tls-ca CA | --tls-peer-key FP),\n"
+        "or --no-tls on loopback (see below)\n"
         "\n"
         "Runs one private set intersection with the `shardpsi server` at HOST:PORT on the\n"
         "values of FILE, and writes the result to FILE ('-': stdout) only when the\n"
@@ -94,11 +98,14 @@ void psi_cli_client_usage(FILE *out)
         "  --timeout S          give up when the server sends nothing for S seconds\n"
         "                       (default %d); both sides send keepalives while working\n"
         "  --progress           progress lines on stderr even when it is not a\n"
-        "                       terminal (--no-progress: never)\n"
+        "                       terminal (--no-progress: never)\n",
+        PSI_NET_DEFAULT_MAX_PEER, PSI_NET_DEFAULT_TIMEOUT_S);
+    psi_cli_round_transport_usage(out, 0);
+    fprintf(out,
         "\n"
         "Exit status: 0 success, 1 when the round failed (the message says why; no\n"
-        "output file is written), 2 for a usage error or unreadable input.\n",
-        PSI_NET_DEFAULT_MAX_PEER, PSI_NET_DEFAULT_TIMEOUT_S);
+        "output file is written), 2 for a usage error or an unreadable input,\n"
+        "certificate or TLS key file.\n");
 }
 
 /* The client's own options (psi_cli_own_opt_fn): --output and one output
@@ -212,16 +219,38 @@ static int client_shards(client_ctx *s)
     return rc != PSI_OK ? client_fail_psi(s, what, rc) : 0;
 }
 
-/* Connects, sends the HELLO, receives and checks the ACCEPT. */
-static int client_handshake(client_ctx *s)
+/* Connects and authenticates the server (TLS, unless --no-tls). */
+static int client_connect(client_ctx *s)
 {
-    uint8_t hello[PSI_NET_HANDSHAKE_MAX_BYTES], *buf = NULL;
-    size_t len = 0, hello_len;
+    char host[256], port[16];
     int rc;
 
     if ((rc = psi_net_connect(&s->conn, s->o->net.addr, s->o->net.timeout_ms)) != 0)
         return client_fail_net(s, rc);
-    psi_net_progress_attach(&s->prog, &s->conn);
+    // Until the ACCEPT: one deadline, and no keepalives.
+    s->conn.deadline_ms = psi_app_now_ms() + s->o->net.handshake_timeout_ms;
+    s->conn.no_keepalive = 1;
+    if (s->tls == NULL)
+        return 0;
+    if (psi_net_parse_addr(host, sizeof host, port, sizeof port, s->o->net.addr, s->err,
+                           sizeof s->err) != 0)
+        return client_fail(s, 0, s->err);
+    if ((rc = psi_net_tls_handshake(&s->conn, s->tls, host, s->conn.deadline_ms)) != 0)
+        return client_fail_net(s, rc);
+    psi_app_progress_note(&s->prog, "connected to %s over TLS 1.3: %s", s->conn.peer,
+                          s->conn.peer_id);
+    return 0;
+}
+
+/* Connects, sends the HELLO, receives and checks the ACCEPT. */
+static int client_handshake(client_ctx *s)
+{
+    uint8_t hello[PSI_NET_HANDSHAKE_BYTES], *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (client_connect(s) != 0)
+        return -1;
     s->hello.version = PSI_NET_PROTOCOL_VERSION;
     s->hello.reveal = s->o->mode != CLIENT_COUNT;
     s->hello.association = s->o->mode == CLIENT_ASSOCIATION;
@@ -229,8 +258,8 @@ static int client_handshake(client_ctx *s)
     s->hello.fpr = s->o->net.fpr;
     s->hello.n = s->in.n;
     s->hello.suite = s->o->net.suite;
-    hello_len = psi_net_handshake_encode(hello, &s->hello);
-    rc = psi_net_send(&s->conn, PSI_NET_FRAME_HELLO, hello, hello_len, NULL, NULL);
+    psi_net_handshake_encode(hello, &s->hello);
+    rc = psi_net_send(&s->conn, PSI_NET_FRAME_HELLO, hello, sizeof hello, NULL, NULL);
     if (rc == 0)
         rc = psi_net_recv(&s->conn, PSI_NET_FRAME_ACCEPT, PSI_NET_MSG_MAX, &buf,
                               &len, NULL, NULL);
@@ -241,7 +270,12 @@ static int client_handshake(client_ctx *s)
     if (rc == 0)
         rc = psi_net_session_check_accept(&s->accept, &s->hello, s->o->net.max_peer,
                                           s->err, sizeof s->err);
-    return rc != 0 ? client_fail(s, 1, s->err) : 0;
+    if (rc != 0)
+        return client_fail(s, 1, s->err);
+    s->conn.deadline_ms = 0;
+    s->conn.no_keepalive = 0;
+    psi_net_progress_attach(&s->prog, &s->conn);
+    return 0;
 }
 
 /* Receives a frame of `type` with at most max bytes, showing progress. */
@@ -253,9 +287,9 @@ static int client_recv(client_ctx *s, int type, size_t max, const char *step,
     return rc != 0 ? client_fail_net(s, rc) : 0;
 }
 
-/* Masks and sends the request, receiving the setup in between (the server
- * sends it first: PROTOCOL.md §15.3), then receives the response (and the
- * permutation of the association table). */
+/* Masks and sends the request (the client commits to its size first:
+ * PROTOCOL.md §15.3), then receives and checks the setup and receives the
+ * response (and the permutation of the association table). */
 static int client_exchange(client_ctx *s)
 {
     psi_setup_params p;
@@ -273,21 +307,23 @@ static int client_exchange(client_ctx *s)
         free(req);
         return client_fail_psi(s, "cannot build the request", rc);
     }
-    psi_net_session_params(&p, &s->accept, s->in.n);
-    if ((rc = psi_setup_bound(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK) {
-        free(req);
-        return client_fail_psi(s, "the server's setup parameters", rc);
-    }
-    if (client_recv(s, PSI_NET_FRAME_SETUP, setup_cap, "receiving the setup", &s->setup,
-                    &s->setup_len) != 0) {
-        free(req);
-        return -1;
-    }
     rc = psi_net_progress_send(&s->prog, &s->conn, PSI_NET_FRAME_REQUEST, req, len,
                                "sending the request");
     free(req);
     if (rc != 0)
         return client_fail_net(s, rc);
+    psi_net_session_params(&p, &s->accept);
+    if ((rc = psi_setup_bound(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK)
+        return client_fail_psi(s, "the server's setup parameters", rc);
+    if (client_recv(s, PSI_NET_FRAME_SETUP, setup_cap, "receiving the setup", &s->setup,
+                    &s->setup_len) != 0)
+        return -1;
+    // Only a setup an honest server of the announced size sends: a hostile
+    // one cannot make matching cost more than the agreed parameters do.
+    rc = psi_setup_check(suite, &p, s->accept.n, s->setup, s->setup_len);
+    if (rc != PSI_OK)
+        return client_fail_psi(s, "the server's setup is not one of the agreed parameters",
+                               rc);
     if (client_recv(s, PSI_NET_FRAME_RESPONSE, psi_response_bound(suite, s->in.n),
                     "receiving the response", &s->response, &s->response_len) != 0)
         return -1;
@@ -460,6 +496,9 @@ int psi_cli_cmd_client(int argc, char **argv)
     } else if (psi_app_output_open(&s.out, o.output, s.err, sizeof s.err) != 0) {
         psi_app_error("client: %s", s.err);
         rc = PSI_APP_EXIT_USAGE;
+    } else if (psi_cli_round_transport(&s.tls, &o.net, "client", 0) != 0) {
+        rc = PSI_APP_EXIT_USAGE;
+        psi_app_output_abort(&s.out);
     } else if (client_key(&s) != 0) {
         rc = PSI_APP_EXIT_USAGE;
         psi_app_output_abort(&s.out);
@@ -474,6 +513,7 @@ int psi_cli_cmd_client(int argc, char **argv)
     psi_net_close(&s.conn);
     psi_shards_free(s.g);
     psi_engine_free(s.key);
+    psi_net_tls_free(s.tls);
     free(s.setup);
     free(s.response);
     free(s.perm);

@@ -28,6 +28,11 @@ int psi_cli_cmd_client(int argc, char **argv);
 /** Prints the help of `shardpsi client` to `out`. */
 void psi_cli_client_usage(FILE *out);
 
+/** `shardpsi tls-keygen ...` (cli_tls_keygen.c). */
+int psi_cli_cmd_tls_keygen(int argc, char **argv);
+/** Prints the help of `shardpsi tls-keygen` to `out`. */
+void psi_cli_tls_keygen_usage(FILE *out);
+
 /** `shardpsi keygen|setup|request|response|match ...`, the offline commands
  *  (cli_offline.c); argv[0] names the command. */
 int psi_cli_cmd_offline(int argc, char **argv);

@@ -16,6 +16,7 @@ static void session_opts_default(psi_cli_round_opts *o)
     o->progress = -1;
     o->max_peer = PSI_NET_DEFAULT_MAX_PEER;
     o->structure = PSI_NET_STRUCTURE_ANY;
+    o->handshake_timeout_ms = PSI_NET_DEFAULT_HANDSHAKE_TIMEOUT_S * 1000;
 }
 
 /* Parses a --structure value. */
@@ -50,6 +51,9 @@ static int session_common_opt(psi_cli_round_opts *o, int argc, char **argv, int 
     }
     if (strcmp(argv[*i], "--lines") == 0)
         return o->lines = 1, 1;
+    int rc = psi_cli_round_transport_opt(o, argc, argv, i, cmd);
+    if (rc != 0)
+        return rc;
 #define SESSION_OPT(name) (snprintf(what, sizeof what, "%s: %s", cmd, name), \
                            psi_app_opt_value(argc, argv, i, name, &v))
     if (SESSION_OPT("--input"))

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "net_session.h"
+#include "net_tls.h"
 
 /** Options of both commands. */
 typedef struct psi_cli_round_opts {
@@ -27,6 +28,12 @@ typedef struct psi_cli_round_opts {
     int suite;                // --suite (psi_suite), default openmined-p256
     int input_replaced;       // set by a command's own option that stands in
                               // for --input (`shardpsi server --setup`)
+    // The transport (cli_round_transport.c)
+    psi_net_tls_opts tls;     // --tls-cert, --tls-key, --tls-ca, --tls-peer-key,
+                              // --tls-name (client)
+    int no_tls;               // --no-tls: plain TCP
+    int trusted_network;      // --trusted-network: plain TCP beyond loopback
+    int handshake_timeout_ms; // --handshake-timeout (seconds on the command line)
 } psi_cli_round_opts;
 
 /** A command's own options: parses argv[*i] if it is one.  Returns: 1 if it
@@ -45,5 +52,27 @@ typedef int (*psi_cli_own_opt_fn)(void *arg, int argc, char **argv, int *i);
 int psi_cli_round_parse(psi_cli_round_opts *o, int argc, char **argv, const char *cmd,
                       const char *addr_opt, void (*usage)(FILE *out),
                       psi_cli_own_opt_fn own, void *own_arg);
+
+/** Parses argv[*i] if it is a transport option of `cmd` ("server" or
+ *  "client"; --tls-name is the client's).  Returns: 1 if it was, 0 if not,
+ *  -1 after a usage message. */
+int psi_cli_round_transport_opt(psi_cli_round_opts *o, int argc, char **argv, int *i,
+                                const char *cmd);
+
+/** The transport of a parsed command line, before any connection: with
+ *  --no-tls, checks that no TLS option is given and that o->addr is on
+ *  loopback unless --trusted-network (*t = NULL); otherwise makes the TLS
+ *  context (psi_net_tls_new), which needs --tls-cert, --tls-key and one of
+ *  --tls-ca and --tls-peer-key.  Returns: 0, or -1 after a message naming
+ *  `cmd` (exit status 2).  Out: *t. */
+int psi_cli_round_transport(psi_net_tls **t, const psi_cli_round_opts *o, const char *cmd,
+                            int is_server);
+
+/** A few words on the transport for the log: "TLS 1.3, CA ca.pem",
+ *  "TLS 1.3, pinned peer key" or "plain TCP, no TLS". */
+void psi_cli_round_transport_name(char *out, size_t cap, const psi_cli_round_opts *o);
+
+/** Prints the transport section of a command's help. */
+void psi_cli_round_transport_usage(FILE *out, int is_server);
 
 #endif /* PSI_CLI_ROUND_H */

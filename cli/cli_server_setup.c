@@ -215,16 +215,21 @@ static int setup_check_raw(setup_load *l, const psi_net_handshake *self)
 {
     psi_cli_server_setup *ss = l->ss;
     const char *path = l->so->setup;
-    uint64_t size;
+    psi_net_handshake h = *self;
+    psi_setup_params p;
 
     if (l->so->num_client != 0) {
         snprintf(l->err, l->err_len, "--num-client-inputs is for a gcs or bloom "
                  "setup, and %s is raw", path);
         return -1;
     }
-    // A raw setup's size is exact: a longer file holds more (unknown
-    // fields) than a client would accept.
-    if (psi_net_session_prebuilt_size(&size, self, 1, ss->pb.len) != 0 || size > ss->n) {
+    // A raw setup is exactly its elements: a client checks it as the setup
+    // of n = its element count (psi_setup_check), and refuses anything more
+    // (unknown fields).
+    h.setup_clients = 1;
+    psi_net_session_params(&p, &h);
+    ss->pb.n = ss->n;
+    if (psi_setup_check(self->suite, &p, ss->n, ss->bytes, ss->pb.len) != PSI_OK) {
         snprintf(l->err, l->err_len, "setup file %s holds more than the raw setup "
                  "of its %zu elements (not made by shardpsi setup?)", path, ss->n);
         return -1;
@@ -243,7 +248,6 @@ static int setup_check_sized(setup_load *l, const psi_net_handshake *self)
     const char *path = l->so->setup, *st = psi_app_structure_name(ss->pb.structure);
     size_t num_client = l->so->num_client;
     double fpr = l->net->fpr;
-    uint64_t size;
 
     if (num_client == 0) {
         snprintf(l->err, l->err_len, "setup file %s holds a %s setup: give "
@@ -256,9 +260,11 @@ static int setup_check_sized(setup_load *l, const psi_net_handshake *self)
                  path, st);
         return -1;
     }
-    if (psi_net_session_prebuilt_size(&size, self, num_client, ss->pb.len) != 0) {
-        snprintf(l->err, l->err_len, "setup file %s is larger than any %s setup of "
-                 "--fpr %g for --num-client-inputs %zu can be: give the values shardpsi setup "
+    // The n the ACCEPT announces: the smallest a client's check accepts.
+    if (psi_net_session_prebuilt_size(&ss->pb.n, self, num_client, ss->bytes,
+                                      ss->pb.len) != 0) {
+        snprintf(l->err, l->err_len, "setup file %s is not a %s setup of --fpr %g for "
+                 "--num-client-inputs %zu of any size: give the values shardpsi setup "
                  "was given", path, st, fpr, num_client);
         return -1;
     }

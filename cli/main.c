@@ -25,6 +25,9 @@ static const char psi_main_usage_text[] =
     "  client [options]       run an intersection with a shardpsi server and write\n"
     "                         the result (--connect HOST:PORT --input FILE\n"
     "                         --output FILE)\n"
+    "  tls-keygen --cert CERT --key KEY  make a TLS key and self-signed\n"
+    "                         certificate for server/client and print the key's\n"
+    "                         fingerprint, for the peer's --tls-peer-key\n"
     "  keygen --output KEY    write a new key file (mode 0600) for the offline\n"
     "                         commands below, which run one step each with\n"
     "                         their messages in files (the wire bytes):\n"
@@ -70,6 +73,7 @@ static const psi_main_cmd psi_main_cmds[] = {
     {"bench", psi_bench_cmd, psi_bench_usage},
     {"server", psi_cli_cmd_server, psi_cli_server_usage},
     {"client", psi_cli_cmd_client, psi_cli_client_usage},
+    {"tls-keygen", psi_cli_cmd_tls_keygen, psi_cli_tls_keygen_usage},
     {"keygen", psi_cli_cmd_offline, NULL},
     {"setup", psi_cli_cmd_offline, NULL},
     {"request", psi_cli_cmd_offline, NULL},

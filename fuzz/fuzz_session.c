@@ -2,13 +2,15 @@
  * net_session.h alone, so it follows that format as it changes.  Input:
  * byte 0 cuts the rest into two records A and B (A's length is byte 0
  * modulo the rest's length plus one); byte 1 (part of A's record as well)
- * picks max_peer.  Contracts: a record that decodes re-encodes to exactly
- * its bytes; a refusal has a message; a HELLO A that passes
- * psi_net_session_check_hello against B has n <= max_peer and B's suite;
- * an ACCEPT B that passes psi_net_session_check_accept for the HELLO A has
- * n <= max_peer, a concrete structure, and A's suite; when both
- * psi_net_session_check_prebuilt accepts, self->n is what
- * psi_net_session_prebuilt_size announces for gcs and Bloom. */
+ * picks max_peer.  Contracts: a record that decodes is
+ * PSI_NET_HANDSHAKE_BYTES long and re-encodes to exactly its bytes; a
+ * refusal has a message; a HELLO A that passes psi_net_session_check_hello
+ * against B has n <= max_peer, setup_clients 0 and B's suite; an ACCEPT B
+ * that passes psi_net_session_check_accept for the HELLO A has n <=
+ * max_peer, a concrete structure, A's suite and a setup_clients of at
+ * least A's n and at most max(max_peer, A's n); when
+ * psi_net_session_check_prebuilt accepts, the ACCEPT it makes announces the
+ * file's n and, for gcs and Bloom, its client count. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,7 @@ static void ses_fail(const char *what)
 static int decode(psi_net_handshake *h, const uint8_t *p, size_t len)
 {
     char err[512];
-    uint8_t again[PSI_NET_HANDSHAKE_MAX_BYTES + 64];
+    uint8_t again[PSI_NET_HANDSHAKE_BYTES];
     err[0] = '\0';
     memset(h, 0, sizeof *h);
     if (psi_net_handshake_decode(h, p, len, "the peer", err, sizeof err) != 0) {
@@ -34,26 +36,10 @@ static int decode(psi_net_handshake *h, const uint8_t *p, size_t len)
             ses_fail("decode refused without a message");
         return 0;
     }
-    size_t n = psi_net_handshake_encode(again, h);
-    if (n > PSI_NET_HANDSHAKE_MAX_BYTES)
-        ses_fail("encode longer than PSI_NET_HANDSHAKE_MAX_BYTES");
-    /* The re-encoding is the record's start.  Not always all of it: the
-     * decoder also takes a 29-byte record whose suite byte is 0
-     * (openmined-p256), which the encoder writes as 28 bytes
-     * (regressions/session/suite-byte-0); that record must still mean
-     * the same handshake. */
-    if (n > len || memcmp(again, p, n) != 0)
+    if (len != PSI_NET_HANDSHAKE_BYTES ||
+        psi_net_handshake_encode(again, h) != PSI_NET_HANDSHAKE_BYTES ||
+        memcmp(again, p, len) != 0)
         ses_fail("a decoded handshake does not re-encode to its bytes");
-    if (n != len) {
-        psi_net_handshake h2;
-        char err2[512];
-        if (psi_net_handshake_decode(&h2, again, n, "the peer", err2, sizeof err2) != 0 ||
-            h2.version != h->version || h2.reveal != h->reveal ||
-            h2.association != h->association || h2.structure != h->structure ||
-            memcmp(&h2.fpr, &h->fpr, sizeof h->fpr) != 0 || h2.n != h->n ||
-            h2.suite != h->suite)
-            ses_fail("a longer record means another handshake than its re-encoding");
-    }
     return 1;
 }
 
@@ -78,6 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ses_fail("check_hello passed a HELLO of more than max_peer values");
         if (a.suite != b.suite)
             ses_fail("check_hello passed a HELLO of another suite");
+        if (a.setup_clients != 0)
+            ses_fail("check_hello passed a HELLO with setup_clients");
     } else if (err[0] == '\0') {
         ses_fail("check_hello refused without a message");
     }
@@ -89,27 +77,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ses_fail("check_accept passed an ACCEPT without a structure");
         if (a.suite != b.suite)
             ses_fail("check_accept passed an ACCEPT of another suite");
+        if (b.setup_clients < a.n || b.setup_clients > (max_peer > a.n ? max_peer : a.n))
+            ses_fail("check_accept passed a setup for another client count");
         psi_setup_params p;
-        psi_net_session_params(&p, &b, a.n);
+        psi_net_session_params(&p, &b);
         if (p.num_client_inputs < 1)
             ses_fail("session params with num_client_inputs < 1");
     } else if (err[0] == '\0') {
         ses_fail("check_accept refused without a message");
     }
-    /* B as the server's own settings with a prebuilt file of
-     * (byte 1 * 7) bytes for at most a.n client values */
+    /* B as the server's own settings with a prebuilt file of (byte 1 * 7)
+     * bytes announcing B's n, for at most byte 1 client values */
     if (b.structure == PSI_NET_STRUCTURE_ANY)
         return 0;
-    psi_net_prebuilt pb = {b.structure, (size_t)data[1] * 7 + 2, a.n};
+    psi_net_prebuilt pb = {b.structure, (size_t)data[1] * 7 + 2, data[1], b.n};
     psi_net_handshake self = b;
     err[0] = '\0';
     if (psi_net_session_check_prebuilt(&a, &self, &pb, max_peer, err, sizeof err) == 0) {
-        if (a.n > max_peer || a.n > pb.num_client)
+        if (a.n > max_peer || (b.structure != PSI_STRUCTURE_RAW && a.n > pb.num_client))
             ses_fail("check_prebuilt passed a client beyond its limits");
-        uint64_t n;
-        if (b.structure != PSI_STRUCTURE_RAW &&
-            (psi_net_session_prebuilt_size(&n, &b, a.n, pb.len) != 0 || n != self.n))
-            ses_fail("check_prebuilt announced another n than prebuilt_size");
+        if (self.n != pb.n ||
+            self.setup_clients != (b.structure == PSI_STRUCTURE_RAW ? a.n : pb.num_client))
+            ses_fail("check_prebuilt announced another n or client count than the file's");
     } else if (err[0] == '\0') {
         ses_fail("check_prebuilt refused without a message");
     }

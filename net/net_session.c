@@ -10,7 +10,7 @@
 
 static const char session_magic[8] = {'S', 'H', 'A', 'R', 'D', 'P', 'S', 'I'};
 
-size_t psi_net_handshake_encode(uint8_t out[PSI_NET_HANDSHAKE_MAX_BYTES],
+size_t psi_net_handshake_encode(uint8_t out[PSI_NET_HANDSHAKE_BYTES],
                                 const psi_net_handshake *h)
 {
     uint64_t fpr_bits;
@@ -22,10 +22,9 @@ size_t psi_net_handshake_encode(uint8_t out[PSI_NET_HANDSHAKE_MAX_BYTES],
     out[11] = (uint8_t)h->structure;
     psi_app_store_be(out + 12, fpr_bits, 8);
     psi_app_store_be(out + 20, h->n, 8);
-    if (h->suite == PSI_SUITE_OPENMINED_P256)
-        return PSI_NET_HANDSHAKE_BYTES;
-    out[PSI_NET_HANDSHAKE_BYTES] = (uint8_t)h->suite;
-    return PSI_NET_HANDSHAKE_MAX_BYTES;
+    out[28] = (uint8_t)h->suite;
+    psi_app_store_be(out + 29, h->setup_clients, 8);
+    return PSI_NET_HANDSHAKE_BYTES;
 }
 
 int psi_net_handshake_decode(psi_net_handshake *h, const uint8_t *p, size_t len,
@@ -41,12 +40,15 @@ int psi_net_handshake_decode(psi_net_handshake *h, const uint8_t *p, size_t len,
     }
     h->version = (unsigned)psi_app_load_be(p + 8, 2);
     if (h->version != PSI_NET_PROTOCOL_VERSION) {
-        snprintf(err, err_len, "protocol version: %s speaks version %u, this side %u",
-                 from, h->version, PSI_NET_PROTOCOL_VERSION);
+        snprintf(err, err_len, "protocol version: %s speaks version %u, this side version "
+                 "%u (%s)", from, h->version, PSI_NET_PROTOCOL_VERSION,
+                 h->version < PSI_NET_PROTOCOL_VERSION
+                     ? "upgrade the other side: this side sends the setup only after "
+                       "the client's request"
+                     : "upgrade this side");
         return -1;
     }
-    if ((len != PSI_NET_HANDSHAKE_BYTES && len != PSI_NET_HANDSHAKE_MAX_BYTES) ||
-        (p[10] & ~3u) != 0) {
+    if (len != PSI_NET_HANDSHAKE_BYTES || (p[10] & ~3u) != 0) {
         snprintf(err, err_len, "%s sent a malformed handshake (%zu bytes, flags %u)",
                  from, len, len > 10 ? p[10] : 0u);
         return -1;
@@ -57,8 +59,8 @@ int psi_net_handshake_decode(psi_net_handshake *h, const uint8_t *p, size_t len,
     fpr_bits = psi_app_load_be(p + 12, 8);
     memcpy(&h->fpr, &fpr_bits, sizeof h->fpr);
     h->n = psi_app_load_be(p + 20, 8);
-    h->suite = len > PSI_NET_HANDSHAKE_BYTES ? p[PSI_NET_HANDSHAKE_BYTES]
-                                             : PSI_SUITE_OPENMINED_P256;
+    h->suite = p[28];
+    h->setup_clients = psi_app_load_be(p + 29, 8);
     if (psi_suite_name(h->suite) == NULL) {
         snprintf(err, err_len, "suite: %s uses suite number %d, unknown to this side "
                  "(which knows " PSI_APP_SUITE_NAMES ")", from, h->suite);
@@ -75,14 +77,14 @@ int psi_net_handshake_decode(psi_net_handshake *h, const uint8_t *p, size_t len,
     return 0;
 }
 
-void psi_net_session_params(psi_setup_params *p, const psi_net_handshake *accept,
-                            uint64_t client_n)
+void psi_net_session_params(psi_setup_params *p, const psi_net_handshake *accept)
 {
+    uint64_t m = accept->setup_clients;
+
     memset(p, 0, sizeof *p);
     p->structure = (psi_structure)accept->structure;
     p->fpr = accept->fpr;
-    p->num_client_inputs = client_n > 0 ? (int64_t)(client_n > INT64_MAX ? INT64_MAX
-                                                                          : client_n) : 1;
+    p->num_client_inputs = m > 0 ? (int64_t)(m > INT64_MAX ? INT64_MAX : m) : 1;
 }
 
 /* The client's request for the server's setup parameters. */
@@ -104,7 +106,7 @@ static int session_check_params(const psi_net_handshake *hello,
                  hello->fpr, self->fpr);
         return -1;
     }
-    psi_net_session_params(&p, self, hello->n);
+    psi_net_session_params(&p, self);
     rc = psi_setup_bound(&bound, self->suite, &p, (size_t)self->n);
     if (rc == PSI_E_PARAM_OVERFLOW || rc == PSI_E_FPR) {
         snprintf(err, err_len, "fpr %g is too small for a %s setup of %llu values "
@@ -153,35 +155,38 @@ int psi_net_session_check_hello(const psi_net_handshake *hello,
                  (unsigned long long)hello->n, (unsigned long long)max_peer);
         return -1;
     }
+    if (hello->setup_clients != 0) {
+        snprintf(err, err_len, "the client sent a HELLO with setup_clients %llu (must be 0)",
+                 (unsigned long long)hello->setup_clients);
+        return -1;
+    }
     return session_check_params(hello, self, err, err_len);
 }
 
-/* Whether a setup of n values with self's parameters, for a client of
- * client_n, may be len bytes long. */
-static int session_covers(const psi_net_handshake *self, uint64_t client_n, uint64_t n,
-                          size_t len)
+/* Whether psi_setup_check accepts the prebuilt setup for n server values. */
+static int session_accepts(const psi_net_handshake *self, const psi_setup_params *p,
+                           uint64_t n, const uint8_t *bytes, size_t len)
 {
-    psi_setup_params p;
-    size_t bound = 0;
-
-    psi_net_session_params(&p, self, client_n);
-    return psi_setup_bound(&bound, self->suite, &p, (size_t)n) == PSI_OK &&
-           bound >= len;
+    return psi_setup_check(self->suite, p, n, bytes, len) == PSI_OK;
 }
 
 int psi_net_session_prebuilt_size(uint64_t *n, const psi_net_handshake *self,
-                                  uint64_t client_n, size_t len)
+                                  uint64_t num_client, const uint8_t *bytes, size_t len)
 {
     // Sizes a handshake can carry and the peer's frame bounds can take.
     const uint64_t limit = SIZE_MAX / PSI_ELEMENT_WIRE_BYTES;
+    psi_net_handshake h = *self;
+    psi_setup_params p;
     uint64_t lo = 0, hi = 1;
 
+    h.setup_clients = num_client;
+    psi_net_session_params(&p, &h);
     *n = 0;
-    if (session_covers(self, client_n, 0, len))
+    if (session_accepts(self, &p, 0, bytes, len))
         return 0;
-    // lo does not cover, hi does: doubling, then halving the gap.  The
-    // result covers even if the bound were not monotonic in n.
-    while (!session_covers(self, client_n, hi, len)) {
+    // lo is refused, hi accepted: doubling, then halving the gap (the check
+    // is monotonic in n for gcs and Bloom: "at most n values").
+    while (!session_accepts(self, &p, hi, bytes, len)) {
         if (hi > limit / 2)
             return -1;
         lo = hi;
@@ -189,7 +194,7 @@ int psi_net_session_prebuilt_size(uint64_t *n, const psi_net_handshake *self,
     }
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (session_covers(self, client_n, mid, len))
+        if (session_accepts(self, &p, mid, bytes, len))
             hi = mid;
         else
             lo = mid;
@@ -204,6 +209,8 @@ int psi_net_session_check_prebuilt(const psi_net_handshake *hello, psi_net_hands
 {
     const char *st = psi_app_structure_name(pb->structure);
 
+    self->n = pb->n;
+    self->setup_clients = hello->n;
     if (pb->structure != PSI_STRUCTURE_RAW) {
         if (hello->suite == self->suite && hello->n > pb->num_client) {
             snprintf(err, err_len, "the client announces %llu values, more than the %llu "
@@ -215,25 +222,9 @@ int psi_net_session_check_prebuilt(const psi_net_handshake *hello, psi_net_hands
                      (unsigned long long)pb->num_client);
             return -1;
         }
-        // A client of another suite or beyond the cap: check_hello says so.
-        self->n = 0;
-        if (hello->suite == self->suite && hello->n <= max_peer &&
-            psi_net_session_prebuilt_size(&self->n, self, hello->n, pb->len) != 0) {
-            snprintf(err, err_len, "the %s setup file (%zu bytes) is larger than any %s "
-                     "setup of fpr %g can be: were --fpr and --num-client-inputs those "
-                     "of shardpsi setup?", st, pb->len, st, self->fpr);
-            return -1;
-        }
+        self->setup_clients = pb->num_client;
     }
-    if (psi_net_session_check_hello(hello, self, max_peer, err, err_len) != 0)
-        return -1;
-    if (!session_covers(self, hello->n, self->n, pb->len)) {
-        snprintf(err, err_len, "the %s setup file (%zu bytes) is larger than the setup "
-                 "of %llu values the handshake announces", st, pb->len,
-                 (unsigned long long)self->n);
-        return -1;
-    }
-    return 0;
+    return psi_net_session_check_hello(hello, self, max_peer, err, err_len);
 }
 
 int psi_net_session_check_accept(const psi_net_handshake *accept,
@@ -274,6 +265,15 @@ int psi_net_session_check_accept(const psi_net_handshake *accept,
         snprintf(err, err_len, "the server announces %llu values, more than this client "
                  "accepts (--max-peer-values %llu)", (unsigned long long)accept->n,
                  (unsigned long long)max_peer);
+        return -1;
+    }
+    if (accept->setup_clients < hello->n ||
+        (accept->structure == PSI_STRUCTURE_RAW && accept->setup_clients != hello->n) ||
+        accept->setup_clients > (max_peer > hello->n ? max_peer : hello->n)) {
+        snprintf(err, err_len, "the server's setup is made for %llu client values, and this "
+                 "client has %llu (and accepts at most %llu)",
+                 (unsigned long long)accept->setup_clients, (unsigned long long)hello->n,
+                 (unsigned long long)(max_peer > hello->n ? max_peer : hello->n));
         return -1;
     }
     return 0;

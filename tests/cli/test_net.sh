@@ -44,7 +44,7 @@ show() {
 start_server() {
     local log=$1
     shift
-    "$psi" server --listen 127.0.0.1:0 --timeout 20 "$@" 2>"$log" >/dev/null \
+    "$psi" server --no-tls --listen 127.0.0.1:0 --timeout 20 "$@" 2>"$log" >/dev/null \
         <"${server_stdin:-/dev/null}" &
     spid=$!
     pids+=("$spid")
@@ -170,7 +170,7 @@ round() {
     shift
     cargs=("$@")
     start_server "$tmp/$name.server.err" "${sargs[@]}" || { src=x; crc=x; return; }
-    "$psi" client --connect "127.0.0.1:$port" --timeout 20 --output "$tmp/$name.out" \
+    "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --output "$tmp/$name.out" \
         "${cargs[@]}" 2>"$tmp/$name.client.err" >/dev/null
     crc=$?
     wait_pid "$spid"
@@ -229,7 +229,7 @@ expect_rc "association: client" 0 "$crc" "$tmp/assoc.client.err" "$tmp/assoc.ser
     awk 'NR == FNR { w[$1 + 2] = 1; next } (FNR in w)' "$tmp/want.raw.idx" "$tmp/client.csv"
 } | sed 's/\r$//' >"$tmp/want.csv.rows"
 server_stdin=$tmp/server.txt start_server "$tmp/csv.server.err" --input - --reveal
-"$psi" client --connect "127.0.0.1:$port" --input "$tmp/client.csv" --column name \
+"$psi" client --no-tls --connect "127.0.0.1:$port" --input "$tmp/client.csv" --column name \
     --output "$tmp/csv.out" 2>"$tmp/csv.client.err"
 crc=$?
 wait_pid "$spid"
@@ -241,7 +241,7 @@ fi
 
 # Output to stdout with "-".
 start_server "$tmp/stdout.server.err" --input "$tmp/server.txt" --reveal
-"$psi" client --connect "127.0.0.1:$port" --input "$tmp/client.txt" --indices \
+"$psi" client --no-tls --connect "127.0.0.1:$port" --input "$tmp/client.txt" --indices \
     --output - >"$tmp/stdout.out" 2>"$tmp/stdout.client.err"
 crc=$?
 wait_pid "$spid"
@@ -252,7 +252,7 @@ expect_rc "stdout: client" 0 "$crc" "$tmp/stdout.client.err" &&
 start_server "$tmp/keep.server.err" --input "$tmp/server.txt" --reveal --keep-serving
 "$peer" client-garbage "127.0.0.1:$port" 2>/dev/null
 for i in 1 2; do
-    "$psi" client --connect "127.0.0.1:$port" --input "$tmp/client.txt" --indices \
+    "$psi" client --no-tls --connect "127.0.0.1:$port" --input "$tmp/client.txt" --indices \
         --output "$tmp/keep$i.out" 2>"$tmp/keep$i.client.err"
     expect_rc "keep-serving: client $i" 0 $? "$tmp/keep$i.client.err" "$tmp/keep.server.err" &&
         expect_same "keep-serving: client $i" "$tmp/keep$i.out" "$tmp/want.raw.idx"
@@ -277,7 +277,7 @@ grep -q "masking" "$tmp/raw-rows.server.err" "$tmp/raw-rows.client.err" &&
 # client a pseudo-terminal).
 if command -v script >/dev/null 2>&1; then
     start_server "$tmp/tty.server.err" --input "$tmp/server.txt" --reveal
-    script -qec "'$psi' client --connect 127.0.0.1:$port --input '$tmp/client.txt' \
+    script -qec "'$psi' client --no-tls --connect 127.0.0.1:$port --input '$tmp/client.txt' \
         --output '$tmp/tty.out' --indices" /dev/null >"$tmp/tty.client.err" 2>&1
     expect_rc "tty: client" 0 $? "$tmp/tty.client.err"
     wait_pid "$spid"
@@ -289,7 +289,7 @@ else
 fi
 
 # IPv6 loopback, where the machine has it.
-"$psi" server --listen '[::1]:0' --input "$tmp/server.txt" --reveal --timeout 20 \
+"$psi" server --no-tls --listen '[::1]:0' --input "$tmp/server.txt" --reveal --timeout 20 \
     2>"$tmp/v6.server.err" >/dev/null </dev/null &
 spid=$!
 pids+=("$spid")
@@ -301,7 +301,7 @@ for _ in $(seq 1 100); do
     sleep 0.05
 done
 if [ -n "$port" ]; then
-    "$psi" client --connect "[::1]:$port" --input "$tmp/client.txt" --indices \
+    "$psi" client --no-tls --connect "[::1]:$port" --input "$tmp/client.txt" --indices \
         --output "$tmp/v6.out" 2>"$tmp/v6.client.err"
     expect_rc "ipv6: client" 0 $? "$tmp/v6.client.err" "$tmp/v6.server.err" &&
         expect_same "ipv6: result" "$tmp/v6.out" "$tmp/want.raw.idx"
@@ -356,7 +356,7 @@ expect_rc "key file reused: client" 0 "$crc" "$tmp/key2.client.err" &&
     expect_same "key file reused: result" "$tmp/key2.out" "$tmp/want.raw.idx"
 expect_grep "key file reused: server" "using the key of key file" "$tmp/key2.server.err"
 chmod 644 "$tmp/client.key"
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/k3.out" \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/k3.out" \
     --key-file "$tmp/client.key" 2>"$tmp/k3.err"
 expect_rc "key file readable by others" 2 $? "$tmp/k3.err"
 expect_grep "key file readable by others: message" "accessible to others \(mode 0644\)" \
@@ -364,7 +364,7 @@ expect_grep "key file readable by others: message" "accessible to others \(mode 
 chmod 600 "$tmp/client.key"
 printf 'zz%.0s' $(seq 1 32) >"$tmp/bad.key"
 chmod 600 "$tmp/bad.key"
-"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --key-file "$tmp/bad.key" \
+"$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp/server.txt" --key-file "$tmp/bad.key" \
     2>"$tmp/k4.err"
 expect_rc "malformed key file" 2 $? "$tmp/k4.err"
 expect_grep "malformed key file: message" "not a key \(expected 64 hex digits" "$tmp/k4.err"
@@ -405,7 +405,7 @@ disagree suite-default "suite: the client uses openmined-p256, the server uses r
 disagree suite-both "suite: the client uses ristretto255, the server uses p256-sswu" \
     --input "$tmp/server.txt" --reveal --suite p256-sswu -- \
     --input "$tmp/client.txt" --suite ristretto255
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/s1.out" \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/s1.out" \
     --suite p384 2>"$tmp/s1.err"
 expect_rc "unknown suite" 2 $? "$tmp/s1.err"
 expect_grep "unknown suite: message" "--suite: unknown suite 'p384'" "$tmp/s1.err"
@@ -425,13 +425,13 @@ round skey2 --input "$tmp/server.txt" --reveal --suite ristretto255 \
 expect_rc "ristretto255 key file reused: client" 0 "$crc" "$tmp/skey2.client.err" &&
     expect_same "ristretto255 key file reused: result" "$tmp/skey2.out" "$tmp/want.raw.idx"
 expect_grep "ristretto255 key file reused" "using the key of key file" "$tmp/skey2.server.err"
-"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" \
+"$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp/server.txt" \
     --key-file "$tmp/server.r255.key" 2>"$tmp/sk3.err"
 expect_rc "key file of another suite" 2 $? "$tmp/sk3.err"
 expect_grep "key file of another suite: message" \
     "holds a key of suite ristretto255, and this run uses suite openmined-p256: give --suite ristretto255" \
     "$tmp/sk3.err"
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/sk4.out" \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/sk4.out" \
     --suite p256-sswu --key-file "$tmp/fixed.client.key" 2>"$tmp/sk4.err"
 expect_rc "openmined-p256 key file in p256-sswu" 2 $? "$tmp/sk4.err"
 expect_grep "openmined-p256 key file in p256-sswu: message" \
@@ -440,7 +440,7 @@ expect_no_output "openmined-p256 key file in p256-sswu" "$tmp/sk4.out"
 # A ristretto255 key is a canonical little-endian scalar: 2^256 - 1 is not.
 printf '%s ristretto255\n' "$(printf 'ff%.0s' $(seq 1 32))" >"$tmp/big.r255.key"
 chmod 600 "$tmp/big.r255.key"
-"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --suite ristretto255 \
+"$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp/server.txt" --suite ristretto255 \
     --key-file "$tmp/big.r255.key" 2>"$tmp/sk5.err"
 expect_rc "ristretto255 key out of range" 2 $? "$tmp/sk5.err"
 for k in server client; do
@@ -500,7 +500,7 @@ expect_rc "prebuilt ristretto255: shardpsi setup" 0 $? "$tmp/pre-r255.err"
 start_server "$tmp/pre-keep.server.err" --suite ristretto255 --key-file "$tmp/pre.r255.key" \
     --setup "$tmp/pre.r255.gcs" --num-client-inputs 118 --reveal --keep-serving
 for i in 1 2; do
-    "$psi" client --connect "127.0.0.1:$port" --suite ristretto255 --input "$tmp/client.txt" \
+    "$psi" client --no-tls --connect "127.0.0.1:$port" --suite ristretto255 --input "$tmp/client.txt" \
         --indices --output "$tmp/pre-keep$i.out" 2>"$tmp/pre-keep$i.client.err"
     expect_rc "prebuilt keep-serving: client $i" 0 $? "$tmp/pre-keep$i.client.err" \
         "$tmp/pre-keep.server.err" &&
@@ -521,7 +521,7 @@ pre_fault() {
     local name=$1 pattern=$2
     shift 2
     # (under timeout: a server that wrongly starts would wait for a client)
-    timeout 20 "$psi" server --listen 127.0.0.1:0 "$@" 2>"$tmp/$name.err" </dev/null
+    timeout 20 "$psi" server --no-tls --listen 127.0.0.1:0 "$@" 2>"$tmp/$name.err" </dev/null
     expect_rc "$name" 2 $? "$tmp/$name.err"
     expect_grep "$name: message" "$pattern" "$tmp/$name.err"
     checks=$((checks + 1))
@@ -555,28 +555,28 @@ pre_fault pre-structure "holds a raw setup, not the gcs of --structure" \
 
 # --- faults: a message, a non-zero exit, nothing written ---------------------
 # Bad input files: exit 2 before any connection.
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/missing.txt" --output "$tmp/f1.out" \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/missing.txt" --output "$tmp/f1.out" \
     2>"$tmp/f1.err"
 expect_rc "missing input" 2 $? "$tmp/f1.err"
 expect_grep "missing input: message" "missing.txt: cannot open: No such file" "$tmp/f1.err"
 expect_no_output "missing input" "$tmp/f1.out"
 printf 'id,name\n1,a\n2,"b\n' >"$tmp/bad.csv"
-"$psi" server --listen 127.0.0.1:0 --input "$tmp/bad.csv" --column name 2>"$tmp/f2.err"
+"$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp/bad.csv" --column name 2>"$tmp/f2.err"
 expect_rc "malformed csv" 2 $? "$tmp/f2.err"
 expect_grep "malformed csv: message" "bad.csv: line 3" "$tmp/f2.err"
 printf 'id,name\n1,a\n2,b,c\n' >"$tmp/bad2.csv"
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/bad2.csv" --column name \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/bad2.csv" --column name \
     --output "$tmp/f3.out" 2>"$tmp/f3.err"
 expect_rc "csv field count" 2 $? "$tmp/f3.err"
 expect_grep "csv field count: message" "bad2.csv: line 3" "$tmp/f3.err"
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.csv" --column nosuch \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/client.csv" --column nosuch \
     --output "$tmp/f4.out" 2>"$tmp/f4.err"
 expect_rc "csv column missing" 2 $? "$tmp/f4.err"
 expect_grep "csv column missing: message" "nosuch" "$tmp/f4.err"
-"$psi" server --listen 127.0.0.1:0 --input "$tmp" 2>"$tmp/f4b.err"
+"$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp" 2>"$tmp/f4b.err"
 expect_rc "input is a directory" 2 $? "$tmp/f4b.err"
 expect_grep "input is a directory: message" "cannot open: Is a directory" "$tmp/f4b.err"
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/client.txt" \
     --output "$tmp/nodir/out" 2>"$tmp/f5.err"
 expect_rc "output directory missing" 2 $? "$tmp/f5.err"
 # The CSV guard (app/app_input.h): the README's example one option short --
@@ -587,26 +587,26 @@ expect_rc "output directory missing" 2 $? "$tmp/f5.err"
 # under `timeout`, so a regression fails here instead of hanging.)
 guard="looks like CSV (first line \"id,name,note\"); add --column NAME to read a column, or --lines to read every line as a value"
 cp "$tmp/client.csv" "$tmp/leads.txt"
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.csv" --output "$tmp/g1.out" \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/client.csv" --output "$tmp/g1.out" \
     2>"$tmp/g1.err"
 expect_rc "guard: client .csv" 2 $? "$tmp/g1.err"
 checks=$((checks + 1))
 grep -qxF "shardpsi: client: $tmp/client.csv: $guard" "$tmp/g1.err" ||
     fail "guard: client .csv: message: $(head -c 400 "$tmp/g1.err")"
 expect_no_output "guard: client .csv" "$tmp/g1.out"
-timeout 20 "$psi" server --listen 127.0.0.1:0 --input "$tmp/leads.txt" --reveal 2>"$tmp/g2.err"
+timeout 20 "$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp/leads.txt" --reveal 2>"$tmp/g2.err"
 expect_rc "guard: server header line" 2 $? "$tmp/g2.err"
 expect_fixed "guard: server header line: message" "server: $tmp/leads.txt: $guard" "$tmp/g2.err"
-timeout 20 "$psi" server --listen 127.0.0.1:0 --input - --reveal <"$tmp/client.csv" 2>"$tmp/g3.err"
+timeout 20 "$psi" server --no-tls --listen 127.0.0.1:0 --input - --reveal <"$tmp/client.csv" 2>"$tmp/g3.err"
 expect_rc "guard: server stdin" 2 $? "$tmp/g3.err"
 expect_fixed "guard: server stdin: message" "server: stdin: $guard" "$tmp/g3.err"
 both="give --column NAME (read a CSV column) or --lines (read every line as a value), not both"
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.csv" --lines --column name \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/client.csv" --lines --column name \
     --output "$tmp/g4.out" 2>"$tmp/g4.err"
 expect_rc "guard: client --lines --column" 2 $? "$tmp/g4.err"
 expect_fixed "guard: client --lines --column: message" "client: $both" "$tmp/g4.err"
 expect_no_output "guard: client --lines --column" "$tmp/g4.out"
-timeout 20 "$psi" server --listen 127.0.0.1:0 --input "$tmp/client.csv" --column name --lines \
+timeout 20 "$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp/client.csv" --column name --lines \
     2>"$tmp/g5.err"
 expect_rc "guard: server --column --lines" 2 $? "$tmp/g5.err"
 expect_fixed "guard: server --column --lines: message" "server: $both" "$tmp/g5.err"
@@ -619,21 +619,21 @@ expect_rc "guard: --lines: server" 0 "$src" "$tmp/lines.server.err" &&
         <(seq 0 $(($(wc -l <"$tmp/client.csv") - 1)))
 
 # Usage errors: exit 2.
-"$psi" client --connect nowhere --input "$tmp/client.txt" --output "$tmp/u1.out" 2>"$tmp/u1.err"
+"$psi" client --no-tls --connect nowhere --input "$tmp/client.txt" --output "$tmp/u1.out" 2>"$tmp/u1.err"
 expect_rc "address without a port" 2 $? "$tmp/u1.err"
 expect_grep "address without a port: message" "'nowhere' is not HOST:PORT" "$tmp/u1.err"
-"$psi" server --listen 127.0.0.1:99999 --input "$tmp/server.txt" 2>"$tmp/u2.err"
+"$psi" server --no-tls --listen 127.0.0.1:99999 --input "$tmp/server.txt" 2>"$tmp/u2.err"
 expect_rc "port out of range" 2 $? "$tmp/u2.err"
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/u3.out" \
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/client.txt" --output "$tmp/u3.out" \
     --indices --count-only 2>"$tmp/u3.err"
 expect_rc "two output modes" 2 $? "$tmp/u3.err"
-"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --association 2>"$tmp/u4.err"
+"$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp/server.txt" --association 2>"$tmp/u4.err"
 expect_rc "association without reveal" 2 $? "$tmp/u4.err"
 expect_grep "association without reveal: message" "needs --reveal" "$tmp/u4.err"
-"$psi" client --connect 127.0.0.1:1 --input "$tmp/client.txt" 2>"$tmp/u5.err"
+"$psi" client --no-tls --connect 127.0.0.1:1 --input "$tmp/client.txt" 2>"$tmp/u5.err"
 expect_rc "no output" 2 $? "$tmp/u5.err"
 expect_grep "no output: message" "--output FILE is required" "$tmp/u5.err"
-"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --fpr 2 2>"$tmp/u6.err"
+"$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp/server.txt" --fpr 2 2>"$tmp/u6.err"
 expect_rc "fpr out of range" 2 $? "$tmp/u6.err"
 "$psi" --help >"$tmp/help.out"
 expect_grep "shardpsi --help lists --suite" "--suite NAME" "$tmp/help.out"
@@ -652,13 +652,13 @@ pids+=("$ppid_")
 for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
 p=$(cat "$tmp/port")
 # ... first the peer itself: it accepts, then closes after the handshake.
-"$psi" client --connect "127.0.0.1:$p" --input "$tmp/client.txt" --output "$tmp/f6.out" \
+"$psi" client --no-tls --connect "127.0.0.1:$p" --input "$tmp/client.txt" --output "$tmp/f6.out" \
     2>"$tmp/f6.err"
 expect_rc "peer closes mid-run" 1 $? "$tmp/f6.err"
 expect_grep "peer closes mid-run: message" "closed the connection" "$tmp/f6.err"
 expect_no_output "peer closes mid-run" "$tmp/f6.out"
 wait_pid "$ppid_"
-"$psi" client --connect "127.0.0.1:$p" --input "$tmp/client.txt" --output "$tmp/f7.out" \
+"$psi" client --no-tls --connect "127.0.0.1:$p" --input "$tmp/client.txt" --output "$tmp/f7.out" \
     2>"$tmp/f7.err"
 expect_rc "connection refused" 1 $? "$tmp/f7.err"
 expect_grep "connection refused: message" "Connection refused" "$tmp/f7.err"
@@ -674,7 +674,7 @@ peer_server() {
     local pp=$!
     pids+=("$pp")
     for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
-    "$psi" client --connect "127.0.0.1:$(cat "$tmp/port")" --input "$tmp/client.txt" \
+    "$psi" client --no-tls --connect "127.0.0.1:$(cat "$tmp/port")" --input "$tmp/client.txt" \
         --output "$tmp/$name.out" "$@" 2>"$tmp/$name.err"
     expect_rc "$name" 1 $? "$tmp/$name.err"
     expect_grep "$name: message" "$pattern" "$tmp/$name.err"
@@ -712,8 +712,96 @@ peer_client client-invalid-points client-invalid \
 expect_rc "client invalid points: told" 0 "$peer_rc" "$tmp/client-invalid.peer.err"
 peer_client client-oversized client-oversized "request frame of [0-9]+ bytes .*is larger than the limit"
 peer_client client-killed-mid-request client-killed "closed the connection"
-peer_client client-garbage client-garbage "sent a frame of unknown type 71"
 peer_client client-silent client-silent "for 2 s" --timeout 2
+peer_server server-v1 server-v1 "the server speaks version 1, this side version 2"
+# A hostile setup is refused before matching (PROTOCOL.md §9.7), and the
+# server is told.
+peer_server server-bloom-k bloom-k "setup is not one of the agreed parameters: .*PSI_E_BLOOM_HASHES"
+expect_rc "hostile bloom k: the server was told" 0 "$peer_rc" "$tmp/bloom-k.peer.err"
+peer_server server-gcs-div0 gcs-div0 "setup is not one of the agreed parameters: .*PSI_E_SETUP_MISMATCH"
+expect_rc "hostile gcs div 0: the server was told" 0 "$peer_rc" "$tmp/gcs-div0.peer.err"
+
+# --- connections that end before an agreed handshake ------------------------
+# A one-round server logs each and goes on waiting: garbage, a port touched
+# and closed (a health check), keepalives without a HELLO (refused at the
+# first), a HELLO a byte a second (ended by the handshake deadline, which
+# bytes do not extend), a version 1 client; then a real client gets its
+# round and the server exits 0.
+start_server "$tmp/probe.server.err" --input "$tmp/server.txt" --reveal --handshake-timeout 2
+"$peer" client-garbage "127.0.0.1:$port" 2>"$tmp/probe1.peer.err"
+(echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+"$peer" client-keepalive-hold "127.0.0.1:$port" 2>"$tmp/probe3.peer.err"
+expect_rc "keepalive hold: ended by the server" 0 $? "$tmp/probe3.peer.err"
+t0=$(date +%s)
+"$peer" client-slow-hello "127.0.0.1:$port" 2>"$tmp/probe4.peer.err"
+expect_rc "slow hello: ended by the server" 0 $? "$tmp/probe4.peer.err"
+checks=$((checks + 1))
+[ -n "${PSI_UNDER_VALGRIND:-}" ] || [ $(($(date +%s) - t0)) -le 8 ] ||
+    fail "slow hello: held the server $(($(date +%s) - t0)) s"
+"$peer" client-v1 "127.0.0.1:$port" 2>"$tmp/probe5.peer.err"
+expect_rc "version 1 client: refused naming both versions" 0 $? "$tmp/probe5.peer.err"
+checks=$((checks + 1))
+kill -0 "$spid" 2>/dev/null || fail "probes: the one-round server exited"
+"$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --input "$tmp/client.txt" \
+    --indices --output "$tmp/probe.out" 2>"$tmp/probe.client.err"
+expect_rc "after probes: client" 0 $? "$tmp/probe.client.err" "$tmp/probe.server.err" &&
+    expect_same "after probes" "$tmp/probe.out" "$tmp/want.raw.idx"
+wait_pid "$spid"
+expect_rc "after probes: server" 0 "$rc" "$tmp/probe.server.err"
+expect_grep "probe: garbage logged" "connection from 127\.0\.0\.1:[0-9]+ \(no TLS\) ended before a handshake .*unknown type 71" "$tmp/probe.server.err"
+expect_grep "probe: port touched logged" "ended before a handshake .*closed the connection" "$tmp/probe.server.err"
+expect_grep "probe: keepalive refused" "keepalive before the handshake" "$tmp/probe.server.err"
+expect_grep "probe: deadline" "ended before a handshake \([2-4]\.[0-9] s\)" "$tmp/probe.server.err"
+expect_grep "probe: version 1" "speaks version 1, this side version 2" "$tmp/probe.server.err"
+expect_grep "probe: the round logged" "answered 127\.0\.0\.1:[0-9]+ \(no TLS\): 118 client values against 305 values, raw setup, suite openmined-p256, intersection revealed, in [0-9.]+ s" "$tmp/probe.server.err"
+
+# --- a busy server: slow and silent peers do not delay another client -------
+# One peer trickles its HELLO, one announces a million values and sends
+# nothing more (the server builds nothing for it: no setup within 3 s), one
+# holds a finished handshake; a real client still finishes in seconds.
+start_server "$tmp/busy.server.err" --input "$tmp/server.txt" --reveal --keep-serving \
+    --structure bloom --key-file "$tmp/fixed.server.key"
+"$peer" client-slow-hello "127.0.0.1:$port" 2>"$tmp/busy1.peer.err" &
+b1=$!
+"$peer" client-announce-1000000 "127.0.0.1:$port" 2>"$tmp/busy2.peer.err" &
+b2=$!
+"$peer" client-silent "127.0.0.1:$port" 2>/dev/null &
+b3=$!
+pids+=("$b1" "$b2" "$b3")
+sleep 0.5
+t0=$(date +%s)
+"$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --input "$tmp/client.txt" \
+    --indices --key-file "$tmp/fixed.client.key" --output "$tmp/busy.out" 2>"$tmp/busy.client.err"
+expect_rc "busy server: client" 0 $? "$tmp/busy.client.err" "$tmp/busy.server.err" &&
+    expect_same "busy server" "$tmp/busy.out" "$tmp/want.member.idx"
+# (Under valgrind the client alone takes longer than the slow peer's
+# deadline, so only the result is checked there.)
+checks=$((checks + 1))
+[ -n "${PSI_UNDER_VALGRIND:-}" ] || [ $(($(date +%s) - t0)) -le 6 ] ||
+    fail "busy server: the client took $(($(date +%s) - t0)) s"
+wait_pid "$b2"
+expect_rc "announced size: no setup before the request" 0 "$rc" "$tmp/busy2.peer.err"
+kill -9 "$spid" "$b1" "$b3" 2>/dev/null
+wait "$spid" "$b1" "$b3" 2>/dev/null
+
+# --- accept() failures are logged and survived --------------------------------
+# With 4 descriptors the listening socket is the last one: every accept()
+# fails with EMFILE.  The server logs it and keeps listening.
+(ulimit -n 4; exec "$psi" server --no-tls --listen 127.0.0.1:0 --input "$tmp/server.txt" \
+    --keep-serving) 2>"$tmp/emfile.err" >/dev/null </dev/null &
+epid=$!
+pids+=("$epid")
+for _ in $(seq 1 100); do
+    ep=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/emfile.err")
+    [ -n "$ep" ] && break
+    sleep 0.05
+done
+(exec 3<>"/dev/tcp/127.0.0.1/$ep"; sleep 2) 2>/dev/null
+checks=$((checks + 1))
+kill -0 "$epid" 2>/dev/null || fail "EMFILE: the server exited"
+expect_grep "EMFILE: logged" "error: .*(Too many open files|EMFILE).*still listening" "$tmp/emfile.err"
+kill -9 "$epid" 2>/dev/null
+wait "$epid" 2>/dev/null
 
 echo "$checks checks, $failures failed"
 [ "$failures" -eq 0 ]

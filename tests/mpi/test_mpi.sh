@@ -534,7 +534,7 @@ part_c() {
         [ "$m" = indices ] && mo=(--indices)
         w=$d/want.raw.$m
         [ "$m" = indices ] && w=$d/want.raw.idx
-        "$psi" server --listen 127.0.0.1:0 --timeout 30 "${S[@]}" --setup "$d/m.setup" \
+        "$psi" server --no-tls --listen 127.0.0.1:0 --timeout 30 "${S[@]}" --setup "$d/m.setup" \
             --reveal 2>"$d/srv.err" >/dev/null </dev/null &
         local spid=$! port=
         for _ in $(seq 1 200); do
@@ -552,7 +552,7 @@ part_c() {
             continue
         fi
         run "interop: shardpsi client $m against shardpsi server --setup (shardpsi-mpi setup)" 0 "$d/cli.err" \
-            "$psi" client --connect "127.0.0.1:$port" --timeout 30 "${C[@]}" \
+            "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 30 "${C[@]}" \
             --input "$d/client.txt" "${mo[@]}" --output "$d/net.$m" &&
             expect_same "interop: shardpsi client $m of a shardpsi-mpi setup vs the plain comparison" \
                 "$d/net.$m" "$w"

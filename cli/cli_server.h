@@ -1,0 +1,57 @@
+/*
+ * `shardpsi server`'s state, shared by the listener (cli_server.c: options,
+ * loading, accepting, a process per connection) and the round it runs on
+ * each connection (cli_server_round.c).  Only these two files include it.
+ */
+#ifndef PSI_CLI_SERVER_H
+#define PSI_CLI_SERVER_H
+
+#include <stddef.h>
+
+#include "app_input.h"
+#include "app_progress.h"
+#include "cli_round.h"
+#include "cli_server_setup.h"
+#include "net.h"
+#include "net_tls.h"
+#include "psi.h"
+
+/** The server's options. */
+typedef struct psi_cli_server_opts {
+    psi_cli_round_opts net;
+    int reveal;          // --reveal: clients may learn the intersection
+    int association;     // --association: clients may get the association table
+    int keep_serving;    // --keep-serving
+    size_t max_clients;  // --max-clients: connections served at once
+    psi_cli_server_setup_opts pre;  // --setup and its companions
+} psi_cli_server_opts;
+
+/** The server's state across rounds (each round runs in a child process
+ *  with its own copy). */
+typedef struct psi_cli_server {
+    const psi_cli_server_opts *o;
+    psi_app_input in;
+    psi_engine *key;       // from --key-file; NULL: a fresh key each round
+    psi_net_tls *tls;      // NULL: --no-tls
+    int prebuilt;          // --setup: pre holds the setup served
+    psi_cli_server_setup pre;
+    char in_what[64];      // "305 values"
+    const char *what;      // in_what, or pre.what
+    psi_app_progress prog;
+    char err[PSI_NET_MSG_MAX + 256];
+} psi_cli_server;
+
+/* How a round on one connection ended (a child's exit status). */
+#define PSI_CLI_ROUND_OK 0          // the client got its result
+#define PSI_CLI_ROUND_FAILED 1      // it failed after a well-formed HELLO (a
+                                    // refused one included)
+#define PSI_CLI_ROUND_NO_CLIENT 3   // it ended before one: a probe, a scanner,
+                                    // another protocol or version, a peer TLS
+                                    // refused, the handshake deadline
+
+/** Runs one round on c, just accepted: TLS, the handshake by the
+ *  handshake deadline, then the round of PROTOCOL.md §15.3; logs one line
+ *  of how it ended on stderr and closes c.  Returns: a PSI_CLI_ROUND_ code. */
+int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c);
+
+#endif /* PSI_CLI_SERVER_H */

@@ -1,0 +1,303 @@
+/*
+ * One round of `shardpsi server` on one connection (PROTOCOL.md §15.3): TLS
+ * and the handshake within the handshake deadline, then REQUEST before any
+ * work that grows with the client's size, SETUP, RESPONSE, PERM, DONE.
+ * Every outcome is one line on stderr naming the peer, its identity, the
+ * sizes, the suite, the outcome and the time; never a value or a key.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app_clock.h"
+#include "app_party.h"
+#include "app_util.h"
+#include "cli_server.h"
+#include "net_progress.h"
+#include "net_session.h"
+#include "psi_shard.h"
+
+/* One round's state. */
+typedef struct server_round {
+    psi_cli_server *s;
+    psi_net_conn *c;
+    psi_net_handshake hello, self;
+    int agreed;            // a HELLO of this protocol version was decoded: a
+                           // shardpsi client, whose refusal fails the round
+    psi_shards *g;
+    size_t *perm;
+    uint8_t *setup, *resp;
+    size_t setup_len, resp_len;
+    char who[sizeof ((psi_net_conn *)0)->peer + sizeof ((psi_net_conn *)0)->peer_id + 8];
+                           // "HOST:PORT (CN=..., key sha256:...)"
+    char err[PSI_NET_MSG_MAX + 256];
+} server_round;
+
+/* Records a failure of the round: to the client as an ERROR frame when
+ * tell_peer (the failure is not the connection's own).  Returns: -1. */
+static int round_fail(server_round *r, int tell_peer, const char *msg)
+{
+    if (tell_peer)
+        psi_net_send_error(r->c, msg);
+    if (msg != r->err)
+        snprintf(r->err, sizeof r->err, "%.*s", (int)sizeof r->err - 1, msg);
+    return -1;
+}
+
+/* As round_fail for the connection's own error (code rc). */
+static int round_fail_net(server_round *r, int rc)
+{
+    char msg[sizeof r->err];
+
+    psi_net_session_error(msg, sizeof msg, r->c, rc, "client");
+    return round_fail(r, 0, msg);
+}
+
+/* As round_fail for a library error of `what`. */
+static int round_fail_psi(server_round *r, const char *what, int rc)
+{
+    char detail[PSI_ERROR_MESSAGE_BYTES], msg[sizeof r->err];
+
+    // Names the field and element at fault, when the library recorded one.
+    psi_error_message(detail, sizeof detail, rc);
+    snprintf(msg, sizeof msg, "%s: %s (%s)", what, detail,
+             psi_error_name(rc) ? psi_error_name(rc) : "?");
+    return round_fail(r, 1, msg);
+}
+
+/* Receives and checks the HELLO and sends the ACCEPT. */
+static int round_handshake(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    uint8_t *buf = NULL, out[PSI_NET_HANDSHAKE_BYTES];
+    size_t len = 0;
+    int rc = psi_net_recv(r->c, PSI_NET_FRAME_HELLO, PSI_NET_MSG_MAX, &buf, &len, NULL, NULL);
+
+    if (rc != 0)
+        return round_fail_net(r, rc);
+    rc = psi_net_handshake_decode(&r->hello, buf, len, "the client", r->err, sizeof r->err);
+    free(buf);
+    if (rc != 0)
+        return round_fail(r, 1, r->err);
+    r->agreed = 1;
+    memset(&r->self, 0, sizeof r->self);
+    r->self.version = PSI_NET_PROTOCOL_VERSION;
+    r->self.reveal = s->o->reveal;
+    r->self.association = s->o->association;
+    r->self.structure = s->prebuilt ? s->pre.pb.structure : s->o->net.structure;
+    r->self.fpr = s->o->net.fpr;
+    r->self.n = s->prebuilt ? s->pre.pb.n : s->in.n;
+    r->self.suite = s->o->net.suite;
+    // A setup made in the round is made for the client's announced count,
+    // once its request has shown that many values.
+    r->self.setup_clients = r->hello.n;
+    rc = s->prebuilt ? psi_net_session_check_prebuilt(&r->hello, &r->self, &s->pre.pb,
+                                                      s->o->net.max_peer, r->err,
+                                                      sizeof r->err)
+                     : psi_net_session_check_hello(&r->hello, &r->self, s->o->net.max_peer,
+                                                   r->err, sizeof r->err);
+    if (rc != 0) {
+        char msg[sizeof r->err + 64];
+        snprintf(msg, sizeof msg, "the server refused the client: %s", r->err);
+        return round_fail(r, 1, msg);
+    }
+    // The round runs with the client's choices, which the checks allowed.
+    r->self.reveal = r->hello.reveal;
+    r->self.association = r->hello.association;
+    psi_net_handshake_encode(out, &r->self);
+    rc = psi_net_send(r->c, PSI_NET_FRAME_ACCEPT, out, sizeof out, NULL, NULL);
+    return rc != 0 ? round_fail_net(r, rc) : 0;
+}
+
+/* Makes this round's shards: the key file's key or a fresh one. */
+static int round_shards(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    psi_app_party_spec spec = {
+        .key = s->key, .suite = s->o->net.suite, .role = PSI_ROLE_SERVER,
+        .reveal = r->self.reveal,
+        .shard = {.sharded = 1, .threads = s->o->net.threads},
+        .progress = psi_app_progress_update, .progress_arg = &s->prog};
+    psi_app_party p;
+    const char *what = NULL;
+    int rc = psi_app_party_build(&p, &spec, &what);
+
+    r->g = p.shards;
+    return rc != PSI_OK ? round_fail_psi(r, what, rc) : 0;
+}
+
+/* Masks the setup of the agreed parameters (keeping the permutation for
+ * the association table); with --setup, the file is the setup. */
+static int round_setup(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    psi_setup_params p;
+    size_t cap = 0;
+    int rc;
+
+    if (s->prebuilt)
+        return 0;
+    psi_net_session_params(&p, &r->self);
+    if ((rc = psi_setup_bound(&cap, s->o->net.suite, &p, s->in.n)) != PSI_OK)
+        return round_fail_psi(r, "setup parameters", rc);
+    r->setup = psi_app_alloc(cap, 1);
+    if (r->self.association)
+        r->perm = psi_app_alloc(s->in.n, sizeof *r->perm);
+    if (r->setup == NULL || (r->self.association && r->perm == NULL))
+        return round_fail(r, 1, "out of memory for the setup");
+    r->setup_len = cap;
+    psi_app_progress_begin(&s->prog, "masking the setup", s->in.n);
+    rc = psi_shards_server_create_setup(r->g, r->setup, &r->setup_len,
+                                        r->self.association ? r->perm : NULL, &p,
+                                        s->in.values, s->in.n);
+    psi_app_progress_end(&s->prog);
+    return rc != PSI_OK ? round_fail_psi(r, "cannot build the setup", rc) : 0;
+}
+
+/* Receives the request and masks the response; the request must hold the
+ * n_client values of the HELLO. */
+static int round_response(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    int suite = s->o->net.suite;
+    uint64_t n = r->hello.n;
+    size_t req_len = 0, cap = psi_response_bound(suite, (size_t)n);
+    uint8_t *req = NULL;
+    int rc = psi_net_progress_recv(&s->prog, r->c, PSI_NET_FRAME_REQUEST,
+                                   psi_request_bound(suite, (size_t)n), &req, &req_len,
+                                   "receiving the request");
+
+    if (rc != 0)
+        return round_fail_net(r, rc);
+    r->resp = psi_app_alloc(cap, 1);
+    if (r->resp == NULL) {
+        free(req);
+        return round_fail(r, 1, "out of memory for the response");
+    }
+    r->resp_len = cap;
+    psi_app_progress_begin(&s->prog, "masking the response", n);
+    rc = psi_shards_server_process_request(r->g, r->resp, &r->resp_len, req, req_len);
+    psi_app_progress_end(&s->prog);
+    free(req);
+    if (rc == PSI_OK && r->resp_len != cap)
+        rc = PSI_E_BUFFER_TOO_SMALL;
+    if (rc == PSI_E_BUFFER_TOO_SMALL) {
+        snprintf(r->err, sizeof r->err, "the client's request does not hold the %llu "
+                 "values its handshake announced", (unsigned long long)n);
+        return round_fail(r, 1, r->err);
+    }
+    return rc != PSI_OK ? round_fail_psi(r, "the client's request is invalid", rc) : 0;
+}
+
+/* Sends the setup, the response and the association table's permutation. */
+static int round_send(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    const uint8_t *setup = s->prebuilt ? s->pre.bytes : r->setup;
+    size_t setup_len = s->prebuilt ? s->pre.pb.len : r->setup_len;
+    const size_t *perm = s->prebuilt ? s->pre.perm : r->perm;
+    size_t n = (size_t)r->self.n;
+    uint8_t *buf;
+    int rc = psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_SETUP, setup, setup_len,
+                                   "sending the setup");
+
+    if (rc == 0)
+        rc = psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_RESPONSE, r->resp,
+                                   r->resp_len, "sending the response");
+    if (rc != 0)
+        return round_fail_net(r, rc);
+    if (!r->self.association)
+        return 0;
+    if ((buf = n <= SIZE_MAX / 8 ? psi_app_alloc(n, 8) : NULL) == NULL)
+        return round_fail(r, 1, "out of memory for the association table");
+    for (size_t i = 0; i < n; i++)
+        psi_app_store_be(buf + 8 * i, perm[i], 8);
+    rc = psi_net_send(r->c, PSI_NET_FRAME_PERM, buf, 8 * n, NULL, NULL);
+    free(buf);
+    return rc != 0 ? round_fail_net(r, rc) : 0;
+}
+
+/* The round after TLS.  Returns: 0 or -1 (r->err). */
+static int round_run(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    uint8_t *done = NULL;
+    size_t done_len = 0;
+    int rc;
+
+    // Until the HELLO is accepted: one deadline, and no keepalives.
+    r->c->no_keepalive = 1;
+    if (round_handshake(r) != 0)
+        return -1;
+    r->c->deadline_ms = 0;
+    r->c->no_keepalive = 0;
+    psi_net_progress_attach(&s->prog, r->c);
+    // A raw setup does not depend on the client: it is masked while the
+    // client masks its request.  A gcs or Bloom setup is sized by the
+    // client's count, and made only once the request has shown it.
+    rc = round_shards(r);
+    if (rc == 0 && r->self.structure == PSI_STRUCTURE_RAW)
+        rc = round_setup(r);
+    if (rc == 0)
+        rc = round_response(r);
+    if (rc == 0 && r->self.structure != PSI_STRUCTURE_RAW)
+        rc = round_setup(r);
+    if (rc == 0)
+        rc = round_send(r);
+    if (rc == 0 && (rc = psi_net_recv(r->c, PSI_NET_FRAME_DONE, 0, &done, &done_len, NULL,
+                                      NULL)) != 0)
+        rc = round_fail_net(r, rc);
+    psi_net_progress_detach(&s->prog);
+    free(done);
+    return rc;
+}
+
+int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
+{
+    server_round r;
+    double t0 = psi_app_now_ms();
+    int rc = 0;
+
+    memset(&r, 0, sizeof r);
+    r.s = s;
+    r.c = c;
+    c->deadline_ms = t0 + s->o->net.handshake_timeout_ms;
+    snprintf(r.who, sizeof r.who, "%s (no TLS)", c->peer);
+    if (s->tls != NULL) {
+        rc = psi_net_tls_handshake(c, s->tls, NULL, c->deadline_ms);
+        if (rc != 0)
+            snprintf(r.err, sizeof r.err, "%s", c->err);
+        else
+            snprintf(r.who, sizeof r.who, "%s (%s)", c->peer, c->peer_id);
+    }
+    if (rc == 0)
+        rc = round_run(&r);
+    if (rc == 0) {
+        psi_app_progress_note(&s->prog, "answered %s: %llu client values against %s, %s "
+                              "setup, suite %s, %s, in %.1f s; peak memory %.1f MiB", r.who,
+                              (unsigned long long)r.hello.n, s->what,
+                              psi_app_structure_name(r.self.structure),
+                              psi_app_suite_label(r.self.suite),
+                              r.self.association ? "intersection and association table "
+                                                   "revealed"
+                              : r.self.reveal ? "intersection revealed" : "size only",
+                              (psi_app_now_ms() - t0) / 1000.0, psi_app_peak_mib());
+    } else if (r.agreed) {
+        psi_app_progress_note(&s->prog, "error: round with %s (%llu client values, suite %s) "
+                              "failed after %.1f s: %s", r.who,
+                              (unsigned long long)r.hello.n,
+                              psi_app_suite_label(r.self.suite),
+                              (psi_app_now_ms() - t0) / 1000.0, r.err);
+    } else {
+        psi_app_progress_note(&s->prog, "connection from %s ended before a handshake "
+                              "(%.1f s): %s", r.who, (psi_app_now_ms() - t0) / 1000.0,
+                              r.err);
+    }
+    psi_net_close(c);
+    free(r.setup);
+    free(r.resp);
+    free(r.perm);
+    psi_shards_free(r.g);
+    return rc == 0 ? PSI_CLI_ROUND_OK : r.agreed ? PSI_CLI_ROUND_FAILED
+                                                  : PSI_CLI_ROUND_NO_CLIENT;
+}
