@@ -10,6 +10,10 @@
 #   MODE=rows|indices|count|association  the client's output (default rows)
 #   CSV=1  the client reads a CSV file (id, email, name) and matches on its
 #          email column; rows then come out as whole CSV rows
+#   TLS=pin|ca|off  the transport: mutually authenticated TLS 1.3 with keys
+#          from `shardpsi tls-keygen` pinned on both sides (default), with
+#          certificates from a CA made here by openssl(1), or plain TCP
+#          (--no-tls)
 # The files go to a temporary directory, removed at the end.  Both
 # processes share this machine's cores, as they would not on two machines.
 set -euo pipefail
@@ -20,6 +24,7 @@ shift $(($# < 2 ? $# : 2))
 extra=("$@")
 mode=${MODE:-rows}
 csv=${CSV:-0}
+tls=${TLS:-pin}
 tmp=$(mktemp -d)
 spid=
 trap '[ -n "$spid" ] && kill $spid 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -34,6 +39,30 @@ esac
 sflag=(--reveal)
 [ "$mode" = count ] && sflag=()
 [ "$mode" = association ] && sflag+=(--association)
+
+case $tls in
+off) stls=(--no-tls) ctls=(--no-tls) ;;
+pin)
+    "$psi" tls-keygen --cert "$tmp/s.pem" --key "$tmp/s.key" --name server >"$tmp/s.fp" 2>/dev/null
+    "$psi" tls-keygen --cert "$tmp/c.pem" --key "$tmp/c.key" --name client >"$tmp/c.fp" 2>/dev/null
+    stls=(--tls-cert "$tmp/s.pem" --tls-key "$tmp/s.key" --tls-peer-key "$(cat "$tmp/c.fp")")
+    ctls=(--tls-cert "$tmp/c.pem" --tls-key "$tmp/c.key" --tls-peer-key "$(cat "$tmp/s.fp")") ;;
+ca)
+    o() { openssl "$@" 2>/dev/null; }
+    o req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/ca.key" \
+        -out "$tmp/ca.pem" -subj /CN=bench-ca -days 2
+    for who in server client; do
+        o req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/$who.key" \
+            -out "$tmp/$who.csr" -subj "/CN=$who"
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$tmp/ext"
+        o x509 -req -in "$tmp/$who.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" \
+            -CAcreateserial -out "$tmp/$who.pem" -days 2 -extfile "$tmp/ext"
+    done
+    chmod 600 "$tmp"/*.key
+    stls=(--tls-cert "$tmp/server.pem" --tls-key "$tmp/server.key" --tls-ca "$tmp/ca.pem")
+    ctls=(--tls-cert "$tmp/client.pem" --tls-key "$tmp/client.key" --tls-ca "$tmp/ca.pem") ;;
+*) echo "net-round: TLS must be pin, ca or off" >&2; exit 2 ;;
+esac
 
 awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "user%d@example.org\n", i }' \
     >"$tmp/server.txt"
@@ -60,10 +89,10 @@ association) awk -v n="$n" 'BEGIN { for (j = 0; j < n; j += 2) printf "%d\t%d\n"
 esac >"$tmp/want"
 echo "net-round: $n values a side, $(du -h "$tmp/server.txt" | cut -f1) and" \
      "$(du -h "$tmp/client.in" | cut -f1) of input ($([ "$csv" = 1 ] && echo CSV || echo lines))," \
-     "output $mode; options: ${extra[*]:-none}"
+     "output $mode; transport ${tls}; options: ${extra[*]:-none}"
 
 "$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" "${sflag[@]}" --progress \
-    "${extra[@]}" 2>"$tmp/server.err" &
+    "${stls[@]}" "${extra[@]}" 2>"$tmp/server.err" &
 spid=$!
 port=
 for _ in $(seq 1 600); do
@@ -74,7 +103,7 @@ done
 [ -n "$port" ] || { cat "$tmp/server.err"; exit 1; }
 t0=$(date +%s.%N)
 "$psi" client --connect "127.0.0.1:$port" "${cin[@]}" "${cflag[@]}" \
-    --output "$tmp/out" --progress "${extra[@]}" 2>"$tmp/client.err" || {
+    --output "$tmp/out" --progress "${ctls[@]}" "${extra[@]}" 2>"$tmp/client.err" || {
     cat "$tmp/client.err" "$tmp/server.err"; exit 1; }
 t1=$(date +%s.%N)
 wait "$spid"

@@ -1,8 +1,10 @@
 #!/bin/sh
 # The two-terminal session of README.md ("Two machines"), run in one script:
-# the server answers one client on 127.0.0.1:7700 with customers.txt, the
-# client matches leads.csv on its "email" column and writes matched.csv,
-# which must equal expected.csv (the header and the two shared rows).
+# each side makes a TLS key once and gives the other its fingerprint; the
+# server answers one client on 127.0.0.1:7700 with customers.txt over
+# mutually authenticated TLS 1.3, the client matches leads.csv on its
+# "email" column and writes matched.csv, which must equal expected.csv (the
+# header and the two shared rows).
 #
 #   cd examples/cli && sh two-terminals.sh    # with shardpsi on PATH
 #
@@ -17,18 +19,30 @@ trap '[ -z "$server" ] || kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
 cp customers.txt leads.csv expected.csv "$tmp/"
 cd "$tmp"    # the round's files, matched.csv among them, stay out of this directory
 
+keys() {
+# README:begin
+# once, on each side: a key and certificate; each prints its fingerprint
+shardpsi tls-keygen --cert server.pem --key server.key > server.fp   # the server's
+shardpsi tls-keygen --cert client.pem --key client.key > client.fp   # the client's
+# ... then each sends the other its .fp file (it is not secret)
+# README:end
+}
 terminal1() {
 # README:begin
 # terminal 1, the server (its file: one value per line)
-shardpsi server --listen 127.0.0.1:7700 --input customers.txt --reveal
+shardpsi server --listen 127.0.0.1:7700 --input customers.txt --reveal \
+    --tls-cert server.pem --tls-key server.key --tls-peer-key "$(cat client.fp)"
 # README:end
 }
 terminal2() {
 # README:begin
 # terminal 2, the client (a CSV file, matching on its "email" column)
-shardpsi client --connect 127.0.0.1:7700 --input leads.csv --column email --output matched.csv
+shardpsi client --connect 127.0.0.1:7700 --input leads.csv --column email --output matched.csv \
+    --tls-cert client.pem --tls-key client.key --tls-peer-key "$(cat server.fp)"
 # README:end
 }
+
+keys 2>"$tmp/keys.log"
 
 terminal1 2>"$tmp/server.log" &
 server=$!
