@@ -65,7 +65,8 @@ test('new error codes: names and messages; unknown suites refused', async () => 
   assert.equal(psi.errorName(-33), 'PSI_E_SUITE_MISMATCH');
   assert.equal(psi.errorName(-34), 'PSI_E_POINT_ENCODING');
   assert.equal(psi.errorName(-35), 'PSI_E_IO'); // the step API's sinks (psi_plan_finish_to)
-  assert.equal(psi.errorName(-36), null);
+  assert.equal(psi.errorName(-36), 'PSI_E_SETUP_MISMATCH'); // psi_setup_check's refusal of a dishonest setup
+  assert.equal(psi.errorName(-37), null);
   for (const c of [-32, -33, -34]) assert.ok(psi.errorMessage(c).length > 10);
   const text = psi.errorMessage(-32); // psi_strerror's, after the place ("suite: ") or before a JS note
   const suiteErr = (e) => e instanceof PsiError && e.code === -32 && e.codeName === 'PSI_E_SUITE' &&
