@@ -170,7 +170,7 @@ size_t app_input_count_lines(const uint8_t *p, const uint8_t *end)
 }
 
 /* Line mode: one value per line from offset start on (see the header). */
-static int input_lines(const input_ctx *c, psi_app_input *in, size_t start)
+int app_input_lines(const input_ctx *c, psi_app_input *in, size_t start)
 {
     const uint8_t *p = in->data + start, *end = in->data + in->data_len;
     size_t n = 0;
@@ -244,7 +244,7 @@ static size_t input_bom(const uint8_t *data, size_t len)
 int psi_app_input_read(psi_app_input *in, const char *path, const char *column,
                        int lines, char *err, size_t err_len)
 {
-    input_ctx c = {strcmp(path, "-") == 0 ? "stdin" : path, err, err_len};
+    input_ctx c = {strcmp(path, "-") == 0 ? "stdin" : path, err, err_len, 0};
     size_t start = 0;
     int rc;
 
@@ -260,7 +260,7 @@ int psi_app_input_read(psi_app_input *in, const char *path, const char *column,
         else if (!lines)
             rc = input_guard(&c, path, in->data, start, in->data_len);
         if (rc == 0 && column == NULL)
-            rc = input_lines(&c, in, start);
+            rc = app_input_lines(&c, in, start);
     }
     if (rc != 0)
         psi_app_input_free(in);
@@ -270,7 +270,7 @@ int psi_app_input_read(psi_app_input *in, const char *path, const char *column,
 int psi_app_input_guard(const char *path, const uint8_t *data, size_t len, char *err,
                         size_t err_len)
 {
-    input_ctx c = {strcmp(path, "-") == 0 ? "stdin" : path, err, err_len};
+    input_ctx c = {strcmp(path, "-") == 0 ? "stdin" : path, err, err_len, 0};
 
     if (err != NULL && err_len > 0)
         err[0] = '\0';
@@ -280,7 +280,7 @@ int psi_app_input_guard(const char *path, const uint8_t *data, size_t len, char 
 int psi_app_input_lines(psi_app_input *in, uint8_t *data, size_t len, int at_start,
                         const char *label, char *err, size_t err_len)
 {
-    input_ctx c = {label, err, err_len};
+    input_ctx c = {label, err, err_len, 0};
     size_t start = 0;
     int rc;
 
@@ -291,7 +291,7 @@ int psi_app_input_lines(psi_app_input *in, uint8_t *data, size_t len, int at_sta
     in->data_len = len;
     if (at_start)
         start = input_bom(data, len);
-    rc = input_lines(&c, in, start);
+    rc = app_input_lines(&c, in, start);
     if (rc != 0)
         psi_app_input_free(in);
     return rc;

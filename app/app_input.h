@@ -130,4 +130,59 @@ int psi_app_input_write_row(FILE *f, const psi_app_input *in, size_t i);
  *  Returns: 0 or -1. */
 int psi_app_input_write_header(FILE *f, const psi_app_input *in);
 
+/* ---- Reading in chunks (app_input_stream.c) ----------------------------
+ *
+ * The same values, errors and messages as psi_app_input_read, handed out a
+ * chunk at a time so that no more than one chunk of the input is held: a
+ * chunk is a run of whole records (lines, or CSV records, whose quoted
+ * fields may hold line breaks) of at most max_values values, cut where a
+ * block of block_bytes ends; a record longer than that is read whole, up to
+ * record_max bytes, and a longer one is refused (PSI_APP_INPUT_ENOMEM, "does
+ * not fit the memory budget").  Each chunk is a psi_app_input of its own: in
+ * CSV mode its header is the file's and its records the chunk's.  The guard
+ * of line mode looks at the first line, as psi_app_input_read does. */
+#define PSI_APP_INPUT_ETOOLONG (-6) // a record longer than record_max
+
+typedef struct psi_app_input_stream {
+    const char *path;
+    const char *column;
+    int lines;
+    char label[256];
+    int fd;                  // -1: closed
+    uint8_t *buf;            // [0, keep): the CSV header and "\n" after the first chunk
+    size_t keep, start, len, cap;
+    int eof, first;
+    size_t line;             // file line of buf[start]
+    size_t block_bytes, max_values, record_max;
+    uint64_t values;         // handed out before the current chunk
+    uint64_t consumed;       // input bytes before the current chunk
+    uint64_t size;           // a regular file's size (0: not known)
+    psi_app_input chunk;     // the current chunk; data points into buf
+} psi_app_input_stream;
+
+/** Opens path ("-": stdin) for reading in chunks (nothing is read yet).
+ *  Returns: PSI_APP_INPUT_OK or PSI_APP_INPUT_EOPEN with its message. */
+int psi_app_input_stream_open(psi_app_input_stream *s, const char *path, const char *column,
+                              int lines, size_t block_bytes, size_t max_values,
+                              size_t record_max, char *err, size_t err_len);
+
+/** Reads the next chunk into s->chunk (valid until the next call):
+ *  s->chunk.n == 0 when the input has no more values.  Value i of the chunk
+ *  is value s->values + i of the whole input.  Returns: PSI_APP_INPUT_OK
+ *  or an error of psi_app_input_read (or PSI_APP_INPUT_ETOOLONG) with its
+ *  message, as psi_app_input_read gives it for the whole input. */
+int psi_app_input_stream_next(psi_app_input_stream *s, char *err, size_t err_len);
+
+/** Returns: 1 when the current chunk holds the rest of the input (so a
+ *  first chunk for which this holds is the whole input). */
+int psi_app_input_stream_at_end(const psi_app_input_stream *s);
+
+/** Returns: the number of values of the whole input as estimated from the
+ *  bytes read so far and the file's size (exact at the end), or the values
+ *  read so far for a pipe. */
+uint64_t psi_app_input_stream_estimate(const psi_app_input_stream *s);
+
+/** Closes the input and frees everything. */
+void psi_app_input_stream_close(psi_app_input_stream *s);
+
 #endif /* PSI_APP_INPUT_H */

@@ -343,6 +343,8 @@ int app_input_csv(const input_ctx *c, psi_app_input *in, size_t start,
 
     if (rc != 0)
         return rc;
+    if (c->rows_line != 0)
+        cp.line = c->rows_line;
     cap = app_input_count_lines(cp.d + cp.pos, cp.d + cp.end);
     in->values = app_input_alloc(c, cap, sizeof(psi_value));
     in->records = app_input_alloc(c, cap, sizeof(psi_app_span));

@@ -22,6 +22,9 @@ typedef struct input_ctx {
     const char *label;  // the path, or "stdin": the start of every message
     char *err;          // may be NULL
     size_t err_len;
+    size_t rows_line;   // CSV: if non-zero, the file's line number of the
+                        // first record after the header (a chunk's header is
+                        // a copy of the file's, app_input_stream.c)
 } input_ctx;
 
 /** Writes "<label>: <message>" into c->err.  Returns: code. */
@@ -37,6 +40,9 @@ size_t app_input_count_nl(const uint8_t *p, const uint8_t *end);
 /** Returns: the number of lines in [p, end), the last one with or without
  *  its '\n'; an upper bound of the CSV records there too. */
 size_t app_input_count_lines(const uint8_t *p, const uint8_t *end);
+
+/** Line mode: one value per line of in->data from offset start on. */
+int app_input_lines(const input_ctx *c, psi_app_input *in, size_t start);
 
 /** CSV mode from offset start on: the header, then column `column` of every
  *  record, into in->values and in->records.  Returns: PSI_APP_INPUT_OK or

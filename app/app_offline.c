@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "app_keyfile.h"
+#include "app_spill.h"
 #include "app_util.h"
 
 /* Which options a command takes. */
@@ -45,7 +46,14 @@ typedef struct offline_cmd {
     "                       library's for the threads); the bytes written are the\n" \
     "                       same for every --threads and --shards\n" \
     "  --progress           progress lines on stderr even when it is not a\n" \
-    "                       terminal (--no-progress: never)\n"
+    "                       terminal (--no-progress: never)\n" \
+    "  --memory BYTES       memory budget for the values and messages (K, M, G:\n" \
+    "                       256M; default a quarter of the machine's memory): a\n" \
+    "                       larger set is spilled to sorted runs on disk and\n" \
+    "                       merged back, with the same bytes (PROTOCOL.md §20)\n" \
+    "  --temp-dir DIR       where the runs go (default $TMPDIR, else the output's\n" \
+    "                       directory); they have no name and vanish with the\n" \
+    "                       process, however it ends\n"
 #define OFFLINE_INPUT_HELP \
     "  --input FILE         one value per line (CRLF handled), or '-' for stdin;\n" \
     "                       a FILE that looks like CSV (a ',' in its first line,\n" \
@@ -202,6 +210,16 @@ static int offline_other_opt(psi_app_offline_opts *o, unsigned opts, int argc, c
         return v && psi_app_parse_suite(&o->suite, v, what) == 0 ? 1 : -1;
     if ((opts & OPT_KEY) && (rc = psi_app_shard_opt(&o->shard, argc, argv, i, o->cmd)) != 0)
         return rc;
+    if ((opts & OPT_KEY) && psi_app_opt_value(argc, argv, i, "--memory", &v)) {
+        char err[160];
+        if (v == NULL)
+            return -1;
+        if (psi_app_memory_parse(&o->memory, v, err, sizeof err) != 0)
+            return psi_app_error("%s: %s", o->cmd, err), -1;
+        return 1;
+    }
+    if ((opts & OPT_KEY) && psi_app_opt_value(argc, argv, i, "--temp-dir", &v))
+        return v != NULL ? (o->temp_dir = v, 1) : -1;
     if ((opts & OPT_KEY) && (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0))
         return o->progress = a[2] == 'p', 1;
     if ((opts & OPT_SETUP) && psi_app_opt_value(argc, argv, i, "--structure", &v)) {

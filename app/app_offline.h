@@ -48,6 +48,8 @@ typedef struct psi_app_offline_opts {
     size_t num_client;          // setup: --num-client-inputs (0: not given)
     int reveal;                 // response: --reveal
     psi_app_offline_mode mode;          // request: --count-only; match: the three
+    uint64_t memory;            // --memory (0: not given; psi_app_memory_default)
+    const char *temp_dir;       // --temp-dir (NULL: $TMPDIR, else the output's directory)
 } psi_app_offline_opts;
 
 /* The state of one offline command's run. */

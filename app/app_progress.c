@@ -71,6 +71,8 @@ static void progress_start(psi_app_progress *p, const char *step, int transfer,
     p->last_ms = p->start_ms;
     p->first_ms = 0;
     p->shown = 0;
+    p->chunked = 0;
+    p->base = 0;
 }
 
 void psi_app_progress_begin(psi_app_progress *p, const char *step, uint64_t total)
@@ -126,6 +128,11 @@ void psi_app_progress_update(void *arg, uint64_t done, uint64_t total)
         now - p->last_ms < (p->tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS))
         return;
     p->last_ms = now;
+    if (p->chunked) {
+        // One chunk's call of a step spread over many (a spilled set).
+        done += p->base;
+        total = p->total > done ? p->total : done;
+    }
     progress_line(p, done, total ? total : p->total, now);
 }
 

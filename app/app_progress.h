@@ -28,6 +28,8 @@ typedef struct psi_app_progress {
     double first_ms;        // a transfer's first byte (0: none yet)
     uint64_t total;
     int shown;              // a line of this step is on screen (tty)
+    int chunked;            // a step run a chunk at a time: updates count
+    uint64_t base;          // from base, out of total (set by the caller)
 } psi_app_progress;
 
 /** Sets up *p (no tick); enabled: 1, 0, or -1 for "if stderr is a

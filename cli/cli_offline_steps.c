@@ -6,12 +6,16 @@
  * response goes to the output file in pieces as the library merges it
  * (PROTOCOL.md §10.1, §19), so no step holds a whole message it writes.
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli_offline.h"
+#include "cli_offline_spill.h"
 #include "app_util.h"
 
 /* The library's pieces of a message, to the output file. */
@@ -45,27 +49,138 @@ static int steps_commit(psi_app_offline *s)
     return 0;
 }
 
-/* Writes the permutation, one 0-based input index per line, and commits it. */
-static int steps_write_perm(psi_app_offline *s, psi_app_output *po, const size_t *perm,
-                            size_t n)
+/* Commits the permutation file. */
+static int steps_commit_perm(psi_app_offline *s, psi_app_output *po)
 {
-    for (size_t j = 0; j < n; j++)
-        fprintf(po->f, "%zu\n", perm[j]);
     if (psi_app_output_commit(po, s->err, sizeof s->err) != 0)
         return psi_app_offline_fail(s, "%s", s->err);
     return 0;
 }
 
+/* Opens --input for reading in chunks of the budget and reads the first.
+ * Returns: 0 or -1 (reported).  Out: *whole, 1 when that chunk is the
+ * whole input (the step then runs in memory). */
+static int steps_first_chunk(psi_app_offline *s, psi_app_input_stream *in, spill *x,
+                             int *whole)
+{
+    const psi_app_budget *b = psi_cli_spill_budget(x);
+    if (psi_app_input_stream_open(in, s->o.input, s->o.column, s->o.lines, b->block_bytes,
+                                  b->chunk_values, b->record_max, s->err,
+                                  sizeof s->err) != 0 ||
+        psi_app_input_stream_next(in, s->err, sizeof s->err) != 0)
+        return psi_app_offline_fail(s, "%s", s->err);
+    *whole = psi_app_input_stream_at_end(in);
+    return 0;
+}
+
+/* Masks every chunk of the input with `kind` and spills it.  Returns: 0,
+ * -1 (reported: a failed step or the disk), -2 (the input; reported). */
+static int steps_mask_chunks(psi_app_offline *s, psi_app_input_stream *in, spill *x,
+                             psi_step_kind kind, const char *step, const char *what)
+{
+    psi_cli_spill_fault f = {NULL, PSI_OK, {0, NULL, -1, -1}};
+    int rc = 0;
+
+    psi_app_progress_begin(&s->prog, step, psi_app_input_stream_estimate(in));
+    s->prog.chunked = 1;
+    while (in->chunk.n > 0) {
+        s->prog.total = psi_app_input_stream_estimate(in);
+        if (psi_cli_spill_step(x, kind, in->chunk.values, NULL, in->chunk.n, in->values,
+                               &f) != 0) {
+            rc = -1;
+            break;
+        }
+        if (psi_app_input_stream_next(in, s->err, sizeof s->err) != 0) {
+            rc = -2;
+            break;
+        }
+    }
+    s->prog.total = psi_cli_spill_values(x);
+    psi_app_progress_end(&s->prog);
+    if (rc == -1 && f.rc != PSI_OK)
+        psi_cli_spill_report(s, &f, what, NULL);
+    if (rc == -2)
+        psi_app_offline_fail(s, "%s", s->err);
+    return rc;
+}
+
+/* The setup of values that fit the budget, in memory. */
+static int steps_setup_whole(psi_app_offline *s, const psi_app_input *in,
+                             const psi_setup_params *p, psi_app_output *po, size_t *len)
+{
+    psi_op_args a;
+    size_t *perm = NULL;
+    int prc;
+
+    if (po->f != NULL && (perm = psi_app_alloc(in->n, sizeof *perm)) == NULL)
+        return psi_app_offline_fail(s, "out of memory for the setup");
+    memset(&a, 0, sizeof a);
+    a.op = PSI_OP_SETUP;
+    a.params = *p;
+    a.values = in->values;
+    a.n_values = in->n;
+    psi_app_progress_begin(&s->prog, "masking the setup", in->n);
+    prc = steps_run(s, &a, perm, len);
+    psi_app_progress_end(&s->prog);
+    if (prc != PSI_OK) {
+        free(perm);
+        return prc == PSI_E_IO ? -1
+                               : psi_app_offline_fail_psi(s, "cannot build the setup", NULL, prc);
+    }
+    if (perm != NULL) {
+        for (size_t j = 0; j < in->n; j++)
+            fprintf(po->f, "%zu\n", perm[j]);
+        free(perm);
+    }
+    return 0;
+}
+
+/* The setup of a set past the budget: masked and sorted a chunk at a time,
+ * merged from the runs.  GCS and Bloom are built from all their elements
+ * at once (§10.1): refused when those do not fit the budget. */
+static int steps_setup_spill(psi_app_offline *s, psi_app_input_stream *in, spill *x,
+                             const psi_setup_params *p, psi_app_output *po, size_t *len)
+{
+    int raw = p->structure == PSI_STRUCTURE_RAW;
+    size_t cap = 0;
+    psi_op_args a;
+    int rc = steps_mask_chunks(s, in, x, raw ? PSI_STEP_MASK_SORT : PSI_STEP_MASK,
+                               "masking the setup", "cannot build the setup");
+    if (rc != 0)
+        return rc;
+    uint64_t n = psi_cli_spill_values(x);
+    int prc = psi_setup_bound(&cap, s->o.suite, p, (size_t)n);
+    if (prc != PSI_OK)
+        return psi_app_offline_fail_psi(s, "setup parameters", NULL, prc);
+    uint64_t need = n * PSI_ELEMENT_BYTES + cap, budget = psi_cli_spill_budget(x)->bytes;
+    if (!raw && need > budget)
+        return psi_app_offline_fail(s, "a %s setup is built from all its elements at once: "
+                                    "%" PRIu64 " values need %" PRIu64 " bytes of memory "
+                                    "(%d a value and the %zu-byte message), more than "
+                                    "--memory %" PRIu64 ": raise --memory, or use the raw "
+                                    "structure (PROTOCOL.md §20)",
+                                    psi_app_structure_name(s->o.structure), n, need,
+                                    PSI_ELEMENT_BYTES, cap, budget);
+    memset(&a, 0, sizeof a);
+    a.op = PSI_OP_SETUP;
+    a.params = *p;
+    return psi_cli_spill_finish(x, &a, po->f, len, "cannot build the setup", NULL);
+}
+
 int psi_cli_offline_setup(psi_app_offline *s)
 {
     psi_app_output po;
+    psi_app_input_stream in;
     psi_setup_params p;
-    psi_op_args a;
-    size_t cap = 0, len, *perm = NULL;
-    int rc = PSI_APP_EXIT_USAGE, prc;
+    spill *x = NULL;
+    size_t cap = 0, len = 0;
+    int rc = PSI_APP_EXIT_USAGE, prc, whole = 0, step;
 
     memset(&po, 0, sizeof po);
-    if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0 ||
+    memset(&in, 0, sizeof in);
+    in.fd = -1;
+    if (psi_app_offline_key(s) != 0 || psi_cli_spill_init(&x, s, PSI_ROLE_SERVER, 1) != 0 ||
+        steps_first_chunk(s, &in, x, &whole) != 0 ||
         psi_app_offline_open(s, &s->out, s->o.output) != 0 ||
         (s->o.permutation != NULL && psi_app_offline_open(s, &po, s->o.permutation) != 0))
         goto done;
@@ -74,134 +189,270 @@ int psi_cli_offline_setup(psi_app_offline *s)
     p.structure = (psi_structure)s->o.structure;
     p.fpr = s->o.fpr != 0 ? s->o.fpr : PSI_APP_DEFAULT_FPR;
     p.num_client_inputs = s->o.num_client != 0 ? (int64_t)s->o.num_client : 1;
-    prc = psi_setup_bound(&cap, s->o.suite, &p, s->in.n);
+    prc = psi_setup_bound(&cap, s->o.suite, &p, whole ? in.chunk.n : 0);
     if (prc != PSI_OK) {
         psi_app_offline_fail_psi(s, "setup parameters", NULL, prc);
         goto done;
     }
-    if (s->o.permutation != NULL && (perm = psi_app_alloc(s->in.n, sizeof *perm)) == NULL) {
-        psi_app_offline_fail(s, "out of memory for the setup");
-        goto done;
-    }
     if (psi_app_offline_shards(s, PSI_ROLE_SERVER, 1) != 0)
         goto done;
-    memset(&a, 0, sizeof a);
-    a.op = PSI_OP_SETUP;
-    a.params = p;
-    a.values = s->in.values;
-    a.n_values = s->in.n;
-    psi_app_progress_begin(&s->prog, "masking the setup", s->in.n);
-    prc = steps_run(s, &a, perm, &len);
-    psi_app_progress_end(&s->prog);
-    if (prc == PSI_E_IO)
+    step = whole ? steps_setup_whole(s, &in.chunk, &p, &po, &len)
+                 : steps_setup_spill(s, &in, x, &p, &po, &len);
+    if (step == -2)
+        rc = PSI_APP_EXIT_USAGE;
+    if (step != 0)
         goto done;
-    if (prc != PSI_OK) {
-        psi_app_offline_fail_psi(s, "cannot build the setup", NULL, prc);
-        goto done;
-    }
     // The permutation first: if the setup's rename then fails, it goes too.
-    if (perm != NULL && steps_write_perm(s, &po, perm, s->in.n) != 0)
+    if (po.f != NULL && steps_commit_perm(s, &po) != 0)
         goto done;
     if (steps_commit(s) != 0) {
-        if (perm != NULL)
+        if (s->o.permutation != NULL)
             unlink(s->o.permutation);
         goto done;
     }
-    psi_app_progress_note(&s->prog, "%zu values: a %s setup of %zu bytes (suite %s)%s",
-                          s->in.n, psi_app_structure_name(s->o.structure), len,
+    psi_app_progress_note(&s->prog, "%" PRIu64 " values: a %s setup of %zu bytes (suite %s)%s%s",
+                          whole ? (uint64_t)in.chunk.n : psi_cli_spill_values(x),
+                          psi_app_structure_name(s->o.structure), len,
                           psi_app_suite_label(s->o.suite),
-                          perm != NULL ? ", and its permutation" : "");
+                          s->o.permutation != NULL ? ", and its permutation" : "",
+                          whole ? "" : ", merged from sorted runs on disk");
     rc = PSI_APP_EXIT_OK;
 done:
     psi_app_output_abort(&po);
-    free(perm);
+    psi_app_input_stream_close(&in);
+    psi_cli_spill_free(x);
     return rc;
 }
 
 int psi_cli_offline_request(psi_app_offline *s)
 {
-    psi_op_args a;
-    size_t len;
-    int rc = PSI_APP_EXIT_USAGE, prc;
+    psi_app_input_stream in;
+    spill *x = NULL;
+    size_t len = 0;
+    int rc = PSI_APP_EXIT_USAGE, prc, whole = 0, step = 0;
+    int reveal = s->o.mode != PSI_APP_OFFLINE_COUNT;
 
-    if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0 ||
+    memset(&in, 0, sizeof in);
+    in.fd = -1;
+    if (psi_app_offline_key(s) != 0 || psi_cli_spill_init(&x, s, PSI_ROLE_CLIENT, reveal) != 0 ||
+        steps_first_chunk(s, &in, x, &whole) != 0 ||
         psi_app_offline_open(s, &s->out, s->o.output) != 0)
         goto done;
     rc = PSI_APP_EXIT_FAIL;
-    if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
+    if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, reveal) != 0)
         goto done;
-    memset(&a, 0, sizeof a);
-    a.op = PSI_OP_REQUEST;
-    a.values = s->in.values;
-    a.n_values = s->in.n;
-    psi_app_progress_begin(&s->prog, "masking the request", s->in.n);
-    prc = steps_run(s, &a, NULL, &len);
-    psi_app_progress_end(&s->prog);
-    if (prc == PSI_E_IO)
-        goto done;
-    if (prc != PSI_OK) {
-        psi_app_offline_fail_psi(s, "cannot build the request", NULL, prc);
-        goto done;
+    if (whole) {
+        psi_op_args a;
+        memset(&a, 0, sizeof a);
+        a.op = PSI_OP_REQUEST;
+        a.values = in.chunk.values;
+        a.n_values = in.chunk.n;
+        psi_app_progress_begin(&s->prog, "masking the request", in.chunk.n);
+        prc = steps_run(s, &a, NULL, &len);
+        psi_app_progress_end(&s->prog);
+        if (prc != PSI_OK && prc != PSI_E_IO)
+            psi_app_offline_fail_psi(s, "cannot build the request", NULL, prc);
+        step = prc == PSI_OK ? 0 : -1;
+    } else {
+        psi_op_args a;
+        step = steps_mask_chunks(s, &in, x, PSI_STEP_MASK, "masking the request",
+                                 "cannot build the request");
+        memset(&a, 0, sizeof a);
+        a.op = PSI_OP_REQUEST;
+        if (step == 0)
+            step = psi_cli_spill_finish(x, &a, NULL, &len, "cannot build the request", NULL);
     }
-    if (steps_commit(s) != 0)
+    if (step == -2)
+        rc = PSI_APP_EXIT_USAGE;
+    if (step != 0 || steps_commit(s) != 0)
         goto done;
-    psi_app_progress_note(&s->prog, "%zu values: a request of %zu bytes (suite %s, %s)",
-                          s->in.n, len, psi_app_suite_label(s->o.suite),
-                          s->o.mode == PSI_APP_OFFLINE_COUNT ? "count only" : "reveal");
+    psi_app_progress_note(&s->prog, "%" PRIu64 " values: a request of %zu bytes (suite %s, %s)",
+                          whole ? (uint64_t)in.chunk.n : psi_cli_spill_values(x), len,
+                          psi_app_suite_label(s->o.suite),
+                          reveal ? "reveal" : "count only");
     rc = PSI_APP_EXIT_OK;
 done:
+    psi_app_input_stream_close(&in);
+    psi_cli_spill_free(x);
     return rc;
 }
 
-int psi_cli_offline_response(psi_app_offline *s)
+/* The reveal flag's refusal, worded for the offline commands. */
+static void steps_reveal_mismatch(psi_app_offline *s)
+{
+    if (s->o.reveal)
+        psi_app_offline_fail(s, "request %s was made with --count-only and asks only for "
+                             "the size of the intersection: answer it without --reveal",
+                             s->o.request);
+    else
+        psi_app_offline_fail(s, "request %s asks for the intersection itself, and this "
+                             "side reveals only its size: answer it with --reveal, or have "
+                             "the client make its request with --count-only",
+                             s->o.request);
+}
+
+/* A response whose request is read whole. */
+static int steps_response_whole(psi_app_offline *s, size_t *len)
 {
     psi_op_args a;
-    size_t req_len = 0, n, len;
+    size_t req_len = 0, n;
     uint8_t *req = NULL;
-    int rc = PSI_APP_EXIT_USAGE, prc;
+    int prc;
 
-    if (psi_app_offline_key(s) != 0 ||
-        psi_app_offline_read_msg(s, s->o.request, "request", &req, &req_len) != 0 ||
-        psi_app_offline_open(s, &s->out, s->o.output) != 0)
-        goto done;
-    rc = PSI_APP_EXIT_FAIL;
+    if (psi_app_offline_read_msg(s, s->o.request, "request", &req, &req_len) != 0)
+        return -1;
     n = psi_message_element_bound(s->o.suite, req_len);
-    if (psi_app_offline_shards(s, PSI_ROLE_SERVER, s->o.reveal) != 0)
-        goto done;
     memset(&a, 0, sizeof a);
     a.op = PSI_OP_RESPONSE;
     a.message = req;
     a.message_len = req_len;
     psi_app_progress_begin(&s->prog, "masking the response", n);
-    prc = steps_run(s, &a, NULL, &len);
+    prc = steps_run(s, &a, NULL, len);
     psi_app_progress_end(&s->prog);
-    if (prc == PSI_E_IO)
-        goto done;
-    if (prc == PSI_E_REVEAL_MISMATCH && s->o.reveal) {
-        psi_app_offline_fail(s, "request %s was made with --count-only and asks only for "
-                             "the size of the intersection: answer it without --reveal",
-                             s->o.request);
+    free(req);
+    if (prc == PSI_E_REVEAL_MISMATCH)
+        steps_reveal_mismatch(s);
+    else if (prc != PSI_OK && prc != PSI_E_IO)
+        psi_app_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
+    return prc == PSI_OK ? 0 : -1;
+}
+
+/* A response to a request past the budget: the request decoded as it is
+ * read (psi_reader), re-masked a chunk at a time and spilled, merged from
+ * the runs.  The checks keep the whole call's order: the message's
+ * encoding, then its reveal flag, then the first bad point. */
+static int steps_response_spill(psi_app_offline *s, spill *x, size_t *len)
+{
+    const psi_app_budget *b = psi_cli_spill_budget(x);
+    psi_cli_spill_fault f = {"Request.encrypted_elements", PSI_OK, {0, NULL, -1, -1}};
+    psi_step_kind kind = s->o.reveal ? PSI_STEP_REMASK : PSI_STEP_REMASK_SORT;
+    size_t cap = b->chunk_values, have = 0;
+    uint64_t base = 0, total = 0;
+    uint8_t *pts = psi_app_alloc(cap, PSI_ELEMENT_BYTES), *buf = malloc(1 << 16);
+    psi_reader *r = NULL;
+    int reveal = 0, prc, rc = -1, failed = 0;
+    FILE *fin = fopen(s->o.request, "rb");
+
+    if (fin == NULL) {
+        psi_app_offline_fail(s, "request %s: cannot open: %s", s->o.request, strerror(errno));
         goto done;
     }
-    if (prc == PSI_E_REVEAL_MISMATCH) {
-        psi_app_offline_fail(s, "request %s asks for the intersection itself, and this "
-                             "side reveals only its size: answer it with --reveal, or have "
-                             "the client make its request with --count-only",
-                             s->o.request);
+    if (pts == NULL || buf == NULL) {
+        psi_app_offline_fail(s, "out of memory for a chunk of %zu values", cap);
         goto done;
     }
+    if ((prc = psi_reader_create(&r, s->o.suite, PSI_MESSAGE_REQUEST)) != PSI_OK) {
+        psi_app_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
+        goto done;
+    }
+    psi_app_progress_begin(&s->prog, "masking the response", 0);
+    s->prog.chunked = 1;
+    prc = PSI_OK;
+    for (;;) {
+        size_t got = fread(buf, 1, 1 << 16, fin), at = 0;
+        if (got == 0 && ferror(fin)) {
+            psi_app_progress_end(&s->prog);
+            psi_app_offline_fail(s, "request %s: cannot read", s->o.request);
+            goto done;
+        }
+        while (prc == PSI_OK && at < got) {
+            size_t count = cap - have, used = 0;
+            prc = psi_reader_feed(r, pts + have * PSI_ELEMENT_BYTES, &count, &used,
+                                  buf + at, got - at);
+            at += used;
+            have += count;
+            if (prc == PSI_OK && have == cap) {
+                if (!failed) {
+                    s->prog.total = base + have;
+                    if (psi_cli_spill_step(x, kind, NULL, pts, have, base, &f) != 0) {
+                        if (f.rc == PSI_OK) { // the disk: already reported
+                            psi_app_progress_end(&s->prog);
+                            goto done;
+                        }
+                        failed = 1; // read on: a malformed message is named first
+                    }
+                }
+                base += have;
+                have = 0;
+            }
+        }
+        if (prc != PSI_OK || got == 0)
+            break;
+    }
+    if (prc == PSI_OK)
+        prc = psi_reader_end(r, &reveal, &total);
+    if (prc == PSI_OK && reveal == s->o.reveal && have > 0 && !failed &&
+        psi_cli_spill_step(x, kind, NULL, pts, have, base, &f) != 0) {
+        if (f.rc == PSI_OK) {
+            psi_app_progress_end(&s->prog);
+            goto done;
+        }
+        failed = 1;
+    }
+    s->prog.total = base + have;
+    psi_app_progress_end(&s->prog);
     if (prc != PSI_OK) {
         psi_app_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
         goto done;
     }
-    if (steps_commit(s) != 0)
+    if (reveal != s->o.reveal) {
+        steps_reveal_mismatch(s);
         goto done;
-    psi_app_progress_note(&s->prog, "a response of %zu bytes (suite %s, %s)", len,
+    }
+    if (failed) {
+        psi_cli_spill_report(s, &f, "the request is invalid", s->o.request);
+        goto done;
+    }
+    psi_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = PSI_OP_RESPONSE;
+    rc = psi_cli_spill_finish(x, &a, NULL, len, "the request is invalid", s->o.request);
+done:
+    if (fin != NULL)
+        fclose(fin);
+    psi_reader_free(r);
+    free(pts);
+    free(buf);
+    return rc;
+}
+
+int psi_cli_offline_response(psi_app_offline *s)
+{
+    struct stat st;
+    spill *x = NULL;
+    size_t len = 0;
+    int rc = PSI_APP_EXIT_USAGE, step;
+
+    if (psi_app_offline_key(s) != 0 || psi_cli_spill_init(&x, s, PSI_ROLE_SERVER, s->o.reveal) != 0)
+        goto done;
+    if (stat(s->o.request, &st) != 0 || !S_ISREG(st.st_mode)) {
+        // Named by the reader of the whole file.
+        uint8_t *req = NULL;
+        size_t req_len = 0;
+        psi_app_offline_read_msg(s, s->o.request, "request", &req, &req_len);
+        free(req);
+        goto done;
+    }
+    if (psi_app_offline_open(s, &s->out, s->o.output) != 0)
+        goto done;
+    rc = PSI_APP_EXIT_FAIL;
+    if (psi_app_offline_shards(s, PSI_ROLE_SERVER, s->o.reveal) != 0)
+        goto done;
+    // A request of more elements than a chunk holds is read in pieces.
+    if (psi_message_element_bound(s->o.suite, (size_t)st.st_size) <=
+        psi_cli_spill_budget(x)->chunk_values)
+        step = steps_response_whole(s, &len);
+    else
+        step = steps_response_spill(s, x, &len);
+    if (step != 0 || steps_commit(s) != 0)
+        goto done;
+    psi_app_progress_note(&s->prog, "a response of %zu bytes (suite %s, %s)%s", len,
                           psi_app_suite_label(s->o.suite),
-                          s->o.reveal ? "intersection revealed" : "size only");
+                          s->o.reveal ? "intersection revealed" : "size only",
+                          psi_cli_spill_runs(x) > 0 ? ", merged from runs on disk" : "");
     rc = PSI_APP_EXIT_OK;
 done:
-    free(req);
+    psi_cli_spill_free(x);
     return rc;
 }
 

@@ -363,6 +363,14 @@ int psi_plan_put(psi_plan *p, size_t k, int code, int64_t index, const uint8_t *
     return PSI_OK;
 }
 
+int psi_plan_perm_sink(psi_plan *p, psi_perm_sink_fn fn, void *arg)
+{
+    PSI_CHECK_ARG(p != NULL && fn != NULL && p->op == PSI_OP_SETUP);
+    p->perm_sink = fn;
+    p->perm_sink_arg = arg;
+    return PSI_OK;
+}
+
 int psi_plan_source(psi_plan *p, psi_plan_source_fn fn, void *arg)
 {
     PSI_CHECK_ARG(p != NULL && fn != NULL && p->external);

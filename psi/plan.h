@@ -34,6 +34,8 @@ struct psi_plan {
     int external;
     psi_plan_source_fn source;
     void *source_arg;
+    psi_perm_sink_fn perm_sink;   /* raw setup: the permutation in pieces */
+    void *perm_sink_arg;
     psi_progress_fn progress;
     void *progress_arg;
     const char *field;         /* names a step's bad input in the detail */

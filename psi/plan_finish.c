@@ -224,6 +224,10 @@ typedef struct writer {
     uint8_t chunk[1 << 16];
     size_t total; /* bytes handed to the sink */
     size_t *perm; /* raw setup: each record's input index, in order */
+    psi_perm_sink_fn perm_sink; /* or, in pieces, there */
+    void *perm_sink_arg;
+    size_t pbuf[PSI_PLAN_TICK];
+    size_t plen;
     psi_suite suite;
     psi_message_kind kind;
 } writer;
@@ -261,6 +265,16 @@ static int writer_flush(writer *w)
     return rc;
 }
 
+/* The indices gathered for the permutation's sink. */
+static int perm_flush(writer *w)
+{
+    int rc = PSI_OK;
+    if (w->perm_sink != NULL && w->plen > 0)
+        rc = w->perm_sink(w->perm_sink_arg, w->pbuf, w->plen) != 0 ? PSI_E_IO : PSI_OK;
+    w->plen = 0;
+    return rc;
+}
+
 /* One element record (§10.1), from the library's one encoder. */
 static int emit_record(void *arg, const uint8_t *elem, size_t index)
 {
@@ -272,6 +286,11 @@ static int emit_record(void *arg, const uint8_t *elem, size_t index)
         return rc;
     if (w->perm != NULL)
         *w->perm++ = index;
+    if (w->perm_sink != NULL) {
+        w->pbuf[w->plen++] = index;
+        if (w->plen == PSI_PLAN_TICK && (rc = perm_flush(w)) != PSI_OK)
+            return rc;
+    }
     return writer_put(w, rec, len);
 }
 
@@ -285,7 +304,9 @@ static int write_records(psi_plan *p, writer *w, size_t *perm)
     w->kind = p->op == PSI_OP_REQUEST    ? PSI_MESSAGE_REQUEST
               : p->op == PSI_OP_RESPONSE ? PSI_MESSAGE_RESPONSE
                                          : PSI_MESSAGE_SETUP_RAW;
-    w->perm = perm;
+    w->perm = p->perm_sink != NULL ? NULL : perm;
+    w->perm_sink = p->op == PSI_OP_SETUP ? p->perm_sink : NULL;
+    w->perm_sink_arg = p->perm_sink_arg;
     int rc = psi_message_head(head, &hlen, p->suite, w->kind,
                               p->op == PSI_OP_REQUEST ? p->reveal : 0, p->n);
     if (rc == PSI_OK)
@@ -294,6 +315,8 @@ static int write_records(psi_plan *p, writer *w, size_t *perm)
         rc = plan_walk(p, emit_record, w);
     if (rc == PSI_OK)
         rc = writer_flush(w);
+    if (rc == PSI_OK)
+        rc = perm_flush(w);
     return rc;
 }
 

@@ -736,6 +736,20 @@ typedef int (*psi_plan_source_fn)(void *arg, size_t k, const uint8_t **elements,
  *  PSI_E_INVALID_ARG (not external). */
 PSI_API int psi_plan_source(psi_plan *p, psi_plan_source_fn fn, void *arg);
 
+/** Where a raw setup's permutation goes in pieces (psi_plan_perm_sink):
+ *  the input indices of the next n setup elements, in setup order.
+ *  Returns: 0, or non-zero to stop (finish then returns PSI_E_IO). */
+typedef int (*psi_perm_sink_fn)(void *arg, const size_t *index, size_t n);
+
+/** Sends a SETUP plan's permutation (§7.1, §9.6) to `fn` in pieces of at
+ *  most PSI_PLAN_TICK indices as finish writes the records, instead of
+ *  into psi_op_output.perm (then ignored), so a permutation of any length
+ *  goes to a file through a fixed buffer.  A structure other than raw has
+ *  no permutation and never calls fn.  What fn took before a failure is the
+ *  caller's to discard.  Returns: PSI_OK, PSI_E_INVALID_ARG (not a SETUP
+ *  plan, or fn NULL). */
+PSI_API int psi_plan_perm_sink(psi_plan *p, psi_perm_sink_fn fn, void *arg);
+
 /** Returns: the capacity finish needs: message bytes (SETUP, REQUEST,
  *  RESPONSE), element bytes (STEP), or items (client ops). */
 PSI_API size_t psi_plan_bound(const psi_plan *p);

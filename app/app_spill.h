@@ -1,0 +1,112 @@
+/*
+ * Sets larger than memory (PROTOCOL.md §20): a memory budget, and the runs
+ * a step's output is spilled to when the whole does not fit in it.
+ *
+ * A run is one chunk's step output: its elements (PSI_ELEMENT_BYTES each)
+ * and their input indices (counted in the whole input), in the step's
+ * order (byte order for the _SORT kinds).  A run on disk is exactly a
+ * slice of an external plan (psi.h, §19): the library's finish reads the
+ * runs back through psi_app_spill_source and applies the same merge rule
+ * and encoding as in memory, so the bytes cannot differ.
+ *
+ * Every run goes into one temporary file in the chosen directory, opened
+ * with O_TMPFILE (or created and unlinked at once where the file system
+ * has no O_TMPFILE): it has no name, so a failed, interrupted or killed
+ * process leaves nothing behind, and the kernel frees its space when the
+ * descriptor closes.  It holds masked elements and row indices, never a
+ * key: the same elements the message written from them carries.
+ *
+ * Thread-safety: none; one command uses one spill on one thread.
+ */
+#ifndef PSI_APP_SPILL_H
+#define PSI_APP_SPILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "psi.h"
+
+/* The smallest budget a command accepts (--memory). */
+#define PSI_APP_MEMORY_MIN ((uint64_t)4096)
+
+/* Bytes of memory a value of a chunk may cost while its step runs: the
+ * value (psi_value), its element and index, the sharding layer's copy of
+ * both and the sort's scratch, with room to spare (bench/spill-memory.sh
+ * measures what the commands take). */
+#define PSI_APP_SPILL_PER_VALUE 256
+
+/* Bytes a value takes in a run file: element and 64-bit index. */
+#define PSI_APP_SPILL_RECORD (PSI_ELEMENT_BYTES + 8)
+
+/** The budget when --memory is not given: a quarter of the machine's
+ *  physical memory, at least 64 MiB. */
+uint64_t psi_app_memory_default(void);
+
+/** Parses a budget: a byte count with an optional suffix K, M, G, T (powers
+ *  of 1024; KiB, MiB, GiB, TiB and KB... read the same).  Returns: 0, or
+ *  -1 for text that is not one, or one below PSI_APP_MEMORY_MIN (message in
+ *  err).  Out: *bytes. */
+int psi_app_memory_parse(uint64_t *bytes, const char *text, char *err, size_t err_len);
+
+/** How a budget is spent. */
+typedef struct psi_app_budget {
+    uint64_t bytes;         // the budget
+    size_t chunk_values;    // most values of one chunk
+    size_t block_bytes;     // input bytes read for one chunk
+    size_t record_max;      // longest input record (line or CSV record)
+} psi_app_budget;
+
+/** Splits `bytes` into the sizes above. */
+void psi_app_budget_init(psi_app_budget *b, uint64_t bytes);
+
+typedef struct psi_app_run {
+    uint64_t at;            // file offset of its elements (indices follow)
+    size_t count;
+    size_t done;            // handed to the source's caller
+} psi_app_run;
+
+typedef struct psi_app_spill {
+    const char *dir;
+    int fd;                 // -1: not open
+    uint64_t size;          // bytes written
+    psi_app_run *runs;
+    size_t n_runs, cap_runs;
+    uint64_t n_values;      // values in all runs
+    // Reading (psi_app_spill_source): a buffer per run.
+    size_t read_values;     // values each buffer holds
+    uint8_t *elem_buf;      // n_runs * read_values elements
+    size_t *idx_buf;        // n_runs * read_values indices
+    uint64_t read_done;     // values handed out, for progress
+    void (*on_read)(void *arg, uint64_t done);
+    void *on_read_arg;
+    char err[512];          // the last failure's message
+} psi_app_spill;
+
+/** Creates the spill's file in dir (not yet: the first put does).  */
+void psi_app_spill_init(psi_app_spill *s, const char *dir);
+
+/** Appends a run of n elements and their indices: base + idx[i] (idx
+ *  NULL: base + i).  Returns: 0, or -1 with a message in s->err naming the directory
+ *  and the system's reason ("no space left on device": and how many bytes
+ *  the spill had written), the file removed with nothing left. */
+int psi_app_spill_put(psi_app_spill *s, const uint8_t *elements, const size_t *idx,
+                      size_t base, size_t n);
+
+/** Prepares reading every run back with `memory` bytes of buffers in all.
+ *  Returns: 0 or -1 (no memory; message in s->err). */
+int psi_app_spill_read_begin(psi_app_spill *s, uint64_t memory);
+
+/** The psi_plan_source_fn of an external plan whose slice k is run k
+ *  (arg: the psi_app_spill).  A read failure is PSI_E_IO with s->err set. */
+int psi_app_spill_source(void *arg, size_t k, const uint8_t **elements, const size_t **index,
+                         size_t *count);
+
+/** The slice counts of the runs, for psi_op_args.slice_counts (an array of
+ *  n_runs, allocated).  Returns: NULL on no memory. */
+size_t *psi_app_spill_counts(const psi_app_spill *s);
+
+/** Closes the file (its space goes back) and frees the buffers.  Safe on an
+ *  initialised or closed spill. */
+void psi_app_spill_close(psi_app_spill *s);
+
+#endif /* PSI_APP_SPILL_H */
