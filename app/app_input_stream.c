@@ -78,6 +78,23 @@ static int stream_fill(psi_app_input_stream *s, const input_ctx *c, size_t want)
     return PSI_APP_INPUT_OK;
 }
 
+/* Doubles the buffer, to at most `most` bytes. */
+static int stream_grow(psi_app_input_stream *s, const input_ctx *c, size_t most)
+{
+    size_t ncap = s->cap * 2 < most ? s->cap * 2 : most;
+    uint8_t *nb;
+
+    if (ncap <= s->cap)
+        return app_input_fail(c, PSI_APP_INPUT_ENOMEM, "out of memory reading %zu bytes",
+                              s->cap);
+    if ((nb = realloc(s->buf, ncap)) == NULL)
+        return app_input_fail(c, PSI_APP_INPUT_ENOMEM, "out of memory reading %zu bytes",
+                              ncap);
+    s->buf = nb;
+    s->cap = ncap;
+    return PSI_APP_INPUT_OK;
+}
+
 /* The length of the longest prefix of p[0, n) made of at most `want` whole
  * records; *recs gets their number.  A record ends at a '\n' (in CSV mode
  * one outside quotes); at the end of the input the rest is one more. */
@@ -149,15 +166,26 @@ int psi_app_input_stream_next(psi_app_input_stream *s, char *err, size_t err_len
         s->first = 0;
     }
     if (s->buf == NULL) {
-        s->cap = s->block_bytes + 4096;
+        // Sized by what there is to read: a small file never costs a block.
+        size_t first = s->size != 0 && s->size < s->block_bytes ? (size_t)s->size
+                       : s->size == 0 && s->block_bytes > 65536 ? 65536 : s->block_bytes;
+        s->cap = first + 4096;
         if ((s->buf = app_input_alloc(&c, s->cap, 1)) == NULL)
             return PSI_APP_INPUT_ENOMEM;
     }
     // The first CSV chunk holds the header as one more record.
-    size_t want = s->max_values + (csv && s->first ? 1 : 0);
+    size_t want = s->max_values + (csv && s->first ? 1 : 0), most;
     for (;;) {
         if ((rc = stream_fill(s, &c, s->block_bytes)) != 0)
             return rc;
+        most = s->keep + (s->block_bytes > s->record_max ? s->block_bytes : s->record_max) + 4096;
+        if (!s->eof && s->len - s->start < s->block_bytes && s->len == s->cap &&
+            s->cap < most) {
+            // A pipe, or a file that grew: a larger buffer, up to a block.
+            if ((rc = stream_grow(s, &c, most)) != 0)
+                return rc;
+            continue;
+        }
         cut = stream_cut(s->buf + s->start, s->len - s->start, csv, want, s->eof, &recs);
         if (s->eof || (cut > 0 && !(csv && s->first && recs < 2)))
             break;
@@ -167,15 +195,8 @@ int psi_app_input_stream_next(psi_app_input_stream *s, char *err, size_t err_len
                                   "than %zu bytes (or a quote that is never closed): it "
                                   "does not fit the memory budget (raise --memory)",
                                   s->line, s->record_max);
-        if (s->len == s->cap) {
-            size_t ncap = s->cap * 2;
-            uint8_t *nb = realloc(s->buf, ncap);
-            if (nb == NULL)
-                return app_input_fail(&c, PSI_APP_INPUT_ENOMEM, "out of memory reading "
-                                      "%zu bytes", ncap);
-            s->buf = nb;
-            s->cap = ncap;
-        }
+        if (s->len == s->cap && (rc = stream_grow(s, &c, most)) != 0)
+            return rc;
         if ((rc = stream_fill(s, &c, s->len - s->start + 1)) != 0)
             return rc;
     }

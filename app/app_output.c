@@ -1,7 +1,10 @@
 /* Output files that appear only when complete; see app_output.h. */
+#define _GNU_SOURCE /* O_TMPFILE, AT_EMPTY_PATH */
 #include "app_output.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -112,10 +115,68 @@ static mode_t output_mode(void)
     return 0666 & ~mask;
 }
 
+/* Opens a file without a name in the target's directory (O_TMPFILE), so
+ * that nothing is left even by SIGKILL; commit gives it its name.
+ * Returns: 0, or an errno value (then the named temporary file is used). */
+static int output_create_anon(psi_app_output *o)
+{
+#ifdef O_TMPFILE
+    const char *slash = strrchr(o->path, '/');
+    char *dir = slash == NULL ? strdup(".")
+                              : strndup(o->path, slash == o->path ? 1 : (size_t)(slash - o->path));
+    int fd, e;
+
+    if (dir == NULL)
+        return ENOMEM;
+    fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    e = errno;
+    free(dir);
+    if (fd < 0)
+        return e;
+    // open applied the umask already, as fopen would.
+    if ((o->f = fdopen(fd, "w")) != NULL) {
+        o->anon = 1;
+        return 0;
+    }
+    e = errno;
+    close(fd);
+    return e;
+#else
+    (void)o;
+    return EOPNOTSUPP;
+#endif
+}
+
+/* Links an O_TMPFILE output to o->tmp (a fresh name).  Returns: 0 or an
+ * errno value. */
+static int output_link_anon(psi_app_output *o)
+{
+    char proc[64];
+    int fd = fileno(o->f), tfd = mkstemp(o->tmp);
+
+    if (tfd < 0)
+        return errno;
+    // The name was free a moment ago: take it for the file (its name is
+    // registered for signals only from here to the rename).
+    close(tfd);
+    unlink(o->tmp);
+    output_sig_register(o->tmp);
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+#ifdef AT_EMPTY_PATH
+    if (linkat(fd, "", AT_FDCWD, o->tmp, AT_EMPTY_PATH) == 0)
+        return 0;
+#endif
+    return errno;
+}
+
 /* Creates o->tmp with mkstemp and opens it as o->f.  Returns: 0 or an errno
  * value, with nothing left on disk. */
 static int output_create_tmp(psi_app_output *o)
 {
+    if (output_create_anon(o) == 0)
+        return 0;
     int fd = mkstemp(o->tmp), e;
 
     if (fd < 0)
@@ -155,12 +216,14 @@ int psi_app_output_open(psi_app_output *o, const char *path, char *err, size_t e
         return output_fail(err, err_len, path, "cannot create a temporary file "
                            "beside it", e);
     }
-    output_sig_register(o->tmp);
+    if (!o->anon)
+        output_sig_register(o->tmp);
     return 0;
 }
 
-/* Flushes, syncs and closes o->f.  Returns: 0 or the errno value of the
- * first failure (EIO for an earlier write error whose errno is lost). */
+/* Flushes, syncs and closes o->f (an O_TMPFILE one linked to o->tmp
+ * first).  Returns: 0 or the errno value of the first failure (EIO for an
+ * earlier write error whose errno is lost). */
 static int output_close(psi_app_output *o)
 {
     int e = 0;
@@ -171,6 +234,8 @@ static int output_close(psi_app_output *o)
         e = EIO;
     else if (fsync(fileno(o->f)) != 0 && errno != EINVAL)
         e = errno;  // EINVAL: a file system without fsync; nothing to do
+    if (e == 0 && o->anon)
+        e = output_link_anon(o);
     if (fclose(o->f) != 0 && e == 0)
         e = errno;
     o->f = NULL;
@@ -220,7 +285,8 @@ void psi_app_output_abort(psi_app_output *o)
     if (o->tmp != NULL) {
         if (o->f != NULL)
             fclose(o->f);
-        unlink(o->tmp);
+        if (!o->anon)
+            unlink(o->tmp);
         output_sig_unregister(o->tmp);
     }
     output_release(o);

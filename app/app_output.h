@@ -1,8 +1,10 @@
 /*
- * An output file that appears only when complete: written under a temporary
- * name in the same directory and renamed over the target on commit, so a
- * failed or interrupted run leaves no half-written result (and any older
- * file of that name untouched).  "-" writes to stdout instead (no rename).
+ * An output file that appears only when complete: written as a file without
+ * a name (O_TMPFILE) in the target's directory, linked to a temporary name
+ * and renamed over the target on commit, so a failed, interrupted or killed
+ * (even SIGKILL) run leaves no half-written result (and any older file of
+ * that name untouched); where the file system has no O_TMPFILE it is written
+ * under the temporary name itself.  "-" writes to stdout instead (no rename).
  * The target's directory must be writable; a symbolic link at the target is
  * replaced by the new file, not followed.  An interrupting SIGINT, SIGTERM
  * or SIGHUP removes the temporary file too once
@@ -20,6 +22,7 @@ typedef struct psi_app_output {
     FILE *f;           // write here (stdout for "-")
     char *path;        // the target, NULL for stdout
     char *tmp;         // the temporary name, NULL for stdout
+    int anon;          // the file has no name until commit (O_TMPFILE)
 } psi_app_output;
 
 /** Opens a temporary file "<path>.tmp.XXXXXX" (mkstemp, mode 0666 & ~umask

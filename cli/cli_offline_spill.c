@@ -178,6 +178,11 @@ int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
     int rc = -1, prc;
 
     *len = 0;
+    // The chunks are done: their buffers go back before the runs' come.
+    free(x->elems);
+    free(x->perm);
+    x->elems = NULL;
+    x->perm = NULL;
     if (x->sp.n_runs > PSI_PLAN_MAX_SLICES)
         return psi_app_offline_fail(s, "%" PRIu64 " values made %zu sorted runs at --memory "
                                     "%" PRIu64 ", more than the %d one merge takes: raise "

@@ -17,32 +17,40 @@ static int steps_sink(void *arg, const uint8_t *bytes, size_t len)
     return fwrite(bytes, 1, len, arg) != len;
 }
 
-/* Rank 0's finish of a message into r->s.out (and the permutation into
- * perm), reported as `fail` unless the file could not be written.
- * Returns: as psi_mpi_agree. */
-static int steps_finish(psi_mpi_run *r, psi_mpi_plan *mp, size_t *perm, const char *fail)
-{
-    psi_op_output o = {.sink = steps_sink, .sink_arg = r->s.out.f, .perm = perm};
-    int prc = psi_mpi_plan_finish(r, mp, &o);
+/* Rank 0's permutation file, written in pieces as the plan's finish merges
+ * (psi_plan_perm_sink): one input index a line, as shardpsi setup. */
+typedef struct steps_perm {
+    FILE *f;
+    int failed;
+} steps_perm;
 
-    if (prc == PSI_E_IO)
+static int steps_perm_sink(void *arg, const size_t *index, size_t n)
+{
+    steps_perm *p = arg;
+    for (size_t i = 0; i < n && !p->failed; i++)
+        p->failed = fprintf(p->f, "%zu\n", index[i]) < 0;
+    return p->failed;
+}
+
+/* Rank 0's finish of a message into r->s.out (and a raw setup's
+ * permutation into perm->f, when perm is not NULL), reported as `fail`
+ * unless a file could not be written.  Returns: as psi_mpi_agree. */
+static int steps_finish(psi_mpi_run *r, psi_mpi_plan *mp, steps_perm *perm, const char *fail)
+{
+    psi_op_output o = {.sink = steps_sink, .sink_arg = r->s.out.f};
+    int prc = PSI_OK;
+
+    if (r->rank == 0 && perm != NULL)
+        prc = psi_plan_perm_sink(mp->p, steps_perm_sink, perm);
+    if (prc == PSI_OK)
+        prc = psi_mpi_plan_finish(r, mp, &o);
+    if (prc == PSI_E_IO && perm != NULL && perm->failed)
+        psi_app_offline_fail(&r->s, "%s: cannot write", r->s.o.permutation);
+    else if (prc == PSI_E_IO)
         psi_app_offline_fail(&r->s, "%s: cannot write", r->s.o.output);
     else if (prc != PSI_OK)
         psi_app_offline_fail_psi(&r->s, fail, NULL, prc);
     return psi_mpi_agree(r, prc != PSI_OK ? PSI_APP_EXIT_FAIL : 0);
-}
-
-/* Rank 0 writes the permutation, one input index a line (as shardpsi
- * setup).  Returns: as psi_mpi_agree. */
-static int steps_write_perm(psi_mpi_run *r, psi_app_output *po, const size_t *perm)
-{
-    int bad = 0;
-
-    for (uint64_t j = 0; r->rank == 0 && !bad && j < r->total; j++)
-        bad = fprintf(po->f, "%zu\n", perm[j]) < 0;
-    if (bad)
-        psi_app_offline_fail(&r->s, "%s: cannot write", r->s.o.permutation);
-    return psi_mpi_agree(r, bad ? PSI_APP_EXIT_FAIL : 0);
 }
 
 int psi_mpi_setup(psi_mpi_run *r)
@@ -50,9 +58,9 @@ int psi_mpi_setup(psi_mpi_run *r)
     psi_app_output po;
     psi_mpi_plan mp;
     psi_op_args a;
-    size_t *perm = NULL;
+    steps_perm perm = {NULL, 0};
     double t[3];
-    int rc, status = 0;
+    int rc;
 
     memset(&po, 0, sizeof po);
     memset(&mp, 0, sizeof mp);
@@ -75,18 +83,13 @@ int psi_mpi_setup(psi_mpi_run *r)
         goto done;
     // After the agreement: the slowest rank's step (masking and, raw, sorting) is done.
     t[1] = psi_app_now_ms();
-    // The permutation is the plan's merged indices: rank 0 holds all n.
-    if (r->rank == 0 && r->s.o.permutation != NULL &&
-        (perm = psi_app_alloc((size_t)r->total, sizeof *perm)) == NULL) {
-        psi_app_offline_fail(&r->s, "out of memory for the permutation");
-        status = PSI_APP_EXIT_FAIL;
-    }
-    if ((rc = psi_mpi_agree(r, status)) != 0 ||
-        (rc = steps_finish(r, &mp, perm, "cannot build the setup")) != 0)
+    // The permutation is the plan's merged indices, written as they come.
+    perm.f = po.f;
+    if ((rc = steps_finish(r, &mp, r->s.o.permutation != NULL ? &perm : NULL,
+                           "cannot build the setup")) != 0)
         goto done;
     // The permutation first: if the setup's rename then fails, it goes too.
-    if (r->s.o.permutation != NULL && ((rc = steps_write_perm(r, &po, perm)) != 0 ||
-                                       (rc = psi_mpi_commit(r, &po)) != 0))
+    if (r->s.o.permutation != NULL && (rc = psi_mpi_commit(r, &po)) != 0)
         goto done;
     if ((rc = psi_mpi_commit(r, &r->s.out)) != 0) {
         if (r->rank == 0 && r->s.o.permutation != NULL)
@@ -104,7 +107,6 @@ int psi_mpi_setup(psi_mpi_run *r)
 done:
     psi_app_output_abort(&po);
     psi_mpi_plan_free(&mp);
-    free(perm);
     return rc;
 }
 

@@ -16,6 +16,14 @@ int psi_elements_sort(uint8_t *elements, size_t *perm, size_t n);
  * (PSI_E_SETUP_UNSORTED).  (out, *out_len) as psi.h's rules. */
 int psi_setup_encode(uint8_t *out, size_t *out_len, int suite, const psi_setup_params *p,
                      const uint8_t *elements, size_t n);
+/* The bytes of a GCS or Bloom setup before its bits (the message's last
+ * field): a writer in pieces sends these, then the bits from where they
+ * are.  div_or_k: GCS div or Bloom num_hash_functions; hash_range: GCS.
+ * (head, *head_len): capacity in, length out; PSI_SETUP_HEAD_MAX is
+ * enough. */
+#define PSI_SETUP_HEAD_MAX 64
+int psi_setup_built_head(uint8_t *head, size_t *head_len, int suite, psi_structure structure,
+                         int32_t div_or_k, int64_t hash_range, size_t bits_len);
 int psi_request_encode(uint8_t *out, size_t *out_len, int suite, int reveal,
                        const uint8_t *elements, size_t n);
 int psi_response_encode(uint8_t *out, size_t *out_len, int suite, const uint8_t *elements,

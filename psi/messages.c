@@ -250,29 +250,59 @@ typedef struct setup_body {
     size_t bits_len;
 } setup_body;
 
-static void put_body(psi_wbuf *w, const setup_body *b)
+/* The bits field is the body's last: with payload 0 everything but the
+ * bits themselves is written (psi_setup_built_head). */
+static void put_body(psi_wbuf *w, const setup_body *b, int payload)
 {
+    uint32_t field = b->structure == PSI_STRUCTURE_GCS ? GCS_BITS : BLOOM_BITS;
     if (b->structure == PSI_STRUCTURE_GCS) {
         put_int(w, GCS_DIV, b->div);
         put_int(w, GCS_HASH_RANGE, b->hash_range);
-        put_bytes(w, GCS_BITS, b->bits, b->bits_len);
     } else {
         put_int(w, BLOOM_HASHES, b->k);
-        put_bytes(w, BLOOM_BITS, b->bits, b->bits_len);
+    }
+    if (payload) {
+        put_bytes(w, field, b->bits, b->bits_len);
+    } else if (b->bits_len > 0) {
+        psi_wbuf_tag(w, field, PSI_WIRE_LEN);
+        psi_wbuf_varint(w, b->bits_len);
     }
 }
 
 /* The member is always written, even when empty (`0a 00`, §10). */
-static void put_setup(psi_wbuf *w, const void *ctx)
+static void put_setup_part(psi_wbuf *w, const setup_body *b, int payload)
 {
-    const setup_body *b = ctx;
     psi_wbuf body_size = {NULL, 0, 0};
-    put_body(&body_size, b);
+    put_body(&body_size, b, 1);
     psi_msg_put_header(w, b->suite);
     // The oneof field numbers are the structure values plus one.
     psi_wbuf_tag(w, (uint32_t)b->structure + 1, PSI_WIRE_LEN);
     psi_wbuf_varint(w, body_size.len);
-    put_body(w, b);
+    put_body(w, b, payload);
+}
+
+static void put_setup(psi_wbuf *w, const void *ctx)
+{
+    put_setup_part(w, ctx, 1);
+}
+
+int psi_setup_built_head(uint8_t *head, size_t *head_len, int suite, psi_structure structure,
+                         int32_t div_or_k, int64_t hash_range, size_t bits_len)
+{
+    setup_body b = {.suite = suite, .structure = structure, .bits_len = bits_len};
+    PSI_CHECK_ARG(structure == PSI_STRUCTURE_GCS || structure == PSI_STRUCTURE_BLOOM_FILTER);
+    if (structure == PSI_STRUCTURE_GCS) {
+        b.div = div_or_k;
+        b.hash_range = hash_range;
+    } else {
+        b.k = div_or_k;
+    }
+    psi_wbuf w = {head, *head_len, 0};
+    put_setup_part(&w, &b, 0);
+    if (w.len > *head_len)
+        return PSI_E_BUFFER_TOO_SMALL;
+    *head_len = w.len;
+    return PSI_OK;
 }
 
 int psi_setup_canonical_len(size_t *len, const psi_setup *s)

@@ -5,7 +5,9 @@
  * The one place the merge rules are written. */
 #include <string.h>
 
+#include "bloom.h"
 #include "codec.h"
+#include "gcs.h"
 #include "plan.h"
 
 /* --------------------------------------------------- the steps' outputs */
@@ -320,29 +322,91 @@ static int write_records(psi_plan *p, writer *w, size_t *perm)
     return rc;
 }
 
-/* GCS and Bloom: built once from all elements (§14.2). */
+/* GCS and Bloom written to a sink: built from one walk over the elements,
+ * each element used as it passes (§20), so only what the structure itself
+ * needs is held: the Bloom filter's bit array, or the GCS hashes (8 bytes
+ * a value, sorted in memory) and the bit stream.  The bytes are those of
+ * psi_setup_encode, which builds from the same functions. */
+typedef struct built {
+    psi_structure structure;
+    size_t elen;
+    int32_t k;          /* Bloom */
+    uint8_t *bits;
+    size_t bits_len;
+    uint64_t *hashes;   /* GCS */
+    int64_t hash_range;
+    size_t n;
+} built;
+
+static int emit_built(void *arg, const uint8_t *elem, size_t index)
+{
+    built *b = arg;
+    (void)index;
+    if (b->structure == PSI_STRUCTURE_BLOOM_FILTER)
+        psi_bloom_insert(b->bits, b->bits_len, b->k, elem, b->elen);
+    else
+        b->hashes[b->n++] = psi_gcs_hash(elem, b->elen, b->hash_range);
+    return PSI_OK;
+}
+
+static int write_built_sink(psi_plan *p, writer *w)
+{
+    const psi_setup_params *sp = &p->params;
+    built b = {.structure = sp->structure, .elen = psi_suite_element_bytes(p->suite)};
+    uint8_t head[PSI_SETUP_HEAD_MAX];
+    size_t hlen = sizeof head, bound = 0;
+    int32_t div_or_k = 0;
+    int rc;
+    if (b.structure == PSI_STRUCTURE_BLOOM_FILTER) {
+        PSI_TRY(psi_bloom_params(&b.k, &b.bits_len, sp->fpr, sp->num_client_inputs, p->n));
+        if ((b.bits = psi_calloc(b.bits_len, 1)) == NULL) {
+            rc = PSI_E_NOMEM;
+            goto done;
+        }
+        PSI_TRY(plan_walk(p, emit_built, &b));
+        div_or_k = b.k;
+    } else {
+        PSI_TRY(psi_gcs_hash_range(&b.hash_range, sp->fpr, sp->num_client_inputs, p->n));
+        PSI_TRY(psi_gcs_bits_bound(&bound, b.hash_range, p->n));
+        b.hashes = psi_calloc(p->n ? p->n : 1, sizeof *b.hashes);
+        b.bits = psi_alloc(bound ? bound : 1);
+        if (b.hashes == NULL || b.bits == NULL) {
+            rc = PSI_E_NOMEM;
+            goto done;
+        }
+        PSI_TRY(plan_walk(p, emit_built, &b));
+        b.bits_len = bound;
+        PSI_TRY(psi_gcs_encode_values(&div_or_k, b.bits, &b.bits_len, b.hashes, b.n));
+    }
+    PSI_TRY(psi_setup_built_head(head, &hlen, p->suite, b.structure, div_or_k, b.hash_range,
+                                 b.bits_len));
+    if (w->sink(w->sink_arg, head, hlen) != 0 ||
+        (b.bits_len > 0 && w->sink(w->sink_arg, b.bits, b.bits_len) != 0)) {
+        rc = PSI_E_IO;
+        goto done;
+    }
+    w->total = hlen + b.bits_len;
+done:
+    psi_free(b.bits); /* public: the structure is what gets sent */
+    psi_free(b.hashes);
+    return rc;
+}
+
+/* GCS and Bloom into the caller's buffer: built once from all elements
+ * (§14.2). */
 static int write_built(psi_plan *p, writer *w)
 {
+    if (w->sink != NULL)
+        return write_built_sink(p, w);
     const uint8_t *elements;
-    uint8_t *owned = NULL, *msg = NULL;
-    size_t bound = 0, len;
+    uint8_t *owned = NULL;
+    size_t len;
     int rc = plan_contiguous(p, &elements, &owned);
-    if (rc == PSI_OK && w->sink == NULL) {
+    if (rc == PSI_OK) {
         len = w->cap;
         rc = psi_setup_encode(w->buf, &len, p->suite, &p->params, elements, p->n);
         w->len = rc == PSI_OK ? len : 0;
-    } else if (rc == PSI_OK && (rc = psi_setup_bound(&bound, p->suite, &p->params,
-                                                          p->n)) == PSI_OK) {
-        msg = psi_alloc(bound);
-        len = bound;
-        rc = msg == NULL ? PSI_E_NOMEM
-                         : psi_setup_encode(msg, &len, p->suite, &p->params, elements,
-                                                  p->n);
-        if (rc == PSI_OK && len > 0 && w->sink(w->sink_arg, msg, len) != 0)
-            rc = PSI_E_IO;
-        w->total = rc == PSI_OK ? len : 0;
     }
-    psi_free(msg);
     psi_free(owned);
     return rc;
 }

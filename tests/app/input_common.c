@@ -73,6 +73,48 @@ void assert_contains(const char *hay, const char *needle)
 
 /* Reads len bytes as a file in the given mode (column NULL: --lines); the
  * read must succeed. */
+/* Reading in chunks (psi_app_input_stream) must give what the whole read
+ * gave: the same values in order, or the same error and message, for
+ * chunks of 1, 2, 3 and 1000 values cut from blocks of 64 to 4096 bytes. */
+static void stream_matches(const char *path, const char *column, int lines, int whole_rc,
+                           const char *whole_err, const psi_app_input *whole)
+{
+    static const size_t values[] = {1, 2, 3, 1000}, blocks[] = {64, 100, 4096};
+    for (size_t vi = 0; vi < sizeof values / sizeof values[0]; vi++) {
+        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+            psi_app_input_stream st;
+            char err[256];
+            size_t at = 0;
+            int rc = psi_app_input_stream_open(&st, path, column, lines, blocks[bi],
+                                               values[vi], (size_t)1 << 20, err, sizeof err);
+            while (rc == PSI_APP_INPUT_OK &&
+                   (rc = psi_app_input_stream_next(&st, err, sizeof err)) == PSI_APP_INPUT_OK &&
+                   st.chunk.n > 0) {
+                assert_true(st.chunk.n <= values[vi]);
+                assert_int_equal(st.values, at);
+                // Before an error the chunks hand out the values ahead of it.
+                for (size_t i = 0; i < st.chunk.n && whole_rc != PSI_APP_INPUT_OK; i++)
+                    at++;
+                for (size_t i = 0; i < st.chunk.n && whole_rc == PSI_APP_INPUT_OK; i++, at++) {
+                    assert_true(at < whole->n);
+                    assert_int_equal(st.chunk.values[i].len, whole->values[at].len);
+                    assert_memory_equal(st.chunk.values[i].data, whole->values[at].data,
+                                        whole->values[at].len);
+                }
+            }
+            psi_app_input_stream_close(&st);
+            if (rc != whole_rc || (rc != PSI_APP_INPUT_OK && strcmp(err, whole_err) != 0)) {
+                print_error("in chunks of %zu values, blocks of %zu bytes: %d \"%s\", read "
+                            "whole: %d \"%s\"\n", values[vi], blocks[bi], rc, err, whole_rc,
+                            whole_err);
+                fail();
+            }
+            if (rc == PSI_APP_INPUT_OK)
+                assert_int_equal(at, whole->n);
+        }
+    }
+}
+
 void read_ok(psi_app_input *in, const char *content, size_t len,
                     const char *column)
 {
@@ -85,6 +127,7 @@ void read_ok(psi_app_input *in, const char *content, size_t len,
         fail();
     }
     assert_string_equal(err, "");
+    stream_matches(tpath("in.txt"), column, column == NULL, rc, err, in);
 }
 
 /* The input as a string read in that mode must fail with code and a
@@ -99,6 +142,7 @@ void read_fails(const char *content, const char *column, int code, ...)
                                 column, column == NULL, err, sizeof err);
 
     assert_int_equal(rc, code);
+    stream_matches(tpath("bad.csv"), column, column == NULL, rc, err, &in);
     assert_null(in.data);
     assert_null(in.values);
     assert_int_equal(in.n, 0);

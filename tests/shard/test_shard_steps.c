@@ -403,6 +403,83 @@ static void test_plan_sink_equals_buffer(void **state)
     ts_keyset_free(&k);
 }
 
+/* The permutation in pieces (psi_plan_perm_sink) is the one of the
+ * message call, for every slice count; a refusing sink is PSI_E_IO; a
+ * plan other than a setup's refuses the sink. */
+typedef struct perm_log {
+    size_t idx[400];
+    size_t n, calls, fail_at;
+} perm_log;
+
+static int perm_take(void *arg, const size_t *index, size_t n)
+{
+    perm_log *l = arg;
+    if (++l->calls == l->fail_at)
+        return 1;
+    assert_true(n > 0 && n <= PSI_PLAN_TICK && n <= 400 - l->n);
+    memcpy(l->idx + l->n, index, n * sizeof *index);
+    l->n += n;
+    return 0;
+}
+
+static void test_plan_perm_sink(void **state)
+{
+    (void)state;
+    uint64_t rng = ts_rng_for(10);
+    keyset k;
+    ts_keyset_make(&k, &rng);
+    dataset d;
+    ts_dataset_make(&d, &rng, 300, 200);
+    static uint8_t want[1 << 16];
+    static sink_log log;
+    size_t wlen = sizeof want, wperm[300];
+    psi_setup_params sp = {PSI_STRUCTURE_RAW, 1e-6, 200};
+    assert_int_equal(psi_server_create_setup(k.s[1], want, &wlen, wperm, &sp, d.sv, d.ns), PSI_OK);
+    for (size_t slices = 1; slices <= 7; slices += 3) {
+        for (size_t f = 0; f <= 1; f++) {
+            psi_op_args a;
+            memset(&a, 0, sizeof a);
+            a.op = PSI_OP_SETUP;
+            a.params = sp;
+            a.values = d.sv;
+            a.n_values = d.ns;
+            a.slices = slices;
+            psi_plan *p = NULL;
+            assert_int_equal(psi_plan_begin(&p, k.s[1], &a), PSI_OK);
+            static perm_log pl;
+            memset(&pl, 0, sizeof pl);
+            pl.fail_at = f;
+            assert_int_equal(psi_plan_perm_sink(p, perm_take, &pl), PSI_OK);
+            for (size_t s = 0; s < psi_plan_slices(p); s++)
+                assert_int_equal(psi_plan_run(p, k.s[1], s), PSI_OK);
+            memset(&log, 0, sizeof log);
+            psi_op_output o = {.sink = sink_take, .sink_arg = &log};
+            int rc = psi_plan_finish(p, &o);
+            if (f == 0) {
+                assert_int_equal(rc, PSI_OK);
+                ts_expect_bytes("setup beside a permutation sink", log.buf, log.len, want, wlen);
+                assert_int_equal(pl.n, d.ns);
+                assert_memory_equal(pl.idx, wperm, d.ns * sizeof *wperm);
+            } else {
+                assert_int_equal(rc, PSI_E_IO);
+            }
+            psi_plan_free(p);
+        }
+    }
+    // Only a setup has a permutation.
+    psi_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = PSI_OP_REQUEST;
+    a.values = d.cv;
+    a.n_values = d.nc;
+    psi_plan *p = NULL;
+    assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_OK);
+    assert_int_equal(psi_plan_perm_sink(p, perm_take, NULL), PSI_E_INVALID_ARG);
+    psi_plan_free(p);
+    ts_dataset_free(&d);
+    ts_keyset_free(&k);
+}
+
 /* ------------------------------------------------------------ executor */
 
 static void test_shard_create_rejects_bad_settings(void **state)
@@ -645,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_shard_merge_sorted_equals_sort),
         cmocka_unit_test(test_shard_run_one_each_step),
         cmocka_unit_test(test_plan_sink_equals_buffer),
+        cmocka_unit_test(test_plan_perm_sink),
         cmocka_unit_test(test_shard_progress_reaches_n),
         cmocka_unit_test(test_shard_progress_ticks_merges),
     };

@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# Tests of the offline commands past their memory budget (PROTOCOL.md §20):
+# at budgets of a few KiB, which cut a few thousand values into hundreds of
+# spilled runs, `shardpsi setup`, `request` and `response` write the same
+# bytes (and permutation) as in memory, for every structure, both reveal
+# modes and every suite, from line and CSV input (quoted fields with line
+# breaks, commas and "" escapes), from a file and from stdin; the input's
+# errors name the same line as when it is read whole; and the faults: a
+# record longer than the budget allows, a GCS that does not fit, a
+# temporary directory that is missing, not a directory or full (a file size
+# limit), a bad --memory, SIGTERM and SIGKILL in the middle of the work,
+# each ending with a
+# clear message (where there is a process left to give one), a non-zero
+# exit and no output or temporary file left anywhere.
+#
+# Usage: tests/cli/test_spill.sh PSI_BINARY
+# Prints one line per failed check and exits 1 if any check failed.
+set -u
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 PSI_BINARY" >&2
+    exit 2
+fi
+psi=$1
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+checks=0
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# run WHAT WANT_RC LOG CMD...: runs `shardpsi CMD` with stderr in LOG and
+# checks its exit status.
+run() {
+    local what=$1 want=$2 log=$3 rc
+    shift 3
+    "$psi" "$@" 2>"$log" >/dev/null </dev/null
+    rc=$?
+    checks=$((checks + 1))
+    if [ "$rc" -ne "$want" ]; then
+        fail "$what: exit status $rc, expected $want"
+        sed -n '1,6s/^/    /p' "$log"
+        return 1
+    fi
+    return 0
+}
+
+expect_same() {
+    checks=$((checks + 1))
+    if ! cmp -s "$2" "$3"; then
+        fail "$1: $2 and $3 differ"
+        return 1
+    fi
+}
+
+expect_grep() {
+    checks=$((checks + 1))
+    grep -q -- "$2" "$3" || { fail "$1: no '$2' in: $(head -c 400 "$3")"; return 1; }
+}
+
+# expect_clean WHAT DIR...: no file in any DIR but those named keep-*.
+expect_clean() {
+    local what=$1 d left
+    shift
+    checks=$((checks + 1))
+    for d in "$@"; do
+        left=$(find "$d" -mindepth 1 ! -name 'keep-*' 2>/dev/null)
+        if [ -n "$left" ]; then
+            fail "$what: left behind: $(echo "$left" | tr '\n' ' ')"
+            return 1
+        fi
+    done
+}
+
+# Inputs: duplicates on both sides; the client's in CRLF. CSV files with a
+# quoted column holding commas, line breaks and "" escapes.
+awk 'BEGIN {
+    for (i = 0; i < 1500; i++) print "value-" (i * 7919) % 2000;
+    print "with, comma"; print "say \"hi\""; print "";
+}' >"$tmp/keep-server.txt"
+awk 'BEGIN {
+    for (i = 0; i < 700; i++) printf "value-%d\r\n", i * 3;
+    printf "value-5\r\nvalue-5\r\nnot there\r\n";
+}' >"$tmp/keep-client.txt"
+awk 'BEGIN {
+    print "id,name,note";
+    for (i = 0; i < 900; i++) {
+        if (i % 7 == 0) printf "%d,\"value-%d\",\"two\nlines, \"\"quoted\"\"\"\r\n", i, i;
+        else printf "%d,value-%d,plain\n", i, i;
+    }
+}' >"$tmp/keep-server.csv"
+
+keys="$tmp/keys"
+mkdir -p "$keys"
+for suite in openmined-p256 p256-sswu ristretto255; do
+    "$psi" keygen --suite "$suite" --output "$keys/s-$suite" 2>/dev/null
+    "$psi" keygen --suite "$suite" --output "$keys/c-$suite" 2>/dev/null
+done
+
+spill="$tmp/spill"
+out="$tmp/out"
+logs="$tmp/logs"
+mkdir -p "$spill" "$out" "$logs"
+
+# ---- The same bytes at any budget ----------------------------------------
+
+for suite in openmined-p256 p256-sswu ristretto255; do
+    sk=(--suite "$suite" --key-file "$keys/s-$suite" --no-progress)
+    ck=(--suite "$suite" --key-file "$keys/c-$suite" --no-progress)
+    for st in raw gcs bloom_filter; do
+        extra=()
+        [ "$st" = raw ] || extra=(--num-client-inputs 703 --fpr 1e-6)
+        for input in keep-server.txt keep-server.csv; do
+            inopt=(--input "$tmp/$input")
+            case $input in *.csv) inopt+=(--column name) ;; esac
+            perm=()
+            [ "$st" = raw ] && perm=(--permutation "$out/mem.perm")
+            run "$suite $st $input: in memory" 0 "$logs/log" setup "${sk[@]}" "${inopt[@]}" \
+                --structure "$st" "${extra[@]}" "${perm[@]}" --output "$out/mem.setup" || continue
+            # A GCS or Bloom structure of these sets needs up to 18 KiB.
+            mems="4K 20K"
+            [ "$st" = raw ] || mems="24K 40K"
+            for mem in $mems; do
+                perm=()
+                [ "$st" = raw ] && perm=(--permutation "$out/$mem.perm")
+                run "$suite $st $input --memory $mem" 0 "$logs/log" setup "${sk[@]}" \
+                    "${inopt[@]}" --structure "$st" "${extra[@]}" "${perm[@]}" \
+                    --memory "$mem" --temp-dir "$spill" --output "$out/$mem.setup" --progress \
+                    || continue
+                expect_grep "$suite $st $input --memory $mem: spilled" "merged from sorted runs" \
+                    "$logs/log"
+                expect_grep "$suite $st $input --memory $mem: progress of the merge" \
+                    "merging [0-9]* runs: [0-9,]* values in" "$logs/log"
+                expect_same "$suite $st $input --memory $mem: setup" "$out/mem.setup" \
+                    "$out/$mem.setup"
+                [ "$st" = raw ] && expect_same "$suite $st $input --memory $mem: permutation" \
+                    "$out/mem.perm" "$out/$mem.perm"
+            done
+            rm -f "$out"/*.setup "$out"/*.perm
+        done
+    done
+    for mode in reveal count; do
+        copt=()
+        sopt=(--reveal)
+        [ $mode = count ] && copt=(--count-only) && sopt=()
+        run "$suite request $mode: in memory" 0 "$logs/log" request "${ck[@]}" "${copt[@]}" \
+            --input "$tmp/keep-client.txt" --output "$out/mem.req" || continue
+        # From stdin (`run` gives every command /dev/null).
+        cat "$tmp/keep-client.txt" | "$psi" request "${ck[@]}" "${copt[@]}" --input - \
+            --memory 4K --temp-dir "$spill" --output "$out/4K.req" 2>"$logs/log"
+        rc=$?
+        checks=$((checks + 1))
+        [ $rc -eq 0 ] || fail "$suite request $mode from stdin at 4K: $(cat "$logs/log")"
+        expect_same "$suite request $mode: 4K from stdin" "$out/mem.req" "$out/4K.req"
+        run "$suite response $mode: in memory" 0 "$logs/log" response "${sk[@]}" "${sopt[@]}" \
+            --request "$out/mem.req" --output "$out/mem.resp" || continue
+        run "$suite response $mode: 4K" 0 "$logs/log" response "${sk[@]}" "${sopt[@]}" \
+            --request "$out/mem.req" --memory 4K --temp-dir "$spill" --output "$out/4K.resp" &&
+            expect_same "$suite response $mode: 4K" "$out/mem.resp" "$out/4K.resp"
+        expect_grep "$suite response $mode: spilled" "merged from runs on disk" "$logs/log"
+        rm -f "$out"/*.req "$out"/*.resp
+    done
+done
+expect_clean "after the rounds" "$spill" "$out"
+
+# ---- The input's errors, as when it is read whole ------------------------
+
+sk=(--key-file "$keys/s-openmined-p256" --no-progress)
+# Record 600 has two fields: 1 header line, 600 records, 86 of them two
+# lines long (every 7th), so it is on line 688.
+awk 'BEGIN {
+    print "id,name,note";
+    for (i = 0; i < 900; i++) {
+        if (i == 600) print "1,2";
+        else if (i % 7 == 0) printf "%d,\"value-%d\",\"two\nlines\"\n", i, i;
+        else printf "%d,value-%d,plain\n", i, i;
+    }
+}' >"$tmp/bad.csv"
+run "CSV error, in memory" 2 "$logs/whole.log" setup "${sk[@]}" --input "$tmp/bad.csv" \
+    --column name --structure raw --output "$out/x.setup"
+run "CSV error, 4K" 2 "$logs/4K.log" setup "${sk[@]}" --input "$tmp/bad.csv" --column name \
+    --structure raw --memory 4K --temp-dir "$spill" --output "$out/x.setup"
+expect_same "CSV error: the same message" "$logs/whole.log" "$logs/4K.log"
+expect_grep "CSV error: names the line" "line 688" "$logs/4K.log"
+run "a line past the budget" 2 "$logs/log" setup "${sk[@]}" --input <(
+    echo a; head -c 20000 /dev/zero | tr '\0' x; echo) --structure raw --memory 4K \
+    --temp-dir "$spill" --output "$out/x.setup"
+expect_grep "a line past the budget: says so" "does not fit the memory budget" "$logs/log"
+run "--memory 100" 2 "$logs/log" setup "${sk[@]}" --input "$tmp/keep-server.txt" \
+    --structure raw --memory 100 --output "$out/x.setup"
+expect_grep "--memory 100: the least" "at least 4096 bytes" "$logs/log"
+run "--memory 12Q" 2 "$logs/log" request --key-file "$keys/c-openmined-p256" \
+    --input "$tmp/keep-client.txt" --memory 12Q --output "$out/x.req"
+expect_grep "--memory 12Q: not a size" "not a size" "$logs/log"
+run "gcs past the budget" 1 "$logs/log" setup "${sk[@]}" --input "$tmp/keep-server.txt" \
+    --structure gcs --num-client-inputs 703 --memory 4K --temp-dir "$spill" \
+    --output "$out/x.setup"
+expect_grep "gcs past the budget: the size needed" \
+    "raise --memory to at least about 1[0-9]\{4\}" "$logs/log"
+expect_grep "gcs past the budget: refused before masking" "^shardpsi setup: error" "$logs/log"
+# From stdin the size is known only at the end, where the exact figure is given.
+cat "$tmp/keep-server.txt" | "$psi" setup "${sk[@]}" --input - --structure gcs \
+    --num-client-inputs 703 --memory 4K --temp-dir "$spill" --output "$out/x.setup" \
+    2>"$logs/log"
+rc=$?
+checks=$((checks + 1))
+[ $rc -eq 1 ] || fail "gcs past the budget from stdin: not refused"
+expect_grep "gcs past the budget from stdin: the exact size" \
+    "a gcs setup of 1503 values holds [0-9]* bytes" "$logs/log"
+expect_clean "after the input errors" "$spill" "$out"
+
+# ---- The temporary directory ---------------------------------------------
+
+run "temp dir missing" 1 "$logs/log" setup "${sk[@]}" --input "$tmp/keep-server.txt" \
+    --structure raw --memory 4K --temp-dir "$tmp/nowhere" --output "$out/x.setup"
+expect_grep "temp dir missing: names it" "temporary directory $tmp/nowhere" "$logs/log"
+run "temp dir a file" 1 "$logs/log" request --key-file "$keys/c-openmined-p256" \
+    --input "$tmp/keep-client.txt" --memory 4K --temp-dir "$tmp/keep-server.txt" \
+    --output "$out/x.req"
+expect_grep "temp dir a file: names it" "temporary directory" "$logs/log"
+# A full disk, as a file size limit: the runs' file cannot grow past 8 KiB.
+(
+    trap '' XFSZ
+    ulimit -f 16
+    "$psi" setup "${sk[@]}" --input "$tmp/keep-server.txt" --structure raw --memory 4K \
+        --temp-dir "$spill" --output "$out/x.setup" 2>"$logs/log" >/dev/null </dev/null
+    echo $? >"$out/rc"
+)
+checks=$((checks + 1))
+[ "$(cat "$out/rc")" = 1 ] || fail "temp dir full: exit status $(cat "$out/rc"), expected 1"
+rm -f "$out/rc"
+expect_grep "temp dir full: says so" "cannot write the sorted runs" "$logs/log"
+expect_clean "after the temp dir faults" "$spill" "$out"
+
+# ---- Interrupted and killed mid-work -------------------------------------
+
+awk 'BEGIN { for (i = 0; i < 400000; i++) print "big-" i }' >"$tmp/keep-big.txt"
+# (TERM: a shell without job control starts background jobs with SIGINT
+# ignored, and an ignored signal stays ignored; INT and HUP share TERM's
+# handler.)
+for sig in TERM KILL; do
+    "$psi" setup "${sk[@]}" --input "$tmp/keep-big.txt" --structure raw --memory 64K \
+        --temp-dir "$spill" --permutation "$out/big.perm" --output "$out/big.setup" \
+        --threads 1 --progress 2>"$logs/log" &
+    pid=$!
+    sleep 1.5
+    kill -s "$sig" "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rc=$?
+    checks=$((checks + 1))
+    [ "$rc" -ne 0 ] || fail "SIG$sig: the setup finished before the signal (exit 0)"
+    expect_clean "after SIG$sig" "$spill" "$out"
+    rm -f "$out"/*
+done
+
+echo "test_spill: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
