@@ -39,9 +39,9 @@ psi=$build/cli/shardpsi
 [[ -x /usr/bin/time ]] || { echo "$0: needs GNU time (/usr/bin/time)" >&2; exit 2; }
 [[ -n $dir ]] || dir=$(mktemp -d)
 mkdir -p "$dir/runs"
-rm -f "$dir/sk" "$dir/ck"
-"$psi" keygen --output "$dir/sk" 2>/dev/null
-"$psi" keygen --output "$dir/ck" 2>/dev/null
+# The keys of an earlier run in the same --dir are kept, so its files compare.
+[[ -s $dir/sk ]] || "$psi" keygen --output "$dir/sk" 2>/dev/null
+[[ -s $dir/ck ]] || "$psi" keygen --output "$dir/ck" 2>/dev/null
 echo "spill-memory: budget $memory, sizes $sizes, in memory at $inmem; $(nproc) CPUs," \
      "$build, runs in $dir/runs"
 printf '| values | step | budget | s | values/s | peak RSS MiB | bytes/value |\n'

@@ -353,7 +353,7 @@ static int steps_response_whole(psi_app_offline *s, size_t *len)
  * read (psi_reader), re-masked a chunk at a time and spilled, merged from
  * the runs.  The checks keep the whole call's order: the message's
  * encoding, then its reveal flag, then the first bad point. */
-static int steps_response_spill(psi_app_offline *s, spill *x, size_t *len)
+static int steps_response_spill(psi_app_offline *s, spill *x, uint64_t n_est, size_t *len)
 {
     const psi_app_budget *b = psi_cli_spill_budget(x);
     psi_cli_spill_fault f = {"Request.encrypted_elements", PSI_OK, {0, NULL, -1, -1}};
@@ -377,7 +377,7 @@ static int steps_response_spill(psi_app_offline *s, spill *x, size_t *len)
         psi_app_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
         goto done;
     }
-    psi_app_progress_begin(&s->prog, "masking the response", 0);
+    psi_app_progress_begin(&s->prog, "masking the response", n_est);
     s->prog.chunked = 1;
     prc = PSI_OK;
     for (;;) {
@@ -395,7 +395,6 @@ static int steps_response_spill(psi_app_offline *s, spill *x, size_t *len)
             have += count;
             if (prc == PSI_OK && have == cap) {
                 if (!failed) {
-                    s->prog.total = base + have;
                     if (psi_cli_spill_step(x, kind, NULL, pts, have, base, &f) != 0) {
                         if (f.rc == PSI_OK) { // the disk: already reported
                             psi_app_progress_end(&s->prog);
@@ -473,11 +472,11 @@ int psi_cli_offline_response(psi_app_offline *s)
     if (psi_app_offline_shards(s, PSI_ROLE_SERVER, s->o.reveal) != 0)
         goto done;
     // A request of more elements than a chunk holds is read in pieces.
-    if (psi_message_element_bound(s->o.suite, (size_t)st.st_size) <=
-        psi_cli_spill_budget(x)->chunk_values)
+    uint64_t n_est = psi_message_element_bound(s->o.suite, (size_t)st.st_size);
+    if (n_est <= psi_cli_spill_budget(x)->chunk_values)
         step = steps_response_whole(s, &len);
     else
-        step = steps_response_spill(s, x, &len);
+        step = steps_response_spill(s, x, n_est, &len);
     if (step != 0 || steps_commit(s) != 0)
         goto done;
     psi_app_progress_note(&s->prog, "a response of %zu bytes (suite %s, %s)%s", len,

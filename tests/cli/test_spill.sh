@@ -212,6 +212,37 @@ expect_grep "gcs past the budget from stdin: the exact size" \
     "a gcs setup of 1503 values holds [0-9]* bytes" "$logs/log"
 expect_clean "after the input errors" "$spill" "$out"
 
+# ---- A request's faults, in the whole call's order ----------------------
+# Element 3 (in the first chunk at 4K) gets a bad prefix byte; the message
+# is also cut 10 bytes short: the malformed message is named, not the
+# point; without the cut, the point, with its index.
+ck=(--key-file "$keys/c-openmined-p256" --no-progress)
+"$psi" request "${ck[@]}" --input "$tmp/keep-client.txt" --output "$out/ok.req" 2>/dev/null
+python3 - "$out/ok.req" "$out/point.req" "$out/cut.req" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+b[2 + 35 * 3 + 2] = 0x05
+open(sys.argv[2], 'wb').write(b)
+open(sys.argv[3], 'wb').write(b[:-10])
+PY
+for bad in point cut; do
+    run "request with a bad $bad, in memory" 1 "$logs/whole.log" response "${sk[@]}" --reveal \
+        --request "$out/$bad.req" --output "$out/x.resp"
+    run "request with a bad $bad, 4K" 1 "$logs/4K.log" response "${sk[@]}" --reveal \
+        --request "$out/$bad.req" --memory 4K --temp-dir "$spill" --output "$out/x.resp"
+    expect_same "request with a bad $bad: the same message" "$logs/whole.log" "$logs/4K.log"
+    if [ $bad = point ]; then
+        expect_grep "bad point: its index" "Request.encrypted_elements\[3\]" "$logs/4K.log"
+    else
+        expect_grep "bad point and cut: the cut first" "PSI_E_MSG_TRUNCATED" "$logs/4K.log"
+    fi
+done
+run "reveal mismatch, 4K" 1 "$logs/log" response "${sk[@]}" --request "$out/ok.req" \
+    --memory 4K --temp-dir "$spill" --output "$out/x.resp"
+expect_grep "reveal mismatch, 4K: says which flag" "answer it with --reveal" "$logs/log"
+rm -f "$out"/*.req
+expect_clean "after the request faults" "$spill" "$out"
+
 # ---- The temporary directory ---------------------------------------------
 
 run "temp dir missing" 1 "$logs/log" setup "${sk[@]}" --input "$tmp/keep-server.txt" \
