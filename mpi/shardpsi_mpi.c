@@ -76,12 +76,17 @@ static int psi_mpi_parse(psi_mpi_run *r, int argc, char **argv)
         rc = -1;
     if (r->s.o.column != NULL)
         rc = -2;
+    if (r->s.o.memory != 0 || r->s.o.temp_dir != NULL)
+        rc = -3;
     if (rc != 0 && r->rank == 0)
         psi_app_error(rc == -1 ? "%s: --input must be a file (every rank reads its own part "
                                  "of it), not stdin"
-                               : "%s: --column: shardpsi-mpi reads one value per line only (a CSV "
-                                 "record may span lines, so the file cannot be cut at line "
-                                 "boundaries)", r->label);
+                      : rc == -2 ? "%s: --column: shardpsi-mpi reads one value per line only (a "
+                                   "CSV record may span lines, so the file cannot be cut at "
+                                   "line boundaries)"
+                                 : "%s: --memory, --temp-dir: shardpsi-mpi has no memory budget "
+                                   "yet; each rank holds its part of the input (PROTOCOL.md "
+                                   "§18.5, §20)", r->label);
     return rc != 0 ? -1 : 0;
 }
 
