@@ -278,6 +278,11 @@ int psi_app_output_commit(psi_app_output *o, char *err, size_t err_len)
     return e == 0 ? 0 : -1;
 }
 
+int psi_app_output_sink(void *arg, const uint8_t *bytes, size_t len)
+{
+    return fwrite(bytes, 1, len, arg) == len ? 0 : 1;
+}
+
 void psi_app_output_abort(psi_app_output *o)
 {
     if (o == NULL)

@@ -16,6 +16,8 @@
 #ifndef PSI_APP_OUTPUT_H
 #define PSI_APP_OUTPUT_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef struct psi_app_output {
@@ -42,6 +44,11 @@ int psi_app_output_commit(psi_app_output *o, char *err, size_t err_len);
  *  existing target is untouched.  For stdout it only releases *o.  Safe on
  *  NULL, a zeroed, an aborted or an already committed *o. */
 void psi_app_output_abort(psi_app_output *o);
+
+/** A psi_sink_fn (psi.h) that writes the library's pieces of a message to
+ *  the FILE * arg, such as an output's f.  Returns: 0, or 1 when the write
+ *  fell short. */
+int psi_app_output_sink(void *arg, const uint8_t *bytes, size_t len);
 
 /** Installs handlers for SIGINT, SIGTERM and SIGHUP (except one ignored at
  *  start, as under nohup) that remove the temporary files of the outputs

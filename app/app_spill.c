@@ -230,35 +230,22 @@ int psi_app_spill_source(void *arg, size_t k, const uint8_t **elements, const si
     size_t m = r->count - r->done < s->read_values ? r->count - r->done : s->read_values;
     uint8_t *eb = s->elem_buf + k * s->read_values * PSI_ELEMENT_BYTES;
     size_t *ib = s->idx_buf + k * s->read_values;
-    uint8_t raw[8 * 64];
+    uint8_t raw[8 * 512]; // as psi_app_spill_put writes them: 512 at a time
     if (spill_read(s, eb, m * PSI_ELEMENT_BYTES,
                    r->at + (uint64_t)r->done * PSI_ELEMENT_BYTES) != 0)
         return PSI_E_IO;
     uint64_t ip = r->at + (uint64_t)r->count * PSI_ELEMENT_BYTES + (uint64_t)r->done * 8;
-    if (sizeof(size_t) == 8) {
-        // Read in place, then turned from little-endian bytes into numbers.
-        if (spill_read(s, ib, m * 8, ip) != 0)
+    for (size_t i = 0; i < m;) {
+        size_t q = m - i < 512 ? m - i : 512;
+        if (spill_read(s, raw, q * 8, ip + (uint64_t)i * 8) != 0)
             return PSI_E_IO;
-        for (size_t i = 0; i < m; i++) {
-            const uint8_t *b = (const uint8_t *)&ib[i];
+        for (size_t j = 0; j < q; j++) {
             uint64_t v = 0;
-            for (int q = 7; q >= 0; q--)
-                v = v << 8 | b[q];
-            ib[i] = (size_t)v;
+            for (int b = 7; b >= 0; b--)
+                v = v << 8 | raw[8 * j + (size_t)b];
+            ib[i + j] = (size_t)v;
         }
-    } else {
-        for (size_t i = 0; i < m;) {
-            size_t q = m - i < 64 ? m - i : 64;
-            if (spill_read(s, raw, q * 8, ip + (uint64_t)i * 8) != 0)
-                return PSI_E_IO;
-            for (size_t j = 0; j < q; j++) {
-                uint64_t v = 0;
-                for (int b = 7; b >= 0; b--)
-                    v = v << 8 | raw[8 * j + (size_t)b];
-                ib[i + j] = (size_t)v;
-            }
-            i += q;
-        }
+        i += q;
     }
     r->done += m;
     s->read_done += m;

@@ -156,11 +156,6 @@ static int spill_perm_sink(void *arg, const size_t *index, size_t n)
     return 0;
 }
 
-static int spill_sink(void *arg, const uint8_t *bytes, size_t len)
-{
-    return fwrite(bytes, 1, len, arg) == len ? 0 : 1;
-}
-
 static void spill_on_read(void *arg, uint64_t done)
 {
     psi_app_progress *p = arg;
@@ -212,7 +207,7 @@ int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
     x->sp.on_read = spill_on_read;
     x->sp.on_read_arg = &s->prog;
     memset(&o, 0, sizeof o);
-    o.sink = spill_sink;
+    o.sink = psi_app_output_sink;
     o.sink_arg = s->out.f;
     prc = psi_plan_finish(plan, &o);
     psi_app_progress_end(&s->prog);

@@ -18,12 +18,6 @@
 #include "cli_offline_spill.h"
 #include "app_util.h"
 
-/* The library's pieces of a message, to the output file. */
-static int steps_sink(void *arg, const uint8_t *bytes, size_t len)
-{
-    return fwrite(bytes, 1, len, arg) == len ? 0 : 1;
-}
-
 /* Runs a message operation on the shards with its message written to the
  * output as it is made; *len gets its size.  Returns: the psi code
  * (PSI_E_IO: the output could not be written, already reported). */
@@ -31,7 +25,7 @@ static int steps_run(psi_app_offline *s, const psi_op_args *a, size_t *perm, siz
 {
     psi_op_output o;
     memset(&o, 0, sizeof o);
-    o.sink = steps_sink;
+    o.sink = psi_app_output_sink;
     o.sink_arg = s->out.f;
     o.perm = perm;
     int prc = psi_shards_run_op(s->g, a, &o);

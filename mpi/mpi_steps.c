@@ -12,11 +12,6 @@
 #include "app_util.h"
 #include "mpi_run.h"
 
-static int steps_sink(void *arg, const uint8_t *bytes, size_t len)
-{
-    return fwrite(bytes, 1, len, arg) != len;
-}
-
 /* Rank 0's permutation file, written in pieces as the plan's finish merges
  * (psi_plan_perm_sink): one input index a line, as shardpsi setup. */
 typedef struct steps_perm {
@@ -37,7 +32,7 @@ static int steps_perm_sink(void *arg, const size_t *index, size_t n)
  * unless a file could not be written.  Returns: as psi_mpi_agree. */
 static int steps_finish(psi_mpi_run *r, psi_mpi_plan *mp, steps_perm *perm, const char *fail)
 {
-    psi_op_output o = {.sink = steps_sink, .sink_arg = r->s.out.f};
+    psi_op_output o = {.sink = psi_app_output_sink, .sink_arg = r->s.out.f};
     int prc = PSI_OK;
 
     if (r->rank == 0 && perm != NULL)
