@@ -407,18 +407,44 @@ typedef psi_hash_index gcs_pair;
  * ascending order, skip the pairs with a smaller hash and emit every pair
  * with an equal one, stopping when the pairs run out; so indices come out in
  * pair order, and a value repeated in the stream (which the decoder drops
- * anyway) could not emit anything twice.  Writes at most cap indices;
- * returns how many matched. */
+ * anyway) could not emit anything twice.  Written pair-first, with a
+ * galloping search over the values, so that a few pairs against many
+ * values (a chunk of a large set, §20) cost n log(n_values / n), not
+ * n_values: the same indices in the same order.  Writes at most cap
+ * indices; returns how many matched. */
 static size_t gcs_merge(size_t *out, size_t cap, const gcs_pair *pairs, size_t n,
                         const uint64_t *values, size_t n_values)
 {
-    size_t a = 0, m = 0;
-    for (size_t v = 0; v < n_values && a < n; v++) {
-        while (a < n && pairs[a].hash < values[v])
-            a++;
-        for (; a < n && pairs[a].hash == values[v]; a++, m++)
+    size_t a = 0, m = 0, v = 0;
+    while (a < n && v < n_values) {
+        uint64_t h = pairs[a].hash;
+        if (values[v] < h) {
+            // Gallop to a bound past h, then bisect: the first value >= h.
+            size_t lo = v, step = 1;
+            while (lo + step < n_values && values[lo + step] < h) {
+                lo += step;
+                step *= 2;
+            }
+            size_t hi = lo + step < n_values ? lo + step : n_values;
+            while (lo + 1 < hi) { // values[lo] < h, and values[hi] >= h or hi is the end
+                size_t mid = lo + (hi - lo) / 2;
+                if (values[mid] < h)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            v = hi;
+            if (v == n_values)
+                break;
+        }
+        int hit = values[v] == h;
+        for (; a < n && pairs[a].hash == h; a++) {
+            if (!hit)
+                continue;
             if (m < cap)
                 out[m] = pairs[a].index;
+            m++;
+        }
     }
     return m;
 }

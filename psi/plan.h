@@ -36,6 +36,8 @@ struct psi_plan {
     void *source_arg;
     psi_perm_sink_fn perm_sink;   /* raw setup: the permutation in pieces */
     void *perm_sink_arg;
+    psi_perm_sink_fn match_sink;  /* INTERSECTION: the indices in pieces */
+    void *match_sink_arg;
     psi_progress_fn progress;
     void *progress_arg;
     const char *field;         /* names a step's bad input in the detail */

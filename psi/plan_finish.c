@@ -9,6 +9,7 @@
 #include "codec.h"
 #include "gcs.h"
 #include "plan.h"
+#include "sort.h"
 
 /* --------------------------------------------------- the steps' outputs */
 
@@ -439,7 +440,21 @@ typedef struct raw_match {
     size_t m, cap;      /* matches, output capacity */
     size_t *indices;    /* may be NULL */
     psi_pair *pairs;    /* may be NULL */
+    psi_perm_sink_fn sink; /* may be NULL: the indices in pieces */
+    void *sink_arg;
+    size_t *piece;      /* PSI_PLAN_TICK indices for the sink */
+    size_t in_piece;
 } raw_match;
+
+/* Hands the sink its piece.  Returns: PSI_OK or PSI_E_IO. */
+static int match_flush(psi_perm_sink_fn sink, void *arg, const size_t *piece, size_t *n)
+{
+    size_t len = *n;
+    *n = 0;
+    if (len == 0)
+        return PSI_OK;
+    return sink(arg, piece, len) != 0 ? PSI_E_IO : PSI_OK;
+}
 
 static int emit_raw_match(void *arg, const uint8_t *elem, size_t index)
 {
@@ -451,6 +466,14 @@ static int emit_raw_match(void *arg, const uint8_t *elem, size_t index)
         r->b++;
     if (r->b >= s->raw_count || c != 0)
         return PSI_OK;
+    if (r->sink != NULL) {
+        r->piece[r->in_piece++] = index;
+        r->m++;
+        r->b++;
+        return r->in_piece == PSI_PLAN_TICK
+                   ? match_flush(r->sink, r->sink_arg, r->piece, &r->in_piece)
+                   : PSI_OK;
+    }
     if (r->m < r->cap && r->indices != NULL)
         r->indices[r->m] = index;
     if (r->m < r->cap && r->pairs != NULL)
@@ -460,21 +483,87 @@ static int emit_raw_match(void *arg, const uint8_t *elem, size_t index)
     return PSI_OK;
 }
 
+/* GCS and Bloom, chunk by chunk (§20): an element's match against these
+ * structures depends on it alone, so each chunk of each slice is matched
+ * as it comes, its indices handed to the match sink ascending (or only
+ * counted), and the elements are never gathered. */
+static int finish_client_chunks(psi_plan *p, psi_op_output *o)
+{
+    size_t *found = NULL, *piece = NULL, in_piece = 0, total = 0, cap = 0;
+    int rc = PSI_OK;
+    if (p->match_sink != NULL && (piece = psi_calloc(PSI_PLAN_TICK, sizeof *piece)) == NULL)
+        return PSI_E_NOMEM;
+    for (size_t k = 0; k < p->n_slices && rc == PSI_OK; k++) {
+        cursor c = {NULL, NULL, 0, p->slices[k].count, k, p->slices[k].offset};
+        while (rc == PSI_OK && c.left > 0 && (rc = cursor_fill(p, &c)) == PSI_OK) {
+            size_t got = c.avail, m = got;
+            if (p->match_sink == NULL) {
+                rc = psi_setup_count(p->setup, &m, c.elem, got);
+            } else if (got > cap) {
+                psi_free(found);
+                cap = 0;
+                if ((found = psi_calloc(got, sizeof *found)) == NULL)
+                    rc = PSI_E_NOMEM;
+                else
+                    cap = got;
+            }
+            if (rc == PSI_OK && p->match_sink != NULL) {
+                m = cap;
+                rc = psi_setup_match(p->setup, found, &m, c.elem, got);
+                psi_index_sort(found, m);
+            }
+            for (size_t i = 0; rc == PSI_OK && p->match_sink != NULL && i < m; i++) {
+                piece[in_piece++] = c.next + found[i];
+                if (in_piece == PSI_PLAN_TICK)
+                    rc = match_flush(p->match_sink, p->match_sink_arg, piece, &in_piece);
+            }
+            total += m;
+            c.elem += got * PSI_ELEMENT_BYTES;
+            c.next += got;
+            c.left -= got;
+            c.avail = 0;
+            if (p->progress != NULL)
+                p->progress(p->progress_arg, p->n, p->n);
+        }
+    }
+    if (rc == PSI_OK && p->match_sink != NULL)
+        rc = match_flush(p->match_sink, p->match_sink_arg, piece, &in_piece);
+    if (rc == PSI_OK)
+        o->count = total;
+    psi_free(found);
+    psi_free(piece);
+    return rc;
+}
+
 static int finish_client(psi_plan *p, psi_op_output *o)
 {
     size_t cap = o->count;
     o->count = 0;
     if (p->op == PSI_OP_ASSOCIATION && psi_setup_structure(p->setup) != PSI_STRUCTURE_RAW)
         return psi_fail_at(PSI_E_STRUCTURE, "ServerSetup", -1, -1);
-    if (p->op == PSI_OP_INTERSECTION)
+    if (p->op == PSI_OP_INTERSECTION && p->match_sink == NULL)
         PSI_CHECK_ARG(o->indices != NULL || cap == 0);
     if (p->op == PSI_OP_ASSOCIATION)
         PSI_CHECK_ARG(o->pairs != NULL || cap == 0);
     if (p->kind == PSI_STEP_UNMASK_SORT) {
         raw_match r = {p->setup, 0, 0, p->op == PSI_OP_INTERSECTION_SIZE ? 0 : cap,
                        p->op == PSI_OP_INTERSECTION ? o->indices : NULL,
-                       p->op == PSI_OP_ASSOCIATION ? o->pairs : NULL};
+                       p->op == PSI_OP_ASSOCIATION ? o->pairs : NULL,
+                       p->match_sink, p->match_sink_arg, NULL, 0};
+        if (r.sink != NULL) {
+            r.indices = NULL;
+            r.cap = 0;
+            if ((r.piece = psi_calloc(PSI_PLAN_TICK, sizeof *r.piece)) == NULL)
+                return PSI_E_NOMEM;
+        }
         int rc = plan_walk(p, emit_raw_match, &r);
+        if (rc == PSI_OK && r.sink != NULL)
+            rc = match_flush(r.sink, r.sink_arg, r.piece, &r.in_piece);
+        psi_free(r.piece);
+        if (rc == PSI_OK && r.sink != NULL) {
+            o->count = r.m;
+            return rc;
+        }
         if (rc == PSI_OK && p->op != PSI_OP_INTERSECTION_SIZE && r.m > cap)
             rc = PSI_E_BUFFER_TOO_SMALL;
         if (rc != PSI_OK && r.cap > 0 && r.indices != NULL)
@@ -485,7 +574,11 @@ static int finish_client(psi_plan *p, psi_op_output *o)
             o->count = r.m;
         return rc;
     }
-    // GCS and Bloom: once over all unmasked elements (§14.4).
+    // GCS and Bloom: chunk by chunk where the order of the whole call's
+    // result does not matter (a count; the sink's ascending pieces), else
+    // once over all unmasked elements (§14.4).
+    if (p->match_sink != NULL || (p->op == PSI_OP_INTERSECTION_SIZE && p->external))
+        return finish_client_chunks(p, o);
     const uint8_t *elements;
     uint8_t *owned = NULL;
     int rc = plan_contiguous(p, &elements, &owned);

@@ -74,3 +74,15 @@ done:
     psi_free(sorted);
     return rc;
 }
+
+static int index_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void psi_index_sort(size_t *idx, size_t n)
+{
+    if (n > 1)
+        qsort(idx, n, sizeof *idx, index_cmp);
+}

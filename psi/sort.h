@@ -17,4 +17,7 @@ void psi_keyed_sort(psi_keyed *items, size_t n);
 /* Sorts pairs by (server_index, client_index). */
 void psi_pairs_sort(psi_pair *pairs, size_t n);
 
+/* Sorts input indices ascending. */
+void psi_index_sort(size_t *idx, size_t n);
+
 #endif /* PSI_SORT_H */

@@ -750,6 +750,19 @@ typedef int (*psi_perm_sink_fn)(void *arg, const size_t *index, size_t n);
  *  plan, or fn NULL). */
 PSI_API int psi_plan_perm_sink(psi_plan *p, psi_perm_sink_fn fn, void *arg);
 
+/** Sends an INTERSECTION plan's matched input indices to `fn` in pieces
+ *  of at most PSI_PLAN_TICK as finish finds them, instead of into
+ *  psi_op_output.indices (then ignored; psi_op_output.count gets their
+ *  number), so an intersection of any size goes to a file through a fixed
+ *  buffer.  The pieces hold the same indices as the whole call's result,
+ *  in another order: against a raw setup, the order of the unmasked
+ *  elements' bytes (§9.1); against a GCS or Bloom setup, ascending (each
+ *  element's match depends on it alone, so finish matches each chunk of a
+ *  slice as it comes and never gathers the elements, §20).  What fn took
+ *  before a failure is the caller's to discard.  Returns: PSI_OK,
+ *  PSI_E_INVALID_ARG (not an INTERSECTION plan, or fn NULL). */
+PSI_API int psi_plan_match_sink(psi_plan *p, psi_perm_sink_fn fn, void *arg);
+
 /** Returns: the capacity finish needs: message bytes (SETUP, REQUEST,
  *  RESPONSE), element bytes (STEP), or items (client ops). */
 PSI_API size_t psi_plan_bound(const psi_plan *p);

@@ -403,6 +403,142 @@ static void test_plan_sink_equals_buffer(void **state)
     ts_keyset_free(&k);
 }
 
+/* The intersection in pieces (psi_plan_match_sink): the indices of the
+ * message call, ascending against GCS and Bloom, in any order against raw;
+ * in memory and from an external plan fed in chunks, for several slice
+ * counts; an external count matched chunk by chunk; a refusing sink is
+ * PSI_E_IO; a plan other than an intersection refuses the sink. */
+typedef struct match_log {
+    size_t idx[400];
+    size_t n, calls, fail_at;
+} match_log;
+
+static int match_take(void *arg, const size_t *index, size_t n)
+{
+    match_log *l = arg;
+    if (++l->calls == l->fail_at)
+        return 1;
+    assert_true(n > 0 && n <= PSI_PLAN_TICK && n <= 400 - l->n);
+    memcpy(l->idx + l->n, index, n * sizeof *index);
+    l->n += n;
+    return 0;
+}
+
+static int size_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Runs an intersection plan (external: its steps run here, fed in chunks
+ * of 3) into a match sink.  Returns: finish's code; *count its count. */
+static int match_plan(const psi_engine *e, psi_op op, const uint8_t *setup, size_t slen,
+                      const uint8_t *resp, size_t rlen, size_t n, size_t slices, int external,
+                      match_log *ml, size_t *count)
+{
+    static uint8_t pts[400 * EB], out[400 * EB];
+    static size_t perm[400];
+    psi_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = op;
+    a.setup = setup;
+    a.setup_len = slen;
+    a.slices = slices;
+    a.external = external;
+    if (external)
+        a.n_values = n;
+    else
+        a.message = resp, a.message_len = rlen;
+    psi_plan *p = NULL;
+    assert_int_equal(psi_plan_begin(&p, e, &a), PSI_OK);
+    if (op == PSI_OP_INTERSECTION)
+        assert_int_equal(psi_plan_match_sink(p, match_take, ml), PSI_OK);
+    slice_source src = {out, perm, n, slices, 3, {0}, 0};
+    if (external) {
+        size_t cnt = n;
+        assert_int_equal(psi_response_decode(pts, &cnt, psi_engine_suite(e), resp, rlen), PSI_OK);
+        assert_int_equal(cnt, n);
+        for (size_t k = 0; k < slices; k++) {
+            psi_step st;
+            assert_int_equal(psi_plan_step(p, &st, k), PSI_OK);
+            st.points = pts + st.offset * EB;
+            for (size_t i = 0; i < st.count; i++)
+                perm[st.offset + i] = st.offset + i; /* unsorted kinds: positions */
+            assert_int_equal(psi_step_run(e, out + st.offset * EB, perm + st.offset, NULL, &st),
+                             PSI_OK);
+        }
+        assert_int_equal(psi_plan_source(p, source_next, &src), PSI_OK);
+    } else {
+        for (size_t k = 0; k < psi_plan_slices(p); k++)
+            assert_int_equal(psi_plan_run(p, e, k), PSI_OK);
+    }
+    psi_op_output o;
+    memset(&o, 0, sizeof o);
+    int rc = psi_plan_finish(p, &o);
+    *count = o.count;
+    psi_plan_free(p);
+    return rc;
+}
+
+static void test_plan_match_sink(void **state)
+{
+    (void)state;
+    uint64_t rng = ts_rng_for(12);
+    keyset k;
+    ts_keyset_make(&k, &rng);
+    dataset d;
+    ts_dataset_make(&d, &rng, 300, 200);
+    static uint8_t setup[1 << 16], req[1 << 16], resp[1 << 16];
+    size_t rqlen = sizeof req, rslen = sizeof resp;
+    assert_int_equal(psi_client_create_request(k.c[1], req, &rqlen, d.cv, d.nc), PSI_OK);
+    assert_int_equal(psi_server_process_request(k.s[1], resp, &rslen, req, rqlen), PSI_OK);
+    static const psi_structure st[] = {PSI_STRUCTURE_RAW, PSI_STRUCTURE_GCS,
+                                       PSI_STRUCTURE_BLOOM_FILTER};
+    for (size_t i = 0; i < 3; i++) {
+        psi_setup_params sp = {st[i], 1e-6, 200};
+        size_t slen = sizeof setup, want[400], wn = 400;
+        assert_int_equal(psi_server_create_setup(k.s[1], setup, &slen, NULL, &sp, d.sv, d.ns),
+                         PSI_OK);
+        assert_int_equal(psi_client_get_intersection(k.c[1], want, &wn, setup, slen, resp,
+                                                     rslen), PSI_OK);
+        assert_true(wn > 10); /* the dataset shares values */
+        qsort(want, wn, sizeof *want, size_cmp);
+        for (size_t slices = 1; slices <= 7; slices += 3) {
+            for (int ext = 0; ext <= 1; ext++) {
+                static match_log ml;
+                size_t count = 0;
+                memset(&ml, 0, sizeof ml);
+                assert_int_equal(match_plan(k.c[1], PSI_OP_INTERSECTION, setup, slen, resp,
+                                            rslen, d.nc, slices, ext, &ml, &count), PSI_OK);
+                assert_int_equal(count, wn);
+                assert_int_equal(ml.n, wn);
+                if (st[i] == PSI_STRUCTURE_RAW)
+                    qsort(ml.idx, ml.n, sizeof *ml.idx, size_cmp);
+                assert_memory_equal(ml.idx, want, wn * sizeof *want);
+                assert_int_equal(match_plan(k.c[1], PSI_OP_INTERSECTION_SIZE, setup, slen, resp,
+                                            rslen, d.nc, slices, ext, NULL, &count), PSI_OK);
+                assert_int_equal(count, wn);
+                memset(&ml, 0, sizeof ml);
+                ml.fail_at = 1;
+                assert_int_equal(match_plan(k.c[1], PSI_OP_INTERSECTION, setup, slen, resp,
+                                            rslen, d.nc, slices, ext, &ml, &count), PSI_E_IO);
+            }
+        }
+    }
+    // Only an intersection has matched indices.
+    psi_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = PSI_OP_REQUEST;
+    a.values = d.cv;
+    a.n_values = d.nc;
+    psi_plan *p = NULL;
+    assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_OK);
+    assert_int_equal(psi_plan_match_sink(p, match_take, NULL), PSI_E_INVALID_ARG);
+    psi_plan_free(p);
+    ts_dataset_free(&d);
+    ts_keyset_free(&k);
+}
+
 /* The permutation in pieces (psi_plan_perm_sink) is the one of the
  * message call, for every slice count; a refusing sink is PSI_E_IO; a
  * plan other than a setup's refuses the sink. */
@@ -723,6 +859,7 @@ int main(void)
         cmocka_unit_test(test_shard_run_one_each_step),
         cmocka_unit_test(test_plan_sink_equals_buffer),
         cmocka_unit_test(test_plan_perm_sink),
+        cmocka_unit_test(test_plan_match_sink),
         cmocka_unit_test(test_shard_progress_reaches_n),
         cmocka_unit_test(test_shard_progress_ticks_merges),
     };
