@@ -119,9 +119,11 @@ static int spill_create(psi_app_spill *s)
 }
 
 /* Writes len bytes at offset at.  Returns: 0 or -1 (message set). */
-static int spill_write(psi_app_spill *s, const void *buf, size_t len, uint64_t at)
+int psi_app_spill_write(psi_app_spill *s, const void *buf, size_t len, uint64_t at)
 {
     const uint8_t *p = buf;
+    if (s->fd < 0 && spill_create(s) != 0)
+        return -1;
     while (len > 0) {
         ssize_t w = pwrite(s->fd, p, len, (off_t)at);
         if (w < 0 && errno == EINTR)
@@ -159,7 +161,7 @@ int psi_app_spill_put(psi_app_spill *s, const uint8_t *elements, const size_t *i
         s->cap_runs = cap;
     }
     uint64_t at = s->size;
-    if (spill_write(s, elements, n * PSI_ELEMENT_BYTES, at) != 0)
+    if (psi_app_spill_write(s, elements, n * PSI_ELEMENT_BYTES, at) != 0)
         goto fail;
     uint64_t ip = at + (uint64_t)n * PSI_ELEMENT_BYTES;
     for (size_t i = 0; i < n;) {
@@ -170,7 +172,7 @@ int psi_app_spill_put(psi_app_spill *s, const uint8_t *elements, const size_t *i
             for (int q = 0; q < 8; q++)
                 b[q] = (uint8_t)(v >> (8 * q));
         }
-        if (spill_write(s, idx_le, m * 8, ip) != 0)
+        if (psi_app_spill_write(s, idx_le, m * 8, ip) != 0)
             goto fail;
         ip += m * 8;
         i += m;
@@ -201,7 +203,7 @@ int psi_app_spill_read_begin(psi_app_spill *s, uint64_t memory)
 }
 
 /* Reads len bytes at offset at.  Returns: 0 or -1 (message set). */
-static int spill_read(psi_app_spill *s, void *buf, size_t len, uint64_t at)
+int psi_app_spill_read(psi_app_spill *s, void *buf, size_t len, uint64_t at)
 {
     uint8_t *p = buf;
     while (len > 0) {
@@ -231,13 +233,13 @@ int psi_app_spill_source(void *arg, size_t k, const uint8_t **elements, const si
     uint8_t *eb = s->elem_buf + k * s->read_values * PSI_ELEMENT_BYTES;
     size_t *ib = s->idx_buf + k * s->read_values;
     uint8_t raw[8 * 512]; // as psi_app_spill_put writes them: 512 at a time
-    if (spill_read(s, eb, m * PSI_ELEMENT_BYTES,
+    if (psi_app_spill_read(s, eb, m * PSI_ELEMENT_BYTES,
                    r->at + (uint64_t)r->done * PSI_ELEMENT_BYTES) != 0)
         return PSI_E_IO;
     uint64_t ip = r->at + (uint64_t)r->count * PSI_ELEMENT_BYTES + (uint64_t)r->done * 8;
     for (size_t i = 0; i < m;) {
         size_t q = m - i < 512 ? m - i : 512;
-        if (spill_read(s, raw, q * 8, ip + (uint64_t)i * 8) != 0)
+        if (psi_app_spill_read(s, raw, q * 8, ip + (uint64_t)i * 8) != 0)
             return PSI_E_IO;
         for (size_t j = 0; j < q; j++) {
             uint64_t v = 0;

@@ -92,6 +92,12 @@ void psi_app_spill_init(psi_app_spill *s, const char *dir);
 int psi_app_spill_put(psi_app_spill *s, const uint8_t *elements, const size_t *idx,
                       size_t base, size_t n);
 
+/** The file itself, for other kinds of run (app_index_runs.h): writes or
+ *  reads len bytes at offset `at` (the first write creates the file).
+ *  Returns: 0, or -1 with a message in s->err. */
+int psi_app_spill_write(psi_app_spill *s, const void *buf, size_t len, uint64_t at);
+int psi_app_spill_read(psi_app_spill *s, void *buf, size_t len, uint64_t at);
+
 /** Prepares reading every run back with `memory` bytes of buffers in all.
  *  Returns: 0 or -1 (no memory; message in s->err). */
 int psi_app_spill_read_begin(psi_app_spill *s, uint64_t memory);

@@ -1,6 +1,6 @@
 /*
  * The offline commands of `shardpsi` (PROTOCOL.md §17): keygen
- * (cli_offline.c) and the four protocol steps (cli_offline_steps.c), on the
+ * (cli_offline.c) and the four protocol steps (cli_offline_steps.c, cli_offline_match.c), on the
  * shared state of app/app_offline.h.
  */
 #ifndef PSI_CLI_OFFLINE_H

@@ -7,6 +7,7 @@
  * it does for slices held in memory.  Nothing here orders, merges or
  * encodes: it moves chunks between the input, the disk and the plan.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,11 @@ int psi_cli_spill_init(spill **out, psi_app_offline *s, psi_role role, int revea
 const psi_app_budget *psi_cli_spill_budget(const spill *x)
 {
     return &x->b;
+}
+
+const char *psi_cli_spill_dir(const spill *x)
+{
+    return x->dir;
 }
 
 uint64_t psi_cli_spill_values(const spill *x)
@@ -146,6 +152,92 @@ void psi_cli_spill_report(psi_app_offline *s, const psi_cli_spill_fault *f, cons
     psi_app_offline_fail_psi(s, what, file, f->rc);
 }
 
+/* Runs the chunk's step unless an earlier one failed.  Returns: 0, or -1
+ * for the disk (reported). */
+static int spill_chunk(spill *x, psi_step_kind step, const uint8_t *pts, size_t n,
+                       uint64_t base, psi_cli_spill_fault *f)
+{
+    if (n == 0 || f->rc != PSI_OK)
+        return 0; // after a failed step, read on: a malformed message is named first
+    if (psi_cli_spill_step(x, step, NULL, pts, n, base, f) != 0 && f->rc == PSI_OK)
+        return -1;
+    return 0;
+}
+
+int psi_cli_spill_message(spill *x, const char *path, const char *name,
+                          psi_message_kind kind, psi_step_kind step, int want_reveal,
+                          const char *label, uint64_t n_est, int *prc, int *reveal,
+                          psi_cli_spill_fault *f)
+{
+    psi_app_offline *s = x->s;
+    size_t cap = x->b.chunk_values, have = 0;
+    uint64_t base = 0, total = 0;
+    uint8_t *pts = psi_app_alloc(cap, PSI_ELEMENT_BYTES), *buf = malloc(1 << 16);
+    psi_reader *r = NULL;
+    int rc = -1;
+    FILE *fin = fopen(path, "rb");
+
+    *prc = PSI_OK;
+    *reveal = 0;
+    if (fin == NULL) {
+        psi_app_offline_fail(s, "%s %s: cannot open: %s", name, path, strerror(errno));
+        goto done;
+    }
+    if (pts == NULL || buf == NULL) {
+        psi_app_offline_fail(s, "out of memory for a chunk of %zu values", cap);
+        goto done;
+    }
+    if ((*prc = psi_reader_create(&r, s->o.suite, kind)) != PSI_OK) {
+        rc = 0;
+        goto done;
+    }
+    psi_app_progress_begin(&s->prog, label, n_est);
+    s->prog.chunked = 1;
+    for (;;) {
+        size_t got = fread(buf, 1, 1 << 16, fin), at = 0;
+        if (got == 0 && ferror(fin)) {
+            psi_app_progress_end(&s->prog);
+            psi_app_offline_fail(s, "%s %s: cannot read", name, path);
+            goto done;
+        }
+        while (*prc == PSI_OK && at < got) {
+            size_t count = cap - have, used = 0;
+            *prc = psi_reader_feed(r, pts + have * PSI_ELEMENT_BYTES, &count, &used,
+                                   buf + at, got - at);
+            at += used;
+            have += count;
+            if (*prc == PSI_OK && have == cap) {
+                if (spill_chunk(x, step, pts, have, base, f) != 0) {
+                    psi_app_progress_end(&s->prog);
+                    goto done;
+                }
+                base += have;
+                have = 0;
+            }
+        }
+        if (*prc != PSI_OK || got == 0)
+            break;
+    }
+    if (*prc == PSI_OK)
+        *prc = psi_reader_end(r, reveal, &total);
+    // The last chunk's step only for a message that is going to be used.
+    if (*prc == PSI_OK && (want_reveal < 0 || *reveal == want_reveal) &&
+        spill_chunk(x, step, pts, have, base, f) != 0) {
+        psi_app_progress_end(&s->prog);
+        goto done;
+    }
+    s->prog.total = base + have;
+    psi_app_progress_end(&s->prog);
+    rc = 0;
+done:
+    if (fin != NULL)
+        fclose(fin);
+    psi_reader_free(r);
+    free(pts);
+    free(buf);
+    return rc;
+}
+
 /* The permutation's pieces, one 0-based input index a line. */
 static int spill_perm_sink(void *arg, const size_t *index, size_t n)
 {
@@ -162,17 +254,17 @@ static void spill_on_read(void *arg, uint64_t done)
     psi_app_progress_update(p, done, p->total);
 }
 
-int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
-                         const char *what, const char *file)
+/* Begins the external plan of operation a->op over the runs, with
+ * `memory` bytes of buffers to read them back.  Returns: 0 or -1
+ * (reported).  Out: *plan, *counts (the caller frees both). */
+static int spill_plan(spill *x, psi_op_args *a, uint64_t memory, psi_plan **plan,
+                      size_t **counts, const char *what, const char *file)
 {
     psi_app_offline *s = x->s;
-    psi_plan *plan = NULL;
-    size_t *counts = NULL;
-    psi_op_output o;
-    char step[96];
-    int rc = -1, prc;
+    int prc;
 
-    *len = 0;
+    *plan = NULL;
+    *counts = NULL;
     // The chunks are done: their buffers go back before the runs' come.
     free(x->elems);
     free(x->perm);
@@ -184,42 +276,97 @@ int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
                                     "--memory to at least %" PRIu64, x->sp.n_values,
                                     x->sp.n_runs, x->b.bytes, PSI_PLAN_MAX_SLICES,
                                     x->b.bytes / PSI_PLAN_MAX_SLICES * x->sp.n_runs + 1);
-    if ((counts = psi_app_spill_counts(&x->sp)) == NULL ||
-        psi_app_spill_read_begin(&x->sp, x->b.bytes / 2) != 0) {
-        free(counts);
+    if ((*counts = psi_app_spill_counts(&x->sp)) == NULL ||
+        psi_app_spill_read_begin(&x->sp, memory) != 0)
         return psi_app_offline_fail(s, "%s", x->sp.err[0] ? x->sp.err : "out of memory");
-    }
     a->external = 1;
     a->n_values = (size_t)x->sp.n_values;
     a->slices = x->sp.n_runs;
-    a->slice_counts = counts;
-    prc = psi_plan_begin(&plan, x->plan_engine, a);
+    a->slice_counts = *counts;
+    prc = psi_plan_begin(plan, x->plan_engine, a);
     if (prc == PSI_OK)
-        prc = psi_plan_source(plan, psi_app_spill_source, &x->sp);
-    if (prc == PSI_OK && perm_out != NULL)
-        prc = psi_plan_perm_sink(plan, spill_perm_sink, perm_out);
-    if (prc != PSI_OK) {
-        psi_app_offline_fail_psi(s, what, file, prc);
-        goto done;
-    }
+        prc = psi_plan_source(*plan, psi_app_spill_source, &x->sp);
+    if (prc != PSI_OK)
+        return psi_app_offline_fail_psi(s, what, file, prc);
+    return 0;
+}
+
+/* Finishes the plan into o with progress, reporting a failure: the runs'
+ * file, the output (or `sink_err`, the message of a sink that refused),
+ * the library.  Returns: 0 or -1. */
+static int spill_plan_finish(spill *x, psi_plan *plan, psi_op_output *o, const char *sink_err,
+                             const char *what, const char *file)
+{
+    psi_app_offline *s = x->s;
+    char step[96];
+
     snprintf(step, sizeof step, "merging %zu runs", x->sp.n_runs);
     psi_app_progress_begin(&s->prog, step, x->sp.n_values);
     x->sp.on_read = spill_on_read;
     x->sp.on_read_arg = &s->prog;
-    memset(&o, 0, sizeof o);
-    o.sink = psi_app_output_sink;
-    o.sink_arg = s->out.f;
-    prc = psi_plan_finish(plan, &o);
+    int prc = psi_plan_finish(plan, o);
     psi_app_progress_end(&s->prog);
     if (prc == PSI_E_IO && x->sp.err[0] != '\0')
-        psi_app_offline_fail(s, "%s", x->sp.err);
-    else if (prc == PSI_E_IO)
-        psi_app_offline_fail(s, "%s: cannot write", s->o.output);
-    else if (prc != PSI_OK)
-        psi_app_offline_fail_psi(s, what, file, prc);
-    else
-        rc = 0;
-    *len = o.len;
+        return psi_app_offline_fail(s, "%s", x->sp.err);
+    if (prc == PSI_E_IO && sink_err != NULL && sink_err[0] != '\0')
+        return psi_app_offline_fail(s, "%s", sink_err);
+    if (prc == PSI_E_IO)
+        return psi_app_offline_fail(s, "%s: cannot write", s->o.output);
+    if (prc != PSI_OK)
+        return psi_app_offline_fail_psi(s, what, file, prc);
+    return 0;
+}
+
+int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
+                         const char *what, const char *file)
+{
+    psi_plan *plan = NULL;
+    size_t *counts = NULL;
+    psi_op_output o;
+    int rc = -1;
+
+    *len = 0;
+    if (spill_plan(x, a, x->b.bytes / 2, &plan, &counts, what, file) != 0)
+        goto done;
+    if (perm_out != NULL && psi_plan_perm_sink(plan, spill_perm_sink, perm_out) != PSI_OK) {
+        psi_app_offline_fail(x->s, "cannot stream the permutation");
+        goto done;
+    }
+    memset(&o, 0, sizeof o);
+    o.sink = psi_app_output_sink;
+    o.sink_arg = x->s->out.f;
+    rc = spill_plan_finish(x, plan, &o, NULL, what, file);
+    if (rc == 0)
+        *len = o.len;
+done:
+    psi_plan_free(plan);
+    free(counts);
+    return rc;
+}
+
+int psi_cli_spill_match(spill *x, psi_op_args *a, uint8_t **setup,
+                        psi_app_index_runs *idx, size_t *count, const char *what,
+                        const char *file)
+{
+    psi_plan *plan = NULL;
+    size_t *counts = NULL;
+    psi_op_output o;
+    int rc = -1;
+
+    *count = 0;
+    // A quarter for reading the runs back, the parsed setup beside it.
+    if (spill_plan(x, a, x->b.bytes / 4, &plan, &counts, what, file) != 0)
+        goto done;
+    free(*setup); // parsed into the plan
+    *setup = NULL;
+    if (idx != NULL && psi_plan_match_sink(plan, psi_app_index_runs_add, idx) != PSI_OK) {
+        psi_app_offline_fail(x->s, "cannot stream the intersection");
+        goto done;
+    }
+    memset(&o, 0, sizeof o);
+    rc = spill_plan_finish(x, plan, &o, idx != NULL ? idx->file.err : NULL, what, file);
+    if (rc == 0)
+        *count = o.count;
 done:
     psi_plan_free(plan);
     free(counts);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "app_offline.h"
+#include "app_index_runs.h"
 #include "app_spill.h"
 
 typedef struct spill spill;
@@ -27,6 +28,7 @@ int psi_cli_spill_init(spill **out, psi_app_offline *s, psi_role role, int revea
 
 const psi_app_budget *psi_cli_spill_budget(const spill *x);
 uint64_t psi_cli_spill_values(const spill *x);
+const char *psi_cli_spill_dir(const spill *x);
 size_t psi_cli_spill_runs(const spill *x);
 
 /** Runs one chunk's step (n values, or n points) on the shards and spills
@@ -36,6 +38,21 @@ size_t psi_cli_spill_runs(const spill *x);
 int psi_cli_spill_step(spill *x, psi_step_kind kind, const psi_value *values,
                        const uint8_t *points, size_t n, uint64_t base,
                        psi_cli_spill_fault *f);
+
+/** Reads message `path` (a psi_message_kind; `name` says which in
+ *  messages) past the budget: decoded as it is read (psi_reader), `step`
+ *  run on each chunk of the budget and spilled.  After a failed step the
+ *  rest is only decoded, and the last chunk is left when want_reveal >= 0
+ *  and the message's reveal flag differs.  `label` and n_est (the
+ *  estimated elements) are for the progress line.  Returns: 0 with *prc
+ *  (the message's decoding: PSI_OK or its error, detail set), *reveal and
+ *  *f (the first failed step), for the caller to report in the whole
+ *  call's order; -1 (reported: opening or reading the file, memory, the
+ *  disk). */
+int psi_cli_spill_message(spill *x, const char *path, const char *name,
+                          psi_message_kind kind, psi_step_kind step, int want_reveal,
+                          const char *label, uint64_t n_est, int *prc, int *reveal,
+                          psi_cli_spill_fault *f);
 
 /** Reports a step's failure as the whole call's. */
 void psi_cli_spill_report(psi_app_offline *s, const psi_cli_spill_fault *f, const char *what,
@@ -47,6 +64,15 @@ void psi_cli_spill_report(psi_app_offline *s, const psi_cli_spill_fault *f, cons
  *  message's bytes. */
 int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
                          const char *what, const char *file);
+
+/** Finishes a client operation a->op (INTERSECTION or INTERSECTION_SIZE,
+ *  with a->setup and a->setup_len set) over the runs: *setup (malloc'd, the
+ *  setup's bytes) is freed once the plan has parsed it; the matched indices
+ *  go to idx (NULL for a count).  Returns: 0 or -1 (reported).  Out:
+ *  *count, the intersection's size. */
+int psi_cli_spill_match(spill *x, psi_op_args *a, uint8_t **setup,
+                        psi_app_index_runs *idx, size_t *count, const char *what,
+                        const char *file);
 
 void psi_cli_spill_free(spill *x);
 

@@ -1,7 +1,7 @@
 /*
- * The four protocol steps of the offline commands (PROTOCOL.md §17): `psi
- * setup` and `shardpsi response` (the server), `shardpsi request` and `shardpsi match`
- * (the client).  Each reads its inputs, runs one operation of the sharding
+ * Three protocol steps of the offline commands (PROTOCOL.md §17): `shardpsi
+ * setup` and `shardpsi response` (the server) and `shardpsi request` (the
+ * client); the fourth, `shardpsi match`, is in cli_offline_match.c.  Each reads its inputs, runs one operation of the sharding
  * layer and writes exactly the bytes it returns; a setup, request or
  * response goes to the output file in pieces as the library merges it
  * (PROTOCOL.md §10.1, §19), so no step holds a whole message it writes.
@@ -344,103 +344,33 @@ static int steps_response_whole(psi_app_offline *s, size_t *len)
 }
 
 /* A response to a request past the budget: the request decoded as it is
- * read (psi_reader), re-masked a chunk at a time and spilled, merged from
- * the runs.  The checks keep the whole call's order: the message's
- * encoding, then its reveal flag, then the first bad point. */
+ * read, re-masked a chunk at a time and spilled, merged from the runs.
+ * The checks keep the whole call's order: the message's encoding, then
+ * its reveal flag, then the first bad point. */
 static int steps_response_spill(psi_app_offline *s, spill *x, uint64_t n_est, size_t *len)
 {
-    const psi_app_budget *b = psi_cli_spill_budget(x);
     psi_cli_spill_fault f = {"Request.encrypted_elements", PSI_OK, {0, NULL, -1, -1}};
     psi_step_kind kind = s->o.reveal ? PSI_STEP_REMASK : PSI_STEP_REMASK_SORT;
-    size_t cap = b->chunk_values, have = 0;
-    uint64_t base = 0, total = 0;
-    uint8_t *pts = psi_app_alloc(cap, PSI_ELEMENT_BYTES), *buf = malloc(1 << 16);
-    psi_reader *r = NULL;
-    int reveal = 0, prc, rc = -1, failed = 0;
-    FILE *fin = fopen(s->o.request, "rb");
+    int reveal = 0, prc = PSI_OK;
 
-    if (fin == NULL) {
-        psi_app_offline_fail(s, "request %s: cannot open: %s", s->o.request, strerror(errno));
-        goto done;
-    }
-    if (pts == NULL || buf == NULL) {
-        psi_app_offline_fail(s, "out of memory for a chunk of %zu values", cap);
-        goto done;
-    }
-    if ((prc = psi_reader_create(&r, s->o.suite, PSI_MESSAGE_REQUEST)) != PSI_OK) {
-        psi_app_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
-        goto done;
-    }
-    psi_app_progress_begin(&s->prog, "masking the response", n_est);
-    s->prog.chunked = 1;
-    prc = PSI_OK;
-    for (;;) {
-        size_t got = fread(buf, 1, 1 << 16, fin), at = 0;
-        if (got == 0 && ferror(fin)) {
-            psi_app_progress_end(&s->prog);
-            psi_app_offline_fail(s, "request %s: cannot read", s->o.request);
-            goto done;
-        }
-        while (prc == PSI_OK && at < got) {
-            size_t count = cap - have, used = 0;
-            prc = psi_reader_feed(r, pts + have * PSI_ELEMENT_BYTES, &count, &used,
-                                  buf + at, got - at);
-            at += used;
-            have += count;
-            if (prc == PSI_OK && have == cap) {
-                if (!failed) {
-                    if (psi_cli_spill_step(x, kind, NULL, pts, have, base, &f) != 0) {
-                        if (f.rc == PSI_OK) { // the disk: already reported
-                            psi_app_progress_end(&s->prog);
-                            goto done;
-                        }
-                        failed = 1; // read on: a malformed message is named first
-                    }
-                }
-                base += have;
-                have = 0;
-            }
-        }
-        if (prc != PSI_OK || got == 0)
-            break;
-    }
-    if (prc == PSI_OK)
-        prc = psi_reader_end(r, &reveal, &total);
-    if (prc == PSI_OK && reveal == s->o.reveal && have > 0 && !failed &&
-        psi_cli_spill_step(x, kind, NULL, pts, have, base, &f) != 0) {
-        if (f.rc == PSI_OK) {
-            psi_app_progress_end(&s->prog);
-            goto done;
-        }
-        failed = 1;
-    }
-    s->prog.total = base + have;
-    psi_app_progress_end(&s->prog);
-    if (prc != PSI_OK) {
-        psi_app_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
-        goto done;
-    }
+    if (psi_cli_spill_message(x, s->o.request, "request", PSI_MESSAGE_REQUEST, kind,
+                              s->o.reveal, "masking the response", n_est, &prc, &reveal,
+                              &f) != 0)
+        return -1;
+    if (prc != PSI_OK)
+        return psi_app_offline_fail_psi(s, "the request is invalid", s->o.request, prc);
     if (reveal != s->o.reveal) {
         steps_reveal_mismatch(s);
-        goto done;
+        return -1;
     }
-    if (failed) {
+    if (f.rc != PSI_OK) {
         psi_cli_spill_report(s, &f, "the request is invalid", s->o.request);
-        goto done;
+        return -1;
     }
-    free(pts); // the chunks are done
-    pts = NULL;
     psi_op_args a;
     memset(&a, 0, sizeof a);
     a.op = PSI_OP_RESPONSE;
-    rc = psi_cli_spill_finish(x, &a, NULL, len, "the request is invalid", s->o.request);
-done:
-    if (fin != NULL)
-        fclose(fin);
-    psi_reader_free(r);
-    free(pts);
-    free(buf);
-    return rc;
+    return psi_cli_spill_finish(x, &a, NULL, len, "the request is invalid", s->o.request);
 }
 
 int psi_cli_offline_response(psi_app_offline *s)
@@ -480,99 +410,5 @@ int psi_cli_offline_response(psi_app_offline *s)
     rc = PSI_APP_EXIT_OK;
 done:
     psi_cli_spill_free(x);
-    return rc;
-}
-
-/* Computes the result and writes it to s->out (not committed).  Out: *count. */
-static int steps_match_write(psi_app_offline *s, const uint8_t *setup, size_t setup_len,
-                             const uint8_t *resp, size_t resp_len, size_t *count)
-{
-    size_t cap = psi_message_element_bound(s->o.suite, resp_len), k = cap;
-    size_t *idx = NULL;
-    char files[512];
-    int prc;
-
-    snprintf(files, sizeof files, "setup %s, response %s", s->o.setup, s->o.response);
-
-    if (s->o.mode == PSI_APP_OFFLINE_COUNT) {
-        prc = psi_shards_client_get_intersection_size(s->g, count, setup, setup_len, resp,
-                                                      resp_len);
-        if (prc != PSI_OK)
-            return psi_app_offline_fail_psi(s, "cannot count the intersection", files,
-                                            prc);
-        fprintf(s->out.f, "%zu\n", *count);
-        return 0;
-    }
-    if ((idx = psi_app_alloc(cap, sizeof *idx)) == NULL)
-        return psi_app_offline_fail(s, "out of memory for the intersection");
-    prc = psi_shards_client_get_intersection(s->g, idx, &k, setup, setup_len, resp,
-                                             resp_len);
-    if (prc != PSI_OK) {
-        free(idx);
-        return psi_app_offline_fail_psi(s, "cannot compute the intersection", files,
-                                        prc);
-    }
-    psi_app_sort_indices(idx, k);
-    if (s->o.mode == PSI_APP_OFFLINE_ROWS)
-        psi_app_input_write_header(s->out.f, &s->in);
-    for (size_t i = 0; i < k; i++) {
-        if (idx[i] >= s->in.n)
-            break; // refused below: the response is not this input's
-        if (s->o.mode == PSI_APP_OFFLINE_ROWS)
-            psi_app_input_write_row(s->out.f, &s->in, idx[i]);
-        else
-            fprintf(s->out.f, "%zu\n", idx[i]);
-    }
-    free(idx);
-    *count = k;
-    return 0;
-}
-
-int psi_cli_offline_match(psi_app_offline *s)
-{
-    size_t setup_len = 0, resp_len = 0, count = 0, want;
-    uint8_t *setup = NULL, *resp = NULL;
-    int rc = PSI_APP_EXIT_USAGE;
-
-    // Said, not silently ignored: this step is not bounded yet (§20).
-    if (s->o.memory != 0 || s->o.temp_dir != NULL)
-        psi_app_progress_note(&s->prog, "note: match holds its input, the setup and the "
-                              "response in memory: --memory and --temp-dir do not bound it "
-                              "yet (PROTOCOL.md §20)");
-    if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0 ||
-        psi_app_offline_read_msg(s, s->o.setup, "setup", &setup, &setup_len) != 0 ||
-        psi_app_offline_read_msg(s, s->o.response, "response", &resp, &resp_len) != 0 ||
-        psi_app_offline_open(s, &s->out, s->o.output) != 0)
-        goto done;
-    rc = PSI_APP_EXIT_FAIL;
-    if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
-        goto done;
-    psi_app_progress_begin(&s->prog, "matching", s->in.n);
-    if (steps_match_write(s, setup, setup_len, resp, resp_len, &count) != 0) {
-        psi_app_progress_end(&s->prog);
-        goto done;
-    }
-    psi_app_progress_end(&s->prog);
-    // A response holds one element per request value: another size is the
-    // answer to another input's request (checked after the library, which
-    // names a malformed file or one of another suite first).
-    want = psi_response_bound(s->o.suite, s->in.n);
-    if (resp_len != want) {
-        psi_app_offline_fail(s, "response %s (%zu bytes) does not answer a request of the "
-                             "%zu values of %s (%zu bytes expected): give the response to "
-                             "this input's request", s->o.response, resp_len, s->in.n,
-                             s->o.input, want);
-        goto done;
-    }
-    if (psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0) {
-        psi_app_offline_fail(s, "%s", s->err);
-        goto done;
-    }
-    psi_app_progress_note(&s->prog, "%zu of %zu values in the intersection (suite %s)",
-                          count, s->in.n, psi_app_suite_label(s->o.suite));
-    rc = PSI_APP_EXIT_OK;
-done:
-    free(setup);
-    free(resp);
     return rc;
 }

@@ -124,6 +124,109 @@ for suite in openmined-p256 p256-sswu ristretto255; do
 done
 expect_clean "after the rounds" "$spill" "$out"
 
+# ---- match past the budget ------------------------------------------------
+# The response is unmasked in chunks into runs (8 at 48K), merged against
+# the setup, and the indices put in input order through runs of their own
+# (2 at 48K for the 499 matches of GCS and Bloom): rows, indices and
+# counts are those of the whole call, from line and CSV input.  A raw
+# setup is held whole within a quarter of the budget, so its server set is
+# small here.
+head -120 "$tmp/keep-server.txt" >"$tmp/keep-server-small.txt"
+for suite in openmined-p256 p256-sswu ristretto255; do
+    sk=(--suite "$suite" --key-file "$keys/s-$suite" --no-progress)
+    ck=(--suite "$suite" --key-file "$keys/c-$suite" --no-progress)
+    for input in keep-client.txt keep-server.csv; do
+        inopt=(--input "$tmp/$input")
+        case $input in *.csv) inopt+=(--column name) ;; esac
+        for mode in reveal count; do
+            copt=()
+            sopt=(--reveal)
+            [ $mode = count ] && copt=(--count-only) && sopt=()
+            run "$suite match $input $mode: request" 0 "$logs/log" request "${ck[@]}" \
+                "${copt[@]}" "${inopt[@]}" --output "$out/m.req" || continue
+            run "$suite match $input $mode: response" 0 "$logs/log" response "${sk[@]}" \
+                "${sopt[@]}" --request "$out/m.req" --output "$out/m.resp" || continue
+            for st in raw gcs bloom_filter; do
+                src=keep-server.txt
+                extra=(--num-client-inputs 1000 --fpr 1e-6)
+                [ "$st" = raw ] && src=keep-server-small.txt && extra=()
+                run "$suite match $st: setup" 0 "$logs/log" setup "${sk[@]}" \
+                    --input "$tmp/$src" --structure "$st" "${extra[@]}" \
+                    --output "$out/m.setup" || continue
+                outs="rows --indices"
+                [ $mode = count ] && outs=--count-only
+                for o in $outs; do
+                    oopt=()
+                    [ "$o" = rows ] || oopt=("$o")
+                    what="$suite match $input $st $o"
+                    run "$what: in memory" 0 "$logs/log" match "${ck[@]}" "${inopt[@]}" \
+                        --setup "$out/m.setup" --response "$out/m.resp" "${oopt[@]}" \
+                        --output "$out/mem.match" || continue
+                    run "$what: 48K" 0 "$logs/log" match "${ck[@]}" "${inopt[@]}" \
+                        --setup "$out/m.setup" --response "$out/m.resp" "${oopt[@]}" \
+                        --memory 48K --temp-dir "$spill" --output "$out/48K.match" \
+                        --progress || continue
+                    expect_same "$what: 48K" "$out/mem.match" "$out/48K.match"
+                    expect_grep "$what: spilled" "matched from runs on disk" "$logs/log"
+                    expect_grep "$what: progress of the unmasking" \
+                        "unmasking the response: [0-9,]* values in" "$logs/log"
+                done
+                rm -f "$out"/*.match "$out/m.setup"
+            done
+            rm -f "$out"/m.*
+        done
+    done
+done
+expect_clean "after the matches" "$spill" "$out"
+
+# match's faults, in the whole call's order: a bad point in the response
+# (index 3), a cut response, a response to another input, a setup that does
+# not fit its share, an input from stdin (read twice past the budget).
+ck=(--key-file "$keys/c-openmined-p256" --no-progress)
+sk=(--key-file "$keys/s-openmined-p256" --no-progress)
+"$psi" request "${ck[@]}" --input "$tmp/keep-client.txt" --output "$out/ok.req" 2>/dev/null
+"$psi" response "${sk[@]}" --reveal --request "$out/ok.req" --output "$out/ok.resp" 2>/dev/null
+"$psi" setup "${sk[@]}" --input "$tmp/keep-server-small.txt" --structure raw \
+    --output "$out/ok.setup" 2>/dev/null
+python3 - "$out/ok.resp" "$out/point.resp" "$out/cut.resp" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+b[35 * 3 + 2] = 0x05  # a Response has no reveal field before its elements
+open(sys.argv[2], 'wb').write(b)
+open(sys.argv[3], 'wb').write(b[:-10])
+PY
+head -650 "$tmp/keep-client.txt" >"$tmp/keep-client-650.txt"
+for bad in point cut other; do
+    resp="$out/$bad.resp"
+    input="$tmp/keep-client.txt"
+    [ $bad = other ] && resp="$out/ok.resp" && input="$tmp/keep-client-650.txt"
+    run "match, $bad response, in memory" 1 "$logs/whole.log" match "${ck[@]}" \
+        --input "$input" --setup "$out/ok.setup" --response "$resp" --output "$out/x.match"
+    run "match, $bad response, 48K" 1 "$logs/48K.log" match "${ck[@]}" --input "$input" \
+        --setup "$out/ok.setup" --response "$resp" --memory 48K --temp-dir "$spill" \
+        --output "$out/x.match"
+    expect_same "match, $bad response: the same message" "$logs/whole.log" "$logs/48K.log"
+    [ $bad = point ] && expect_grep "match, bad point: its index" \
+        "Response.encrypted_elements\[3\]" "$logs/48K.log"
+done
+"$psi" setup "${sk[@]}" --input "$tmp/keep-server.txt" --structure raw \
+    --output "$out/big.setup" 2>/dev/null
+run "match, setup past its share" 1 "$logs/log" match "${ck[@]}" \
+    --input "$tmp/keep-client.txt" --setup "$out/big.setup" --response "$out/ok.resp" \
+    --memory 48K --temp-dir "$spill" --output "$out/x.match"
+expect_grep "match, setup past its share: the size needed" \
+    "raise --memory to at least 2[0-9]\{5\}" "$logs/log"
+cat "$tmp/keep-client.txt" | "$psi" match "${ck[@]}" --input - --setup "$out/ok.setup" \
+    --response "$out/ok.resp" --memory 48K --temp-dir "$spill" --output "$out/x.match" \
+    2>"$logs/log"
+rc=$?
+checks=$((checks + 1))
+[ $rc -eq 2 ] || fail "match past the budget from stdin: exit status $rc, expected 2"
+expect_grep "match past the budget from stdin: says why" "give the input as a file" \
+    "$logs/log"
+rm -f "$out"/ok.* "$out"/point.* "$out"/cut.* "$out/big.setup"
+expect_clean "after the match faults" "$spill" "$out"
+
 # ---- The input's errors, as when it is read whole ------------------------
 
 sk=(--key-file "$keys/s-openmined-p256" --no-progress)

@@ -1,0 +1,180 @@
+/* Input indices in ascending order within a budget; see app_index_runs.h. */
+#include "app_index_runs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app_util.h"
+
+void psi_app_index_runs_init(psi_app_index_runs *r, const char *dir, uint64_t memory)
+{
+    memset(r, 0, sizeof *r);
+    psi_app_spill_init(&r->file, dir);
+    r->memory = memory;
+}
+
+static int size_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts the buffer and writes it as a run.  Returns: 0 or -1. */
+static int runs_flush(psi_app_index_runs *r)
+{
+    if (r->have == 0)
+        return 0;
+    if (r->n_runs == r->cap_runs) {
+        size_t cap = r->cap_runs ? r->cap_runs * 2 : 16;
+        psi_app_index_run *n = realloc(r->runs, cap * sizeof *n);
+        if (n == NULL) {
+            snprintf(r->file.err, sizeof r->file.err, "out of memory for the list of runs");
+            return -1;
+        }
+        r->runs = n;
+        r->cap_runs = cap;
+    }
+    qsort(r->buf, r->have, sizeof *r->buf, size_cmp);
+    r->file.n_runs = r->n_runs; // named in a failed write's message
+    if (psi_app_spill_write(&r->file, r->buf, r->have * sizeof *r->buf, r->file.size) != 0)
+        return -1;
+    r->runs[r->n_runs++] = (psi_app_index_run){r->file.size, r->have, 0, 0, 0};
+    r->file.size += (uint64_t)r->have * sizeof *r->buf;
+    r->have = 0;
+    return 0;
+}
+
+int psi_app_index_runs_add(void *arg, const size_t *index, size_t n)
+{
+    psi_app_index_runs *r = arg;
+    if (r->buf == NULL) {
+        uint64_t cap = r->memory / sizeof *r->buf;
+        r->cap = cap < 16 ? 16 : cap > SIZE_MAX / 16 ? SIZE_MAX / 16 : (size_t)cap;
+        if ((r->buf = psi_app_alloc(r->cap, sizeof *r->buf)) == NULL) {
+            snprintf(r->file.err, sizeof r->file.err, "out of memory for %zu indices", r->cap);
+            return 1;
+        }
+    }
+    while (n > 0) {
+        size_t m = r->cap - r->have < n ? r->cap - r->have : n;
+        memcpy(r->buf + r->have, index, m * sizeof *index);
+        r->have += m;
+        r->total += m;
+        index += m;
+        n -= m;
+        if (r->have == r->cap && runs_flush(r) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Run k's next index. */
+static size_t run_head(const psi_app_index_runs *r, size_t k)
+{
+    const psi_app_index_run *u = &r->runs[k];
+    return r->buf[k * r->per + u->pos];
+}
+
+static void heap_down(psi_app_index_runs *r, size_t i)
+{
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, h = l + 1;
+        if (l < r->heap_size && run_head(r, r->heap[l]) < run_head(r, r->heap[least]))
+            least = l;
+        if (h < r->heap_size && run_head(r, r->heap[h]) < run_head(r, r->heap[least]))
+            least = h;
+        if (least == i)
+            return;
+        size_t t = r->heap[i];
+        r->heap[i] = r->heap[least];
+        r->heap[least] = t;
+        i = least;
+    }
+}
+
+/* Refills run k's buffer.  Returns: 1 (it has indices), 0 (the run is
+ * done), -1. */
+static int run_fill(psi_app_index_runs *r, size_t k)
+{
+    psi_app_index_run *u = &r->runs[k];
+    if (u->pos < u->avail)
+        return 1;
+    if (u->done == u->count)
+        return 0;
+    size_t m = u->count - u->done < r->per ? u->count - u->done : r->per;
+    if (psi_app_spill_read(&r->file, r->buf + k * r->per, m * sizeof *r->buf,
+                           u->at + (uint64_t)u->done * sizeof *r->buf) != 0)
+        return -1;
+    u->done += m;
+    u->pos = 0;
+    u->avail = m;
+    return 1;
+}
+
+int psi_app_index_runs_read_begin(psi_app_index_runs *r)
+{
+    r->reading = 1;
+    if (r->n_runs == 0) {
+        // All in the buffer: sorted where it is, read as one run.
+        if (r->have > 0)
+            qsort(r->buf, r->have, sizeof *r->buf, size_cmp);
+        return 0;
+    }
+    if (runs_flush(r) != 0)
+        return -1;
+    free(r->buf);
+    uint64_t per = r->memory / r->n_runs / sizeof *r->buf;
+    r->per = per < 64 ? 64 : per > 65536 ? 65536 : (size_t)per;
+    r->buf = psi_app_alloc(r->n_runs, r->per * sizeof *r->buf);
+    r->heap = psi_app_alloc(r->n_runs, sizeof *r->heap);
+    if (r->buf == NULL || r->heap == NULL) {
+        snprintf(r->file.err, sizeof r->file.err, "out of memory for reading %zu runs of "
+                 "indices back", r->n_runs);
+        return -1;
+    }
+    for (size_t k = 0; k < r->n_runs; k++) {
+        int f = run_fill(r, k);
+        if (f < 0)
+            return -1;
+        if (f > 0)
+            r->heap[r->heap_size++] = k;
+    }
+    for (size_t i = r->heap_size / 2; i-- > 0;)
+        heap_down(r, i);
+    return 0;
+}
+
+int psi_app_index_runs_next(psi_app_index_runs *r, size_t *index)
+{
+    if (r->n_runs == 0) {
+        if (r->read_at >= r->have)
+            return 0;
+        *index = r->buf[r->read_at++];
+        return 1;
+    }
+    if (r->heap_size == 0)
+        return 0;
+    size_t k = r->heap[0];
+    *index = run_head(r, k);
+    r->runs[k].pos++;
+    int f = run_fill(r, k);
+    if (f < 0)
+        return -1;
+    if (f == 0)
+        r->heap[0] = r->heap[--r->heap_size];
+    heap_down(r, 0);
+    return 1;
+}
+
+void psi_app_index_runs_close(psi_app_index_runs *r)
+{
+    psi_app_spill_close(&r->file);
+    free(r->buf);
+    free(r->runs);
+    free(r->heap);
+    r->buf = NULL;
+    r->runs = NULL;
+    r->heap = NULL;
+    r->n_runs = r->cap_runs = r->have = r->heap_size = 0;
+}

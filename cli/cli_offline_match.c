@@ -1,0 +1,345 @@
+/*
+ * `shardpsi match` (PROTOCOL.md §17, §20): the client's last step, the
+ * intersection of its input with the server's setup from the server's
+ * response.  An input and a response that fit the memory budget are held
+ * whole; past it, the response is read in pieces and unmasked a chunk at a
+ * time into sorted runs on disk, the library's finish merges the runs
+ * against the setup (psi_plan_match_sink), the matched indices are put in
+ * input order through runs of their own (app_index_runs.h), and the input
+ * is read a second time to write them, or the rows they name.  The setup
+ * itself is held whole (parsed: 33 bytes a server value for raw, 8 for GCS,
+ * the bit array for Bloom) and is refused up front past a quarter of the
+ * budget.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli_offline.h"
+#include "cli_offline_spill.h"
+#include "app_util.h"
+
+/* The files, for the library's messages. */
+static const char *match_files(psi_app_offline *s, char *buf, size_t len)
+{
+    snprintf(buf, len, "setup %s, response %s", s->o.setup, s->o.response);
+    return buf;
+}
+
+/* A response holds one element per request value: another size is the
+ * answer to another input's request (checked after the library, which
+ * names a malformed file or one of another suite first).  Returns: 0 or
+ * -1 (reported). */
+static int match_check_count(psi_app_offline *s, uint64_t n, uint64_t resp_len)
+{
+    size_t want = n <= SIZE_MAX / 64 ? psi_response_bound(s->o.suite, (size_t)n) : 0;
+    if (resp_len == want)
+        return 0;
+    return psi_app_offline_fail(s, "response %s (%" PRIu64 " bytes) does not answer a request "
+                                "of the %" PRIu64 " values of %s (%zu bytes expected): give "
+                                "the response to this input's request", s->o.response,
+                                resp_len, n, s->o.input, want);
+}
+
+/* Computes the result and writes it to s->out (not committed).  Out: *count. */
+static int match_write_whole(psi_app_offline *s, const uint8_t *setup, size_t setup_len,
+                             const uint8_t *resp, size_t resp_len, size_t *count)
+{
+    size_t cap = psi_message_element_bound(s->o.suite, resp_len), k = cap;
+    size_t *idx = NULL;
+    char files[512];
+    int prc;
+
+    match_files(s, files, sizeof files);
+    if (s->o.mode == PSI_APP_OFFLINE_COUNT) {
+        prc = psi_shards_client_get_intersection_size(s->g, count, setup, setup_len, resp,
+                                                      resp_len);
+        if (prc != PSI_OK)
+            return psi_app_offline_fail_psi(s, "cannot count the intersection", files,
+                                            prc);
+        fprintf(s->out.f, "%zu\n", *count);
+        return 0;
+    }
+    if ((idx = psi_app_alloc(cap, sizeof *idx)) == NULL)
+        return psi_app_offline_fail(s, "out of memory for the intersection");
+    prc = psi_shards_client_get_intersection(s->g, idx, &k, setup, setup_len, resp,
+                                             resp_len);
+    if (prc != PSI_OK) {
+        free(idx);
+        return psi_app_offline_fail_psi(s, "cannot compute the intersection", files,
+                                        prc);
+    }
+    psi_app_sort_indices(idx, k);
+    if (s->o.mode == PSI_APP_OFFLINE_ROWS)
+        psi_app_input_write_header(s->out.f, &s->in);
+    for (size_t i = 0; i < k; i++) {
+        if (idx[i] >= s->in.n)
+            break; // refused below: the response is not this input's
+        if (s->o.mode == PSI_APP_OFFLINE_ROWS)
+            psi_app_input_write_row(s->out.f, &s->in, idx[i]);
+        else
+            fprintf(s->out.f, "%zu\n", idx[i]);
+    }
+    free(idx);
+    *count = k;
+    return 0;
+}
+
+/* Input, setup and response held whole. */
+static int match_whole(psi_app_offline *s, size_t *count)
+{
+    size_t setup_len = 0, resp_len = 0;
+    uint8_t *setup = NULL, *resp = NULL;
+    int rc = PSI_APP_EXIT_USAGE;
+
+    if (psi_app_offline_input(s) != 0 ||
+        psi_app_offline_read_msg(s, s->o.setup, "setup", &setup, &setup_len) != 0 ||
+        psi_app_offline_read_msg(s, s->o.response, "response", &resp, &resp_len) != 0 ||
+        psi_app_offline_open(s, &s->out, s->o.output) != 0)
+        goto done;
+    rc = PSI_APP_EXIT_FAIL;
+    if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
+        goto done;
+    psi_app_progress_begin(&s->prog, "matching", s->in.n);
+    if (match_write_whole(s, setup, setup_len, resp, resp_len, count) != 0) {
+        psi_app_progress_end(&s->prog);
+        goto done;
+    }
+    psi_app_progress_end(&s->prog);
+    if (match_check_count(s, s->in.n, resp_len) != 0)
+        goto done;
+    rc = PSI_APP_EXIT_OK;
+done:
+    free(setup);
+    free(resp);
+    return rc;
+}
+
+/* Opens the input in chunks of the budget.  Returns: 0 or -1 (reported). */
+static int match_input_open(psi_app_offline *s, spill *x, psi_app_input_stream *in)
+{
+    const psi_app_budget *b = psi_cli_spill_budget(x);
+    if (psi_app_input_stream_open(in, s->o.input, s->o.column, s->o.lines, b->block_bytes,
+                                  b->chunk_values, b->record_max, s->err,
+                                  sizeof s->err) != 0)
+        return psi_app_offline_fail(s, "%s", s->err);
+    return 0;
+}
+
+/* Reads the input through once, for its errors (named before the
+ * messages', as a whole read names them) and its count.  Returns: 0 or -1
+ * (reported).  Out: *n. */
+static int match_input_count(psi_app_offline *s, spill *x, uint64_t *n)
+{
+    psi_app_input_stream in;
+    int rc = -1;
+
+    *n = 0;
+    if (match_input_open(s, x, &in) != 0)
+        return -1;
+    do {
+        if (psi_app_input_stream_next(&in, s->err, sizeof s->err) != 0) {
+            psi_app_offline_fail(s, "%s", s->err);
+            goto done;
+        }
+        *n += in.chunk.n;
+    } while (in.chunk.n > 0);
+    rc = 0;
+done:
+    psi_app_input_stream_close(&in);
+    return rc;
+}
+
+/* Writes the matched indices, ascending from idx, or the rows they name
+ * from a second read of the input; stops at an index past the input (the
+ * count check then refuses the response).  Returns: 0 or -1 (reported). */
+static int match_write_sorted(psi_app_offline *s, spill *x, psi_app_index_runs *idx)
+{
+    psi_app_input_stream in;
+    size_t next = 0;
+    int have, rc = -1, rows = s->o.mode == PSI_APP_OFFLINE_ROWS;
+
+    if (psi_app_index_runs_read_begin(idx) != 0)
+        return psi_app_offline_fail(s, "%s", idx->file.err);
+    if ((have = psi_app_index_runs_next(idx, &next)) < 0)
+        return psi_app_offline_fail(s, "%s", idx->file.err);
+    if (!rows) {
+        psi_app_progress_begin(&s->prog, "writing the indices", idx->total);
+        for (uint64_t i = 0; have > 0; i++) {
+            if (fprintf(s->out.f, "%zu\n", next) < 0)
+                break;
+            if (i % 4096 == 0)
+                psi_app_progress_update(&s->prog, i, idx->total);
+            have = psi_app_index_runs_next(idx, &next);
+        }
+        psi_app_progress_end(&s->prog);
+        if (have < 0)
+            return psi_app_offline_fail(s, "%s", idx->file.err);
+        return 0;
+    }
+    if (match_input_open(s, x, &in) != 0)
+        return -1;
+    psi_app_progress_begin(&s->prog, "writing the rows", psi_cli_spill_values(x));
+    for (int first = 1;; first = 0) {
+        if (psi_app_input_stream_next(&in, s->err, sizeof s->err) != 0) {
+            psi_app_offline_fail(s, "%s", s->err); // the file changed since the first read
+            goto done;
+        }
+        if (first)
+            psi_app_input_write_header(s->out.f, &in.chunk);
+        if (in.chunk.n == 0)
+            break;
+        uint64_t end = in.values + in.chunk.n;
+        while (have > 0 && next < end) {
+            psi_app_input_write_row(s->out.f, &in.chunk, (size_t)(next - in.values));
+            have = psi_app_index_runs_next(idx, &next);
+        }
+        if (have < 0) {
+            psi_app_offline_fail(s, "%s", idx->file.err);
+            goto done;
+        }
+        psi_app_progress_update(&s->prog, end, s->prog.total);
+    }
+    rc = 0;
+done:
+    psi_app_progress_end(&s->prog);
+    psi_app_input_stream_close(&in);
+    return rc;
+}
+
+/* Past the budget: the input counted, the setup checked, the response
+ * unmasked in chunks and spilled, merged against the setup, the result
+ * written in input order. */
+static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *count,
+                       uint64_t *n_out)
+{
+    const psi_app_budget *b = psi_cli_spill_budget(x);
+    psi_cli_spill_fault f = {"Response.encrypted_elements", PSI_OK, {0, NULL, -1, -1}};
+    psi_app_index_runs idx;
+    psi_setup *parsed = NULL;
+    uint8_t *setup = NULL;
+    size_t setup_len = 0;
+    uint64_t n = 0;
+    int rc = PSI_APP_EXIT_USAGE, prc, reveal = 0;
+    const char *what = s->o.mode == PSI_APP_OFFLINE_COUNT ? "cannot count the intersection"
+                                                          : "cannot compute the intersection";
+    char files[512];
+    struct stat st;
+
+    psi_app_index_runs_init(&idx, psi_cli_spill_dir(x), b->bytes / 16);
+    match_files(s, files, sizeof files);
+    if (strcmp(s->o.input, "-") == 0) {
+        psi_app_offline_fail(s, "match reads its input twice when the response does not fit "
+                             "--memory %" PRIu64 ": give the input as a file, not -, or a "
+                             "larger --memory", b->bytes);
+        goto done;
+    }
+    if (match_input_count(s, x, &n) != 0)
+        goto done;
+    // The setup is held whole (§20): refused up front past its share.
+    if (stat(s->o.setup, &st) == 0 && S_ISREG(st.st_mode) &&
+        (uint64_t)st.st_size > b->bytes / 4) {
+        psi_app_offline_fail(s, "setup %s (%lld bytes) does not fit --memory %" PRIu64 ": "
+                             "match holds the setup whole, in at most a quarter of the "
+                             "budget: raise --memory to at least %" PRIu64 " (PROTOCOL.md "
+                             "§20)", s->o.setup, (long long)st.st_size, b->bytes,
+                             (uint64_t)st.st_size * 4);
+        rc = PSI_APP_EXIT_FAIL;
+        goto done;
+    }
+    if (psi_app_offline_read_msg(s, s->o.setup, "setup", &setup, &setup_len) != 0 ||
+        psi_app_offline_open(s, &s->out, s->o.output) != 0)
+        goto done;
+    rc = PSI_APP_EXIT_FAIL;
+    if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
+        goto done;
+    // The setup's errors come first, as the whole call's; its structure
+    // says whether the unmasked chunks are sorted (raw) or not.
+    if ((prc = psi_setup_parse(&parsed, s->o.suite, setup, setup_len)) != PSI_OK) {
+        psi_app_offline_fail_psi(s, what, files, prc);
+        goto done;
+    }
+    psi_step_kind kind = psi_setup_structure(parsed) == PSI_STRUCTURE_RAW
+                             ? PSI_STEP_UNMASK_SORT : PSI_STEP_UNMASK;
+    psi_setup_free(parsed);
+    parsed = NULL;
+    if (psi_cli_spill_message(x, s->o.response, "response", PSI_MESSAGE_RESPONSE, kind, -1,
+                              "unmasking the response", psi_message_element_bound(
+                                  s->o.suite, (size_t)resp_len), &prc, &reveal, &f) != 0)
+        goto done;
+    if (prc != PSI_OK) {
+        psi_app_offline_fail_psi(s, what, files, prc);
+        goto done;
+    }
+    if (f.rc != PSI_OK) {
+        psi_cli_spill_report(s, &f, what, files);
+        goto done;
+    }
+    psi_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = s->o.mode == PSI_APP_OFFLINE_COUNT ? PSI_OP_INTERSECTION_SIZE : PSI_OP_INTERSECTION;
+    a.setup = setup;
+    a.setup_len = setup_len;
+    if (psi_cli_spill_match(x, &a, &setup, s->o.mode == PSI_APP_OFFLINE_COUNT ? NULL : &idx,
+                            count, what, files) != 0)
+        goto done;
+    if (s->o.mode == PSI_APP_OFFLINE_COUNT)
+        fprintf(s->out.f, "%zu\n", *count);
+    else if (match_write_sorted(s, x, &idx) != 0)
+        goto done;
+    if (match_check_count(s, n, resp_len) != 0)
+        goto done;
+    *n_out = n;
+    rc = PSI_APP_EXIT_OK;
+done:
+    psi_setup_free(parsed);
+    free(setup);
+    psi_app_index_runs_close(&idx);
+    return rc;
+}
+
+int psi_cli_offline_match(psi_app_offline *s)
+{
+    struct stat st;
+    spill *x = NULL;
+    size_t count = 0;
+    uint64_t n = 0;
+    int rc = PSI_APP_EXIT_USAGE, spilled;
+
+    if (psi_app_offline_key(s) != 0 ||
+        psi_cli_spill_init(&x, s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
+        goto done;
+    // A response of more elements than a chunk holds (or an input larger
+    // than one) is read in pieces; a response that is not a regular file
+    // is named by the whole reader.
+    spilled = stat(s->o.response, &st) == 0 && S_ISREG(st.st_mode) &&
+              (psi_message_element_bound(s->o.suite, (size_t)st.st_size) >
+                   psi_cli_spill_budget(x)->chunk_values ||
+               (stat(s->o.input, &st) == 0 && S_ISREG(st.st_mode) &&
+                (uint64_t)st.st_size > psi_cli_spill_budget(x)->block_bytes));
+    if (spilled) {
+        stat(s->o.response, &st);
+        rc = match_spill(s, x, (uint64_t)st.st_size, &count, &n);
+    } else {
+        rc = match_whole(s, &count);
+    }
+    if (rc != PSI_APP_EXIT_OK)
+        goto done;
+    rc = PSI_APP_EXIT_FAIL;
+    if (psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0) {
+        psi_app_offline_fail(s, "%s", s->err);
+        goto done;
+    }
+    if (!spilled)
+        n = s->in.n;
+    psi_app_progress_note(&s->prog, "%zu of %" PRIu64 " values in the intersection (suite %s)%s",
+                          count, n, psi_app_suite_label(s->o.suite),
+                          spilled ? ", matched from runs on disk" : "");
+    rc = PSI_APP_EXIT_OK;
+done:
+    psi_cli_spill_free(x);
+    return rc;
+}
