@@ -57,3 +57,11 @@ done:
     free(seen);
     return st;
 }
+
+int psi_app_perm_write(void *arg, const size_t *index, size_t n)
+{
+    psi_app_perm_writer *w = arg;
+    for (size_t i = 0; i < n && !w->failed; i++)
+        w->failed = fprintf(w->f, "%zu\n", index[i]) < 0;
+    return w->failed;
+}

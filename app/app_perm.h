@@ -8,6 +8,7 @@
 #define PSI_APP_PERM_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /** Why a permutation file was refused. */
@@ -28,5 +29,17 @@ typedef enum psi_app_perm_status {
  *  *line (the 0-based failing line, or for PSI_APP_PERM_SHORT the rows
  *  read).  buf may be NULL when len is 0.  Returns: a psi_app_perm_status. */
 int psi_app_perm_decode(size_t *perm, size_t *line, const uint8_t *buf, size_t len, size_t n);
+
+/** A permutation file (or any list of indices) written in pieces: the
+ *  psi_perm_sink_fn psi_app_perm_write (arg: this) writes one decimal index
+ *  a line and remembers a failed write, so that the caller can name the
+ *  file that failed rather than the message's output. */
+typedef struct psi_app_perm_writer {
+    FILE *f;
+    int failed;
+} psi_app_perm_writer;
+
+/** Returns: 0, or 1 once a write has failed. */
+int psi_app_perm_write(void *arg, const size_t *index, size_t n);
 
 #endif /* PSI_APP_PERM_H */

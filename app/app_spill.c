@@ -70,6 +70,10 @@ void psi_app_budget_init(psi_app_budget *b, uint64_t bytes)
     b->chunk_values = v < 1 ? 1 : v > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)v;
     b->block_bytes = l > SIZE_MAX / 4 ? SIZE_MAX / 4 : (size_t)l;
     b->record_max = b->block_bytes * 2;
+    // A sixteenth, however many runs there are, so that the peak stays flat
+    // as a set grows from a few runs to thousands (the chunk's half is
+    // given back before the runs are read).
+    b->read_bytes = bytes / 16;
 }
 
 void psi_app_spill_init(psi_app_spill *s, const char *dir)

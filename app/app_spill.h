@@ -54,6 +54,7 @@ typedef struct psi_app_budget {
     size_t chunk_values;    // most values of one chunk
     size_t block_bytes;     // input bytes read for one chunk
     size_t record_max;      // longest input record (line or CSV record)
+    uint64_t read_bytes;    // the runs' read buffers together, whatever their number
 } psi_app_budget;
 
 /** Splits `bytes` into the sizes above. */

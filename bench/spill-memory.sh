@@ -8,6 +8,10 @@
 #   request   the client's request of N values (reveal on)
 #   response  the server's response to it (reveal on), and to a count-only
 #             request (reveal off: the runs are sorted and merged)
+#   match     the client's rows of the intersection from that response,
+#             against a raw setup of --match-server values (default
+#             1,000,000; match holds its setup whole, in a quarter of the
+#             budget), made once with the server's key
 # and the same steps at --inmem values with a budget that holds them
 # (in memory), then checks that both ways wrote the same bytes at that size.
 # --steps picks which (default: all four).  Prints a table: size, step,
@@ -15,12 +19,12 @@
 #
 # Usage: bench/spill-memory.sh [--build DIR] [--sizes "1000000 4000000"]
 #                              [--memory 256M] [--inmem N] [--steps "..."]
-#                              [--dir SCRATCH]
+#                              [--match-server M] [--dir SCRATCH]
 # Scratch space: about 130 bytes a value of the largest size (inputs,
 # messages and the runs).
 set -euo pipefail
 build=build-release sizes="1000000 4000000 16000000" memory=256M inmem=4000000 dir=
-steps="setup request response response-count"
+steps="setup request response response-count match" mserver=1000000
 while [[ $# -gt 0 ]]; do
     case $1 in
         --build) build=$2; shift 2 ;;
@@ -29,6 +33,7 @@ while [[ $# -gt 0 ]]; do
         --inmem) inmem=$2; shift 2 ;;
         --steps) steps=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
+        --match-server) mserver=$2; shift 2 ;;
         *) echo "usage: $0 [--build DIR] [--sizes LIST] [--memory B] [--inmem N]" \
                 "[--steps LIST] [--dir D]" >&2
            exit 2 ;;
@@ -84,6 +89,16 @@ run_steps() {
                 measure "$n" response-count "$budget" "$tag" "$psi" response \
                     --key-file "$dir/sk" --request "$dir/creq.$tag" --output "$dir/cresp.$tag" \
                     "${opt[@]}" ;;
+            match)
+                local sin=$dir/in.server.$mserver
+                [[ -s $sin ]] || awk -v n="$mserver" 'BEGIN { for (i = 0; i < n; i++)
+                    printf "user%010d@example.org\n", i * 3 }' >"$sin"
+                [[ -s $dir/setup.match.$mserver ]] || "$psi" setup --key-file "$dir/sk" \
+                    --input "$sin" --structure raw --output "$dir/setup.match.$mserver" \
+                    --no-progress 2>/dev/null
+                measure "$n" match "$budget" "$tag" "$psi" match --key-file "$dir/ck" \
+                    --input "$in" --setup "$dir/setup.match.$mserver" \
+                    --response "$dir/resp.$tag" --output "$dir/match.$tag" "${opt[@]}" ;;
         esac
     done
 }
@@ -93,7 +108,7 @@ for n in $sizes; do
 done
 # In memory: a budget far above what the set needs.
 run_steps "$inmem" 64G "mem"
-for f in setup perm req resp cresp; do
+for f in setup perm req resp cresp match; do
     [[ -e $dir/$f.mem && -e $dir/$f.spill.$inmem ]] || continue
     cmp -s "$dir/$f.mem" "$dir/$f.spill.$inmem" ||
         { echo "spill-memory: $f differs between --memory $memory and in memory" >&2; exit 1; }

@@ -140,15 +140,19 @@ static int match_input_count(psi_app_offline *s, spill *x, uint64_t *n)
     *n = 0;
     if (match_input_open(s, x, &in) != 0)
         return -1;
+    psi_app_progress_begin(&s->prog, "reading the input", 0);
     do {
         if (psi_app_input_stream_next(&in, s->err, sizeof s->err) != 0) {
             psi_app_offline_fail(s, "%s", s->err);
             goto done;
         }
         *n += in.chunk.n;
+        psi_app_progress_update(&s->prog, *n, psi_app_input_stream_estimate(&in));
     } while (in.chunk.n > 0);
+    s->prog.total = *n;
     rc = 0;
 done:
+    psi_app_progress_end(&s->prog);
     psi_app_input_stream_close(&in);
     return rc;
 }
@@ -229,7 +233,7 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     char files[512];
     struct stat st;
 
-    psi_app_index_runs_init(&idx, psi_cli_spill_dir(x), b->bytes / 16);
+    psi_app_index_runs_init(&idx, psi_cli_spill_dir(x), b->read_bytes);
     match_files(s, files, sizeof files);
     if (strcmp(s->o.input, "-") == 0) {
         psi_app_offline_fail(s, "match reads its input twice when the response does not fit "

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli_offline_spill.h"
+#include "app_perm.h"
 #include "app_util.h"
 
 /* The chunk buffers and the runs of one spilled step. */
@@ -238,16 +239,6 @@ done:
     return rc;
 }
 
-/* The permutation's pieces, one 0-based input index a line. */
-static int spill_perm_sink(void *arg, const size_t *index, size_t n)
-{
-    FILE *f = arg;
-    for (size_t i = 0; i < n; i++)
-        if (fprintf(f, "%zu\n", index[i]) < 0)
-            return 1;
-    return 0;
-}
-
 static void spill_on_read(void *arg, uint64_t done)
 {
     psi_app_progress *p = arg;
@@ -292,8 +283,9 @@ static int spill_plan(spill *x, psi_op_args *a, uint64_t memory, psi_plan **plan
 }
 
 /* Finishes the plan into o with progress, reporting a failure: the runs'
- * file, the output (or `sink_err`, the message of a sink that refused),
- * the library.  Returns: 0 or -1. */
+ * file, else the sink that refused (`sink_err`, NULL: the output), else the
+ * library.  `sink_err` is read after the finish, so a sink may fill it as it
+ * fails.  Returns: 0 or -1. */
 static int spill_plan_finish(spill *x, psi_plan *plan, psi_op_output *o, const char *sink_err,
                              const char *what, const char *file)
 {
@@ -317,25 +309,45 @@ static int spill_plan_finish(spill *x, psi_plan *plan, psi_op_output *o, const c
     return 0;
 }
 
+/* The permutation's writer, which names its file when a write fails. */
+typedef struct spill_perm {
+    psi_app_perm_writer w;
+    const char *path;
+    char err[4200];
+} spill_perm;
+
+static int spill_perm_write(void *arg, const size_t *index, size_t n)
+{
+    spill_perm *p = arg;
+    if (psi_app_perm_write(&p->w, index, n) == 0)
+        return 0;
+    snprintf(p->err, sizeof p->err, "%s: cannot write", p->path);
+    return 1;
+}
+
 int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
                          const char *what, const char *file)
 {
+    spill_perm pw;
     psi_plan *plan = NULL;
     size_t *counts = NULL;
     psi_op_output o;
     int rc = -1;
 
     *len = 0;
-    if (spill_plan(x, a, x->b.bytes / 2, &plan, &counts, what, file) != 0)
+    if (spill_plan(x, a, x->b.read_bytes, &plan, &counts, what, file) != 0)
         goto done;
-    if (perm_out != NULL && psi_plan_perm_sink(plan, spill_perm_sink, perm_out) != PSI_OK) {
+    memset(&pw, 0, sizeof pw);
+    pw.w.f = perm_out;
+    pw.path = x->s->o.permutation;
+    if (perm_out != NULL && psi_plan_perm_sink(plan, spill_perm_write, &pw) != PSI_OK) {
         psi_app_offline_fail(x->s, "cannot stream the permutation");
         goto done;
     }
     memset(&o, 0, sizeof o);
     o.sink = psi_app_output_sink;
     o.sink_arg = x->s->out.f;
-    rc = spill_plan_finish(x, plan, &o, NULL, what, file);
+    rc = spill_plan_finish(x, plan, &o, pw.err, what, file);
     if (rc == 0)
         *len = o.len;
 done:
@@ -354,8 +366,7 @@ int psi_cli_spill_match(spill *x, psi_op_args *a, uint8_t **setup,
     int rc = -1;
 
     *count = 0;
-    // A quarter for reading the runs back, the parsed setup beside it.
-    if (spill_plan(x, a, x->b.bytes / 4, &plan, &counts, what, file) != 0)
+    if (spill_plan(x, a, x->b.read_bytes, &plan, &counts, what, file) != 0)
         goto done;
     free(*setup); // parsed into the plan
     *setup = NULL;

@@ -9,34 +9,20 @@
 #include <unistd.h>
 
 #include "app_clock.h"
+#include "app_perm.h"
 #include "app_util.h"
 #include "mpi_run.h"
-
-/* Rank 0's permutation file, written in pieces as the plan's finish merges
- * (psi_plan_perm_sink): one input index a line, as shardpsi setup. */
-typedef struct steps_perm {
-    FILE *f;
-    int failed;
-} steps_perm;
-
-static int steps_perm_sink(void *arg, const size_t *index, size_t n)
-{
-    steps_perm *p = arg;
-    for (size_t i = 0; i < n && !p->failed; i++)
-        p->failed = fprintf(p->f, "%zu\n", index[i]) < 0;
-    return p->failed;
-}
 
 /* Rank 0's finish of a message into r->s.out (and a raw setup's
  * permutation into perm->f, when perm is not NULL), reported as `fail`
  * unless a file could not be written.  Returns: as psi_mpi_agree. */
-static int steps_finish(psi_mpi_run *r, psi_mpi_plan *mp, steps_perm *perm, const char *fail)
+static int steps_finish(psi_mpi_run *r, psi_mpi_plan *mp, psi_app_perm_writer *perm, const char *fail)
 {
     psi_op_output o = {.sink = psi_app_output_sink, .sink_arg = r->s.out.f};
     int prc = PSI_OK;
 
     if (r->rank == 0 && perm != NULL)
-        prc = psi_plan_perm_sink(mp->p, steps_perm_sink, perm);
+        prc = psi_plan_perm_sink(mp->p, psi_app_perm_write, perm);
     if (prc == PSI_OK)
         prc = psi_mpi_plan_finish(r, mp, &o);
     if (prc == PSI_E_IO && perm != NULL && perm->failed)
@@ -53,7 +39,7 @@ int psi_mpi_setup(psi_mpi_run *r)
     psi_app_output po;
     psi_mpi_plan mp;
     psi_op_args a;
-    steps_perm perm = {NULL, 0};
+    psi_app_perm_writer perm = {NULL, 0};
     double t[3];
     int rc;
 

@@ -31,6 +31,9 @@ start_server() {
     shift
     local plain=(--no-tls)
     [ -n "${start_tls:-}" ] && plain=()
+    # Emptied here, not by the child's redirect: the loop below must never
+    # read the port of an earlier server that wrote the same LOG.
+    : >"$log"
     "$psi" server "${plain[@]}" --listen 127.0.0.1:0 --timeout 20 "$@" 2>"$log" >/dev/null \
         <"${server_stdin:-/dev/null}" &
     spid=$!

@@ -534,6 +534,9 @@ part_c() {
         [ "$m" = indices ] && mo=(--indices)
         w=$d/want.raw.$m
         [ "$m" = indices ] && w=$d/want.raw.idx
+        # Emptied before the server starts: the port must not be read from
+        # the previous iteration's server, which wrote the same file.
+        : >"$d/srv.err"
         "$psi" server --no-tls --listen 127.0.0.1:0 --timeout 30 "${S[@]}" --setup "$d/m.setup" \
             --reveal 2>"$d/srv.err" >/dev/null </dev/null &
         local spid=$! port=
@@ -556,6 +559,12 @@ part_c() {
             --input "$d/client.txt" "${mo[@]}" --output "$d/net.$m" &&
             expect_same "interop: shardpsi client $m of a shardpsi-mpi setup vs the plain comparison" \
                 "$d/net.$m" "$w"
+        # A server whose client never came waits for one forever: at most 60 s.
+        for _ in $(seq 1 600); do
+            kill -0 "$spid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -9 "$spid" 2>/dev/null
         wait "$spid"
         local src=$?
         checks=$((checks + 1))
