@@ -5,6 +5,9 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -261,4 +264,11 @@ const char *psi_app_structure_name(int structure)
     case PSI_STRUCTURE_BLOOM_FILTER: return "bloom";
     default: return "any";
     }
+}
+
+void psi_app_malloc_setup(void)
+{
+#if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD)
+    mallopt(M_MMAP_THRESHOLD, 1 << 20); // also turns the dynamic threshold off
+#endif
 }

@@ -138,6 +138,7 @@ static int psi_main_dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    psi_app_malloc_setup(); // a spilled step's peak must not grow with its chunks
     // First, before anything uses OpenSSL: its P-256 code frees copies of
     // the key unwiped unless its allocator wipes (psi.h).
     if (psi_openssl_wipe_on_free() != PSI_OK) {

@@ -162,6 +162,7 @@ int main(int argc, char **argv)
     psi_mpi_run r;
     int provided = 0, rc;
 
+    psi_app_malloc_setup(); // a spilled step's peak must not grow with its chunks
     // Before OpenSSL's first allocation, as psi does (psi.h).
     if (psi_openssl_wipe_on_free() != PSI_OK || sodium_init() < 0) {
         fprintf(stderr, "shardpsi-mpi: cannot set up the crypto libraries\n");
