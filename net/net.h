@@ -77,6 +77,8 @@ enum {
                                     // us or by the peer, or TLS failed
 #define PSI_NET_EINTEGRITY (-11) // TLS: a record failed its integrity check
                                     // (bytes were changed on the path)
+#define PSI_NET_EFILE (-12)     // the file a frame is sent from or received
+                                    // into could not be read or written
 
 /** Progress of a transfer: bytes of the current frame's payload done of total. */
 typedef void (*psi_net_progress_fn)(void *arg, uint64_t done, uint64_t total);
@@ -157,6 +159,14 @@ int psi_net_connect(psi_net_conn *c, const char *hostport, int timeout_ms);
 int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
                      psi_net_progress_fn progress, void *progress_arg);
 
+/** psi_net_send of a payload in a file: the first len bytes of fd, read
+ *  with pread in slices of 1 MiB (the descriptor's offset is not used or
+ *  moved), so a message of any size goes out through 1 MiB of memory.
+ *  Returns: as psi_net_send, or PSI_NET_EFILE when fd cannot be read (or
+ *  holds fewer bytes), the connection then broken if the header went out. */
+int psi_net_send_fd(psi_net_conn *c, int type, int fd, uint64_t len,
+                    psi_net_progress_fn progress, void *progress_arg);
+
 /** Receives the next frame, which must be of type `expect` with a payload of
  *  at most max_len bytes (keepalives skipped, ERROR frames reported as
  *  above).  The header is checked before allocating: another type gives
@@ -170,6 +180,16 @@ int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
  *  freed by the caller; NULL on failure), *len. */
 int psi_net_recv(psi_net_conn *c, int expect, size_t max_len, uint8_t **payload,
                      size_t *len, psi_net_progress_fn progress, void *progress_arg);
+
+/** psi_net_recv into a file: the payload is written to fd (at its offset,
+ *  with write) as it arrives, through 1 MiB of memory whatever its length;
+ *  the header is checked against expect and max_len first, as there.  The
+ *  disk it takes grows with the bytes the peer actually sends.
+ *  Returns: as psi_net_recv, or PSI_NET_EFILE when fd cannot be written
+ *  (a full disk, say; fd then holds a prefix).  Out: *len, the payload's
+ *  length (0 on failure). */
+int psi_net_recv_fd(psi_net_conn *c, int expect, uint64_t max_len, int fd, uint64_t *len,
+                    psi_net_progress_fn progress, void *progress_arg);
 
 /** Sends a keepalive frame if at least interval_ms have passed since the
  *  last one (or since the connection opened).  Meant for a computation's

@@ -40,6 +40,13 @@ typedef struct net_op {
     uint64_t done, total; // payload bytes moved so far, of total
     uint64_t reported;    // done at the last progress call
     double last_move;     // psi_app_now_ms() when a byte last moved either way
+    // A payload in a file (psi_net_send_fd, psi_net_recv_fd): fd, and a
+    // window of it of NET_CHUNK bytes (win_len bytes at payload offset
+    // win_at); fd -1 for a payload in memory.
+    int fd;
+    uint8_t *win;
+    uint64_t win_at;
+    size_t win_len;
 } net_op;
 
 int psi_net_poll(int fd, short events, double deadline, short *revents)
@@ -310,17 +317,50 @@ static int rx_wanted(int head)
     return head == 0 || head == PSI_NET_FRAME_ERROR;
 }
 
+/* Sending from a file: makes the window hold the payload's bytes at
+ * op->done (read with pread, so the descriptor's offset is left alone).
+ * Returns: 0 or PSI_NET_EFILE. */
+static int window_fill(net_op *op)
+{
+    uint64_t left = op->total - op->done;
+    size_t want = left < NET_CHUNK ? (size_t)left : NET_CHUNK, got = 0;
+
+    if (op->done >= op->win_at && op->done < op->win_at + op->win_len)
+        return 0;
+    while (got < want) {
+        ssize_t r = pread(op->fd, op->win + got, want - got, (off_t)(op->done + got));
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return psi_net_fail(op->c, PSI_NET_EFILE, "cannot read the %s frame's payload "
+                                "from its file: %s", psi_net_frame_name(op->type),
+                                r < 0 ? strerror(errno) : "the file is shorter than the frame");
+        got += (size_t)r;
+    }
+    op->win_at = op->done;
+    op->win_len = got;
+    return 0;
+}
+
 /* One sendmsg of the rest of the header and at most NET_CHUNK payload
  * bytes.  In-Out: *hsent, header bytes sent; op->done.  Returns: 0 or an
  * error code. */
 static int send_some(net_op *op, const uint8_t *hdr, size_t *hsent, const uint8_t *payload)
 {
     uint64_t left = op->total - op->done;
+    const uint8_t *p = left > 0 && payload != NULL ? payload + op->done : NULL;
     size_t n;
-    int e = 0, rc = psi_net_io_write(op->c, hdr + *hsent, NET_HDR - *hsent,
-                                     left > 0 ? payload + op->done : NULL,
-                                     left < NET_CHUNK ? (size_t)left : NET_CHUNK, &n, &e);
+    int e = 0, rc;
 
+    if (op->fd >= 0 && left > 0) {
+        if ((rc = window_fill(op)) != 0)
+            return rc;
+        p = op->win + (op->done - op->win_at);
+        left = op->win_at + op->win_len - op->done;
+    }
+    rc = psi_net_io_write(op->c, hdr + *hsent, NET_HDR - *hsent, left > 0 ? p : NULL,
+                          left < NET_CHUNK ? (size_t)left : NET_CHUNK, &n, &e);
     if (rc == 1)
         return op_fail_errno(op, e);
     if (rc != 0)
@@ -395,6 +435,7 @@ static int send_frame(net_op *op, const uint8_t *hdr, const uint8_t *payload,
 static void op_init(net_op *op, psi_net_conn *c, int sending, int type, uint64_t total)
 {
     memset(op, 0, sizeof *op);
+    op->fd = -1;
     op->c = c;
     op->sending = sending;
     op->type = type;
@@ -412,8 +453,10 @@ static int net_unusable(psi_net_conn *c)
     return 0;
 }
 
-int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
-                     psi_net_progress_fn progress, void *progress_arg)
+/* psi_net_send and psi_net_send_fd: the payload is payload[0..len), or
+ * the first len bytes of fd when fd >= 0. */
+static int net_send(psi_net_conn *c, int type, const uint8_t *payload, int fd, uint64_t len,
+                    psi_net_progress_fn progress, void *progress_arg)
 {
     uint8_t hdr[NET_HDR];
     size_t hsent = 0;
@@ -424,7 +467,11 @@ int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
         return rc;
     net_put_header(hdr, type, len);
     op_init(&op, c, 1, type, len);
+    op.fd = fd;
+    if (fd >= 0 && len > 0 && (op.win = malloc(NET_CHUNK)) == NULL)
+        return psi_net_fail(c, PSI_NET_ENOMEM, "out of memory for sending a frame");
     rc = send_frame(&op, hdr, payload, progress, progress_arg, &hsent);
+    free(op.win);
     if (rc == 0) {
         op_progress(&op, progress, progress_arg, 1);
     } else if (hsent > 0) {
@@ -433,6 +480,18 @@ int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
         c->broken_code = rc;
     }
     return rc;
+}
+
+int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
+                     psi_net_progress_fn progress, void *progress_arg)
+{
+    return net_send(c, type, payload, -1, len, progress, progress_arg);
+}
+
+int psi_net_send_fd(psi_net_conn *c, int type, int fd, uint64_t len,
+                    psi_net_progress_fn progress, void *progress_arg)
+{
+    return net_send(c, type, NULL, fd, len, progress, progress_arg);
 }
 
 /* Reads until a frame for the caller heads the receive buffer (skipping
@@ -491,39 +550,122 @@ static int recv_payload(net_op *op, uint8_t **bufp, size_t *cap, psi_net_progres
     return 0;
 }
 
-int psi_net_recv(psi_net_conn *c, int expect, size_t max_len, uint8_t **payload,
-                     size_t *len, psi_net_progress_fn progress, void *progress_arg)
+/* Receiving into a file: writes len bytes of buf to op->fd.  Returns: 0 or
+ * PSI_NET_EFILE. */
+static int file_write(net_op *op, const uint8_t *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t r = write(op->fd, buf, len);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return psi_net_fail(op->c, PSI_NET_EFILE, "cannot write the %s frame from the "
+                                "peer (%s) to its file: %s", psi_net_frame_name(op->type),
+                                op->c->peer, r < 0 ? strerror(errno) : "nothing written");
+        buf += r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+/* recv_payload into op->fd through the window: what the receive buffer
+ * holds, then slices from the socket.  Returns: 0 or an error code. */
+static int recv_payload_fd(net_op *op, psi_net_progress_fn fn, void *arg)
+{
+    psi_net_conn *c = op->c;
+    size_t n = c->rx_len < op->total ? c->rx_len : (size_t)op->total;
+    int rc = file_write(op, c->rx, n);
+
+    if (rc != 0)
+        return rc;
+    rx_consume(c, n);
+    op->done = n;
+    while (op->done < op->total) {
+        uint64_t left = op->total - op->done;
+        size_t got, want = left < NET_CHUNK ? (size_t)left : NET_CHUNK;
+        short rev;
+
+        rc = op_wait(op, POLLIN, &rev);
+        if (rc == 0)
+            rc = op_read(op, op->win, want, &got);
+        if (rc == 0)
+            rc = file_write(op, op->win, got);
+        if (rc != 0)
+            return rc;
+        op->done += got;
+        op_progress(op, fn, arg, 0);
+    }
+    op_progress(op, fn, arg, 1);
+    return 0;
+}
+
+/* Reads the header of the next frame, which must be of type expect with at
+ * most max_len bytes, and consumes it.  Out: *plen.  Returns: 0 or an
+ * error code. */
+static int recv_start(net_op *op, psi_net_conn *c, int expect, uint64_t max_len,
+                      uint64_t *plen)
 {
     const char *want = psi_net_frame_name(expect);
-    uint64_t plen;
-    uint8_t *buf;
-    size_t cap;
-    net_op op;
     int type, rc;
 
-    *payload = NULL;
-    *len = 0;
     if ((rc = net_unusable(c)) != 0 || (rc = net_deadline(c, NULL)) != 0)
         return rc;
-    op_init(&op, c, 0, expect, 0);
-    if ((rc = recv_header(&op, &type, &plen)) != 0)
+    op_init(op, c, 0, expect, 0);
+    if ((rc = recv_header(op, &type, plen)) != 0)
         return rc;
     if (type != expect)
         return psi_net_fail(c, PSI_NET_EFRAME, "expected %s %s frame from the peer (%s), got %s "
                         "%s frame", net_article(want), want, c->peer,
                         net_article(psi_net_frame_name(type)), psi_net_frame_name(type));
-    if (plen > max_len) // before allocating anything
+    if (*plen > max_len) // before allocating anything
         return psi_net_fail(c, PSI_NET_EFRAME, "the %s frame of %llu bytes from the peer (%s) "
-                        "is larger than the limit %zu", want, (unsigned long long)plen, c->peer,
-                        max_len);
+                        "is larger than the limit %llu", want, (unsigned long long)*plen,
+                        c->peer, (unsigned long long)max_len);
+    rx_consume(c, NET_HDR);
+    op->in_payload = 1;
+    op->total = *plen;
+    return 0;
+}
+
+int psi_net_recv_fd(psi_net_conn *c, int expect, uint64_t max_len, int fd, uint64_t *len,
+                    psi_net_progress_fn progress, void *progress_arg)
+{
+    uint64_t plen = 0;
+    net_op op;
+    int rc = recv_start(&op, c, expect, max_len, &plen);
+
+    *len = 0;
+    if (rc != 0)
+        return rc;
+    op.fd = fd;
+    if ((op.win = malloc(NET_CHUNK)) == NULL)
+        return psi_net_fail(c, PSI_NET_ENOMEM, "out of memory for receiving a frame");
+    rc = recv_payload_fd(&op, progress, progress_arg);
+    free(op.win);
+    if (rc == 0)
+        *len = plen;
+    return rc;
+}
+
+int psi_net_recv(psi_net_conn *c, int expect, size_t max_len, uint8_t **payload,
+                     size_t *len, psi_net_progress_fn progress, void *progress_arg)
+{
+    uint64_t plen = 0;
+    uint8_t *buf;
+    size_t cap;
+    net_op op;
+    int rc;
+
+    *payload = NULL;
+    *len = 0;
+    if ((rc = recv_start(&op, c, expect, max_len, &plen)) != 0)
+        return rc;
     // At first what fits in the receive buffer's slice; then see recv_payload.
     cap = plen < NET_CHUNK ? (plen > 0 ? (size_t)plen : 1) : NET_CHUNK;
     if ((buf = malloc(cap)) == NULL)
         return psi_net_fail(c, PSI_NET_ENOMEM, "out of memory for the %s frame of %llu bytes",
-                        want, (unsigned long long)plen);
-    rx_consume(c, NET_HDR);
-    op.in_payload = 1;
-    op.total = plen;
+                            psi_net_frame_name(expect), (unsigned long long)plen);
     if ((rc = recv_payload(&op, &buf, &cap, progress, progress_arg)) != 0) {
         free(buf);
         return rc;

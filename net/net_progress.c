@@ -46,3 +46,26 @@ int psi_net_progress_recv(psi_app_progress *p, psi_net_conn *c, int type, size_t
     psi_app_progress_end(p);
     return rc;
 }
+
+int psi_net_progress_send_fd(psi_app_progress *p, psi_net_conn *c, int type, int fd,
+                             uint64_t len, const char *step)
+{
+    int rc;
+
+    psi_app_progress_begin_transfer(p, step, len);
+    rc = psi_net_send_fd(c, type, fd, len, psi_app_progress_update, p);
+    psi_app_progress_end(p);
+    return rc;
+}
+
+int psi_net_progress_recv_fd(psi_app_progress *p, psi_net_conn *c, int type,
+                             uint64_t max_len, int fd, uint64_t *len, const char *step)
+{
+    int rc;
+
+    psi_app_progress_begin_transfer(p, step, 0);
+    rc = psi_net_recv_fd(c, type, max_len, fd, len, psi_app_progress_update, p);
+    p->total = *len;
+    psi_app_progress_end(p);
+    return rc;
+}

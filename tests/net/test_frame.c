@@ -3,6 +3,7 @@
  * 127.0.0.1:0, connect, accept); where both ends must run at once, the peer
  * end runs in a forked child, which reports by its exit status. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -333,6 +334,136 @@ static void test_cli_net_round_trips(void **state)
     tn_reap(pid);
     psi_net_close(&a);
     free(out);
+}
+
+/* A nameless temporary file holding len bytes of buf. */
+static int tn_file_with(const uint8_t *buf, size_t len)
+{
+    FILE *f = tmpfile();
+    int fd;
+
+    assert_non_null(f);
+    fd = dup(fileno(f));
+    fclose(f);
+    assert_true(fd >= 0);
+    for (size_t at = 0; at < len;) {
+        ssize_t w = write(fd, buf + at, len - at);
+        assert_true(w > 0);
+        at += (size_t)w;
+    }
+    return fd;
+}
+
+/* Frames sent from and received into files: the same bytes as in memory,
+ * through the memory path's echo peer, whatever the offset of fd. */
+static void test_cli_net_round_trips_through_files(void **state)
+{
+    static const size_t sizes[] = { 0, 1, 9, TN_MIB + 3, TN_BIG, SIZE_MAX };
+    uint8_t *out = malloc(TN_BIG), *in = malloc(TN_BIG);
+    psi_net_conn a, b;
+    pid_t pid;
+
+    (void)state;
+    assert_non_null(out);
+    assert_non_null(in);
+    tn_pair(&a, &b, 10000);
+    pid = tn_spawn(&a, &b, tn_echo_peer, (void *)sizes);
+    for (size_t i = 0; sizes[i] != SIZE_MAX; i++) {
+        tn_progress ps = { 0 }, pr = { 0 };
+        uint64_t len = 7;
+        int src, dst = tn_file_with(NULL, 0);
+
+        tn_fill(out, sizes[i], i);
+        src = tn_file_with(out, sizes[i]); // its offset at the end: pread ignores it
+        assert_int_equal(psi_net_send_fd(&a, PSI_NET_FRAME_REQUEST, src, sizes[i],
+                                         tn_on_progress, &ps), 0);
+        tn_progress_ok(&ps, sizes[i]);
+        assert_int_equal(psi_net_recv_fd(&a, PSI_NET_FRAME_RESPONSE, TN_BIG, dst, &len,
+                                         tn_on_progress, &pr), 0);
+        tn_progress_ok(&pr, sizes[i]);
+        assert_int_equal(len, sizes[i]);
+        assert_int_equal(pread(dst, in, TN_BIG, 0), (ssize_t)sizes[i]);
+        if (len > 0)
+            assert_memory_equal(in, out, len);
+        close(src);
+        close(dst);
+    }
+    assert_int_equal(psi_net_send(&a, PSI_NET_FRAME_DONE, NULL, 0, NULL, NULL), 0);
+    tn_reap(pid);
+    psi_net_close(&a);
+    free(out);
+    free(in);
+}
+
+/* The peer of test_cli_net_file_errors: one SETUP frame of 3 MiB + 1. */
+static int tn_setup_peer(psi_net_conn *c, void *arg)
+{
+    size_t n = 3 * TN_MIB + 1;
+    uint8_t *buf = calloc(n, 1);
+
+    (void)arg;
+    TN_PEER_CHECK(c, buf != NULL);
+    // Whether it all goes out depends on when the test side gives up.
+    (void)psi_net_send(c, PSI_NET_FRAME_SETUP, buf, n, NULL, NULL);
+    free(buf);
+    return 0;
+}
+
+/* A file that cannot be read or written is PSI_NET_EFILE with a message;
+ * a frame above the limit is refused before a byte is written. */
+static void test_cli_net_file_errors(void **state)
+{
+    uint8_t small[16] = { 0 };
+    psi_net_conn a, b;
+    uint64_t len = 5;
+    pid_t pid;
+    int fd = tn_file_with(small, sizeof small), full = open("/dev/full", O_WRONLY);
+
+    (void)state;
+    // A file shorter than the frame: refused before a byte went out, the
+    // connection still usable; once the header and a slice went out, broken.
+    for (int late = 0; late <= 1; late++) {
+        uint8_t *big = calloc(TN_MIB + 5, 1);
+        int src;
+
+        assert_non_null(big);
+        src = late ? tn_file_with(big, TN_MIB + 5) : fd;
+        tn_pair(&a, &b, 10000);
+        pid = tn_spawn(&a, &b, tn_setup_peer, NULL);
+        assert_int_equal(psi_net_send_fd(&a, PSI_NET_FRAME_REQUEST, src, 2 * TN_MIB, NULL,
+                                         NULL), PSI_NET_EFILE);
+        assert_non_null(strstr(a.err, "shorter than the frame"));
+        assert_int_equal(a.broken, late);
+        psi_net_close(&a);
+        tn_reap(pid);
+        if (late)
+            close(src);
+        free(big);
+    }
+
+    // Above the limit: refused from the header, nothing written.
+    tn_pair(&a, &b, 10000);
+    pid = tn_spawn(&a, &b, tn_setup_peer, NULL);
+    assert_int_equal(psi_net_recv_fd(&a, PSI_NET_FRAME_SETUP, TN_MIB, fd, &len, NULL, NULL),
+                     PSI_NET_EFRAME);
+    assert_int_equal(len, 0);
+    assert_non_null(strstr(a.err, "is larger than the limit"));
+    assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)sizeof small);
+    psi_net_close(&a);
+    tn_reap(pid);
+
+    // A full disk.
+    assert_true(full >= 0);
+    tn_pair(&a, &b, 10000);
+    pid = tn_spawn(&a, &b, tn_setup_peer, NULL);
+    assert_int_equal(psi_net_recv_fd(&a, PSI_NET_FRAME_SETUP, 4 * TN_MIB, full, &len, NULL,
+                                     NULL), PSI_NET_EFILE);
+    assert_non_null(strstr(a.err, "No space left on device"));
+    assert_non_null(strstr(a.err, "setup frame"));
+    psi_net_close(&a);
+    tn_reap(pid);
+    close(full);
+    close(fd);
 }
 
 /* Builds the stream of test_cli_net_keepalives_skipped.  Returns: length. */
@@ -754,6 +885,8 @@ int main(void)
         cmocka_unit_test(test_cli_net_frame_names),
         cmocka_unit_test(test_cli_net_listen_and_connect_errors),
         cmocka_unit_test(test_cli_net_round_trips),
+        cmocka_unit_test(test_cli_net_round_trips_through_files),
+        cmocka_unit_test(test_cli_net_file_errors),
         cmocka_unit_test(test_cli_net_keepalives_skipped),
         cmocka_unit_test(test_cli_net_keepalives_keep_a_send_alive),
         cmocka_unit_test(test_cli_net_timeouts),
