@@ -328,6 +328,26 @@ int psi_app_offline_parse(psi_app_offline *s, int argc, char **argv)
     return offline_check(o, c->opts);
 }
 
+/* Replaces every s->file_path[i] in msg with its label. */
+static void offline_relabel(const psi_app_offline *s, char *msg, size_t cap)
+{
+    for (size_t i = 0; i < PSI_APP_OFFLINE_FILES; i++) {
+        const char *path = s->file_path[i], *label = s->file_label[i];
+        char *at;
+
+        if (path == NULL || label == NULL || path[0] == '\0')
+            continue;
+        while ((at = strstr(msg, path)) != NULL) {
+            size_t pl = strlen(path), ll = strlen(label), rest = strlen(at + pl);
+
+            if ((size_t)(at - msg) + ll + rest + 1 > cap)
+                break;
+            memmove(at + ll, at + pl, rest + 1);
+            memcpy(at, label, ll);
+        }
+    }
+}
+
 int psi_app_offline_fail(psi_app_offline *s, const char *fmt, ...)
 {
     char msg[1024];
@@ -336,6 +356,7 @@ int psi_app_offline_fail(psi_app_offline *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    offline_relabel(s, msg, sizeof msg);
     if (s->capture)
         snprintf(s->err, sizeof s->err, "%s", msg);
     else
@@ -365,6 +386,8 @@ int psi_app_offline_key(psi_app_offline *s)
     struct stat st;
     int created = 0;
 
+    if (s->key != NULL)
+        return 0;
     if (lstat(s->o.key_file, &st) != 0 && errno == ENOENT)
         return psi_app_offline_fail(s, "key file %s does not exist (make one with 'shardpsi "
                                     "keygen --output %s')", s->o.key_file, s->o.key_file);
@@ -433,14 +456,24 @@ int psi_app_offline_shards(psi_app_offline *s, psi_role role, int reveal)
         .shard = s->o.shard, .progress = psi_app_progress_update, .progress_arg = &s->prog};
     psi_app_party p;
     const char *what = NULL;
-    int rc = psi_app_party_build(&p, &spec, &what);
+    int rc;
 
+    psi_shards_free(s->g);
+    rc = psi_app_party_build(&p, &spec, &what);
     s->g = p.shards;
     return rc != PSI_OK ? psi_app_offline_fail_psi(s, what, NULL, rc) : 0;
 }
 
 int psi_app_offline_open(psi_app_offline *s, psi_app_output *out, const char *path)
 {
+    for (size_t i = 0; i < PSI_APP_OFFLINE_FILES; i++) {
+        if (s->file[i] != NULL && path == s->file_path[i]) {
+            // Like stdout: written, flushed on commit, never renamed.
+            memset(out, 0, sizeof *out);
+            out->f = s->file[i];
+            return 0;
+        }
+    }
     if (psi_app_output_open(out, path, s->err, sizeof s->err) != 0)
         return psi_app_offline_fail(s, "%s", s->err);
     return 0;

@@ -63,10 +63,21 @@ typedef struct psi_app_offline {
     char who[64];               // "shardpsi setup", "shardpsi-mpi setup"
     char err[1024];             // the last failure's message
     int capture;                // failures only fill err (shardpsi-mpi gathers them)
+    size_t count;               // match: the intersection's size, once written
+    // A round's messages in nameless files (cli/cli_round_spill.c), up to
+    // PSI_APP_OFFLINE_FILES: an output opened at file_path[i] (the same
+    // pointer) is written to file[i] instead, and its commit only flushes
+    // it; in messages, file_path[i] reads file_label[i].
+    const char *file_path[5];
+    const char *file_label[5];
+    FILE *file[5];
 } psi_app_offline;
 
+#define PSI_APP_OFFLINE_FILES 5
+
 /** Loads the key file (which must exist, be the command's suite and be
- *  readable by its owner alone).  Returns: 0 or -1 (reported). */
+ *  readable by its owner alone); with s->key already set (a round's key,
+ *  given by its caller), does nothing.  Returns: 0 or -1 (reported). */
 int psi_app_offline_key(psi_app_offline *s);
 
 /** Reads --input into s->in.  Returns: 0 or -1 (reported). */
@@ -79,11 +90,13 @@ int psi_app_offline_read_msg(psi_app_offline *s, const char *path, const char *w
                              uint8_t **buf, size_t *len);
 
 /** Builds s->g from the key with `role` and `reveal`, on --shards and
- *  --threads, with progress.  Returns: 0 or -1 (reported). */
+ *  --threads, with progress (freeing the shards of an earlier step).
+ *  Returns: 0 or -1 (reported). */
 int psi_app_offline_shards(psi_app_offline *s, psi_role role, int reveal);
 
-/** Opens `path` as an output (temporary name, renamed on commit).
- *  Returns: 0 or -1 (reported). */
+/** Opens `path` as an output (temporary name, renamed on commit), or, when
+ *  it is one of s->file_path, hands out that file.  Returns: 0 or -1
+ *  (reported). */
 int psi_app_offline_open(psi_app_offline *s, psi_app_output *out, const char *path);
 
 /** Reports the library's error rc of `what` (naming a message of another

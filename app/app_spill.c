@@ -83,43 +83,50 @@ void psi_app_spill_init(psi_app_spill *s, const char *dir)
     s->fd = -1;
 }
 
-/* The nameless file in s->dir. */
-static int spill_create(psi_app_spill *s)
+int psi_app_spill_tmpfile(int *out, const char *dir, char *err, size_t err_len)
 {
     int fd;
+
+    *out = -1;
 #ifdef O_TMPFILE
     do
-        fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     while (fd < 0 && errno == EINTR);
     if (fd >= 0) {
-        s->fd = fd;
+        *out = fd;
         return 0;
     }
     if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
-        snprintf(s->err, sizeof s->err, "temporary directory %s: cannot create a file: %s",
-                 s->dir, strerror(errno));
+        snprintf(err, err_len, "temporary directory %s: cannot create a file: %s", dir,
+                 strerror(errno));
         return -1;
     }
 #endif
     // No O_TMPFILE here: a name that lives only until the unlink below.
-    size_t n = strlen(s->dir) + sizeof "/shardpsi-spill.XXXXXX";
+    size_t n = strlen(dir) + sizeof "/shardpsi-spill.XXXXXX";
     char *name = malloc(n);
     if (name == NULL) {
-        snprintf(s->err, sizeof s->err, "out of memory");
+        snprintf(err, err_len, "out of memory");
         return -1;
     }
-    snprintf(name, n, "%s/shardpsi-spill.XXXXXX", s->dir);
+    snprintf(name, n, "%s/shardpsi-spill.XXXXXX", dir);
     fd = mkstemp(name);
     if (fd >= 0)
         unlink(name);
     free(name);
     if (fd < 0) {
-        snprintf(s->err, sizeof s->err, "temporary directory %s: cannot create a file: %s",
-                 s->dir, strerror(errno));
+        snprintf(err, err_len, "temporary directory %s: cannot create a file: %s", dir,
+                 strerror(errno));
         return -1;
     }
-    s->fd = fd;
+    *out = fd;
     return 0;
+}
+
+/* The nameless file in s->dir. */
+static int spill_create(psi_app_spill *s)
+{
+    return psi_app_spill_tmpfile(&s->fd, s->dir, s->err, sizeof s->err);
 }
 
 /* Writes len bytes at offset at.  Returns: 0 or -1 (message set). */

@@ -48,6 +48,12 @@ uint64_t psi_app_memory_default(void);
  *  err).  Out: *bytes. */
 int psi_app_memory_parse(uint64_t *bytes, const char *text, char *err, size_t err_len);
 
+/** Creates a file without a name in dir (O_TMPFILE, read and write, mode
+ *  0600, close-on-exec; where the file system has none, a mkstemp name
+ *  unlinked at once), as the runs are kept.  Returns: 0, or -1 with a
+ *  message naming dir in err.  Out: *fd. */
+int psi_app_spill_tmpfile(int *fd, const char *dir, char *err, size_t err_len);
+
 /** How a budget is spent. */
 typedef struct psi_app_budget {
     uint64_t bytes;         // the budget

@@ -3,6 +3,7 @@
  * (PROTOCOL.md §15) and writes the result: its intersecting rows, their
  * indices, the count, or the association table.
  */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@
 #include "app_progress.h"
 #include "app_party.h"
 #include "cli_round.h"
+#include "cli_round_spill.h"
+#include "cli_offline.h"
+#include "app_spill.h"
 #include "net_progress.h"
 #include "app_clock.h"
 #include "app_util.h"
@@ -47,6 +51,7 @@ typedef struct client_ctx {
     psi_net_handshake hello, accept;
     uint8_t *setup, *response, *perm;
     size_t setup_len, response_len, perm_len;
+    psi_cli_round_spill *spill; // past the budget: the round's steps and files
     char err[PSI_NET_MSG_MAX + 200];
 } client_ctx;
 
@@ -448,6 +453,128 @@ static int client_result(client_ctx *s, size_t *count)
     return rc;
 }
 
+/* Past the budget: the input read through for its count, before any
+ * connection (its errors are usage errors, as a whole read's are).
+ * Returns: 0, or -1 after a message. */
+static int client_spill_start(client_ctx *s)
+{
+    psi_cli_round_spill *r = calloc(1, sizeof *r);
+    const char *out = s->o->output, *slash = strrchr(out, '/');
+    char dir[1024];
+    uint64_t n = 0;
+
+    if (r == NULL) {
+        psi_app_error("client: out of memory");
+        return -1;
+    }
+    s->spill = r;
+    if (s->o->mode == CLIENT_ASSOCIATION) {
+        psi_app_error("client: --association holds the server's permutation and the pairs "
+                      "in memory, and the input %s is larger than --memory allows: give a "
+                      "larger --memory (PROTOCOL.md §20.5)", s->o->net.input);
+        return -1;
+    }
+    // The files go where the output goes, unless --temp-dir or $TMPDIR say.
+    if (slash == NULL || strcmp(out, "-") == 0)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == out ? 1 : (int)(slash - out), out);
+    if (psi_cli_round_spill_init(r, &s->o->net, s->key, "shardpsi client", dir) != 0) {
+        psi_app_error("client: %s", r->off.err);
+        return -1;
+    }
+    r->off.o.mode = s->o->mode == CLIENT_COUNT ? PSI_APP_OFFLINE_COUNT
+                    : s->o->mode == CLIENT_INDICES ? PSI_APP_OFFLINE_INDICES
+                                                    : PSI_APP_OFFLINE_ROWS;
+    if (psi_cli_offline_count(&r->off, &n) != 0) {
+        psi_app_error("client: %s", r->off.err);
+        return -1;
+    }
+    s->in.n = (size_t)n;
+    return 0;
+}
+
+/* Runs offline step `step` of the spilled round.  Returns: 0, or -1 after
+ * reporting its failure to the server and on stderr. */
+static int client_spill_step(client_ctx *s, int (*step)(psi_app_offline *))
+{
+    psi_cli_round_spill *r = s->spill;
+    int rc;
+
+    psi_net_progress_attach(&r->off.prog, &s->conn);
+    rc = step(&r->off);
+    psi_net_progress_detach(&r->off.prog);
+    return rc == PSI_APP_EXIT_OK ? 0 : client_fail(s, 1, r->off.err);
+}
+
+/* client_exchange and client_result past the budget: the request made by
+ * `shardpsi request`'s step into a file and sent from it, the setup and
+ * the response received into files, and the result made by `shardpsi
+ * match`'s step from them, into the output. */
+static int client_spill_exchange(client_ctx *s, size_t *count)
+{
+    psi_cli_round_spill *r = s->spill;
+    psi_app_offline *o = &r->off;
+    psi_app_budget b;
+    psi_setup_params p;
+    uint64_t len = 0;
+    size_t setup_cap = 0;
+    int suite = s->o->net.suite, rc;
+
+    psi_app_budget_init(&b, o->o.memory != 0 ? o->o.memory : psi_app_memory_default());
+    if (psi_cli_round_spill_file(r, PSI_CLI_MSG_REQUEST, "the request's temporary file") != 0 ||
+        psi_cli_round_spill_file(r, PSI_CLI_MSG_SETUP, "the server's setup") != 0 ||
+        psi_cli_round_spill_file(r, PSI_CLI_MSG_RESPONSE, "the server's response") != 0)
+        return client_fail(s, 1, o->err);
+    o->o.output = r->path[PSI_CLI_MSG_REQUEST];
+    if (client_spill_step(s, psi_cli_offline_request) != 0)
+        return -1;
+    rc = psi_net_progress_send_fd(&s->prog, &s->conn, PSI_NET_FRAME_REQUEST,
+                                  r->fd[PSI_CLI_MSG_REQUEST],
+                                  psi_cli_round_spill_size(r, PSI_CLI_MSG_REQUEST),
+                                  "sending the request");
+    if (rc != 0)
+        return client_fail_net(s, rc);
+    psi_net_session_params(&p, &s->accept);
+    if ((rc = psi_setup_bound(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK)
+        return client_fail_psi(s, "the server's setup parameters", rc);
+    rc = psi_net_progress_recv_fd(&s->prog, &s->conn, PSI_NET_FRAME_SETUP, setup_cap,
+                                  r->fd[PSI_CLI_MSG_SETUP], &len, "receiving the setup");
+    if (rc != 0)
+        return client_fail_net(s, rc);
+    // Matching holds the setup whole, in a quarter of the budget (§20).
+    if (len > b.bytes / 4) {
+        snprintf(s->err, sizeof s->err, "the server's setup of %" PRIu64 " bytes does not fit "
+                 "--memory %" PRIu64 ": matching holds the setup whole, in at most a quarter "
+                 "of the budget: raise --memory to at least %" PRIu64 " (PROTOCOL.md §20)",
+                 len, b.bytes, 4 * len);
+        return client_fail(s, 1, s->err);
+    }
+    if (psi_app_offline_read_msg(o, r->path[PSI_CLI_MSG_SETUP], "the setup", &s->setup,
+                                 &s->setup_len) != 0)
+        return client_fail(s, 1, o->err);
+    rc = psi_setup_check(suite, &p, s->accept.n, s->setup, s->setup_len);
+    free(s->setup);
+    s->setup = NULL;
+    if (rc != PSI_OK)
+        return client_fail_psi(s, "the server's setup is not one of the agreed parameters",
+                               rc);
+    rc = psi_net_progress_recv_fd(&s->prog, &s->conn, PSI_NET_FRAME_RESPONSE,
+                                  psi_response_bound(suite, s->in.n),
+                                  r->fd[PSI_CLI_MSG_RESPONSE], &len, "receiving the response");
+    if (rc != 0)
+        return client_fail_net(s, rc);
+    // The result goes to the output opened at the start.
+    o->o.setup = r->path[PSI_CLI_MSG_SETUP];
+    o->o.response = r->path[PSI_CLI_MSG_RESPONSE];
+    o->o.output = s->o->output;
+    psi_cli_round_spill_output(r, o->o.output, s->out.f);
+    if (client_spill_step(s, psi_cli_offline_match) != 0)
+        return -1;
+    *count = o->count;
+    return 0;
+}
+
 /* The round after the input and output are open. */
 static int client_round(client_ctx *s)
 {
@@ -455,7 +582,10 @@ static int client_round(client_ctx *s)
     double t0 = psi_app_now_ms();
     int rc;
 
-    if (client_handshake(s) != 0 || client_exchange(s) != 0 || client_result(s, &count) != 0)
+    if (client_handshake(s) != 0)
+        return -1;
+    if (s->spill != NULL ? client_spill_exchange(s, &count) != 0
+                         : client_exchange(s) != 0 || client_result(s, &count) != 0)
         return -1;
     if (psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0)
         return client_fail(s, 1, s->err);
@@ -489,20 +619,27 @@ int psi_cli_cmd_client(int argc, char **argv)
     s.conn.fd = -1;
     psi_app_progress_init(&s.prog, "shardpsi client", o.net.progress);
     signal(SIGPIPE, SIG_IGN);
-    if (psi_app_input_read(&s.in, o.net.input, o.net.column, o.net.lines, s.err,
-                           sizeof s.err) != PSI_APP_INPUT_OK) {
+    if (psi_cli_round_spill_needed(&o.net)) {
+        // Past the budget the key comes first: the count pass runs on it.
+        if (client_key(&s) != 0 || client_spill_start(&s) != 0)
+            rc = PSI_APP_EXIT_USAGE;
+    } else if (psi_app_input_read(&s.in, o.net.input, o.net.column, o.net.lines, s.err,
+                                  sizeof s.err) != PSI_APP_INPUT_OK) {
         psi_app_error("client: %s", s.err);
         rc = PSI_APP_EXIT_USAGE;
+    }
+    if (rc != 0) {
+        // reported
     } else if (psi_app_output_open(&s.out, o.output, s.err, sizeof s.err) != 0) {
         psi_app_error("client: %s", s.err);
         rc = PSI_APP_EXIT_USAGE;
     } else if (psi_cli_round_transport(&s.tls, &o.net, "client", 0) != 0) {
         rc = PSI_APP_EXIT_USAGE;
         psi_app_output_abort(&s.out);
-    } else if (client_key(&s) != 0) {
+    } else if (s.spill == NULL && client_key(&s) != 0) {
         rc = PSI_APP_EXIT_USAGE;
         psi_app_output_abort(&s.out);
-    } else if (client_shards(&s) != 0) {
+    } else if (s.spill == NULL && client_shards(&s) != 0) {
         rc = PSI_APP_EXIT_FAIL;
         psi_app_output_abort(&s.out);
     } else {
@@ -517,6 +654,9 @@ int psi_cli_cmd_client(int argc, char **argv)
     free(s.setup);
     free(s.response);
     free(s.perm);
+    if (s.spill != NULL)
+        psi_cli_round_spill_free(s.spill);
+    free(s.spill);
     psi_app_input_free(&s.in);
     return rc;
 }

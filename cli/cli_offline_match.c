@@ -129,17 +129,17 @@ static int match_input_open(psi_app_offline *s, spill *x, psi_app_input_stream *
     return 0;
 }
 
-/* Reads the input through once, for its errors (named before the
- * messages', as a whole read names them) and its count.  Returns: 0 or -1
- * (reported).  Out: *n. */
-static int match_input_count(psi_app_offline *s, spill *x, uint64_t *n)
+int psi_cli_offline_count(psi_app_offline *s, uint64_t *n)
 {
     psi_app_input_stream in;
+    psi_app_budget b;
     int rc = -1;
 
     *n = 0;
-    if (match_input_open(s, x, &in) != 0)
-        return -1;
+    psi_app_budget_init(&b, s->o.memory != 0 ? s->o.memory : psi_app_memory_default());
+    if (psi_app_input_stream_open(&in, s->o.input, s->o.column, s->o.lines, b.block_bytes,
+                                  b.chunk_values, b.record_max, s->err, sizeof s->err) != 0)
+        return psi_app_offline_fail(s, "%s", s->err);
     psi_app_progress_begin(&s->prog, "reading the input", 0);
     do {
         if (psi_app_input_stream_next(&in, s->err, sizeof s->err) != 0) {
@@ -241,7 +241,7 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
                              "larger --memory", b->bytes);
         goto done;
     }
-    if (match_input_count(s, x, &n) != 0)
+    if (psi_cli_offline_count(s, &n) != 0)
         goto done;
     // The setup is held whole (§20): refused up front past its share.
     if (stat(s->o.setup, &st) == 0 && S_ISREG(st.st_mode) &&
@@ -339,6 +339,7 @@ int psi_cli_offline_match(psi_app_offline *s)
     }
     if (!spilled)
         n = s->in.n;
+    s->count = count;
     psi_app_progress_note(&s->prog, "%zu of %" PRIu64 " values in the intersection (suite %s)%s",
                           count, n, psi_app_suite_label(s->o.suite),
                           spilled ? ", matched from runs on disk" : "");

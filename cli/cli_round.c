@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "app_spill.h"
 #include "app_util.h"
 #include "net.h"
 #include "psi_shard.h"
@@ -60,6 +61,16 @@ static int session_common_opt(psi_cli_round_opts *o, int argc, char **argv, int 
         return v ? (o->input = v, 1) : -1;
     if (SESSION_OPT("--column"))
         return v ? (o->column = v, 1) : -1;
+    if (SESSION_OPT("--temp-dir"))
+        return v ? (o->temp_dir = v, 1) : -1;
+    if (SESSION_OPT("--memory")) {
+        char err[160];
+        if (v == NULL)
+            return -1;
+        if (psi_app_memory_parse(&o->memory, v, err, sizeof err) != 0)
+            return psi_app_error("%s: %s", cmd, err), -1;
+        return 1;
+    }
     if (SESSION_OPT("--key-file"))
         return v ? (o->key_file = v, 1) : -1;
     if (SESSION_OPT("--threads"))

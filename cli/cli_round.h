@@ -26,6 +26,9 @@ typedef struct psi_cli_round_opts {
     int structure;            // --structure; client: PSI_NET_STRUCTURE_ANY default
     double fpr;               // --fpr; client: 0 default
     int suite;                // --suite (psi_suite), default openmined-p256
+    uint64_t memory;          // --memory (0: not given; psi_app_memory_default)
+    const char *temp_dir;     // --temp-dir (NULL: $TMPDIR, else the default of
+                              // cli_round_spill.h)
     int input_replaced;       // set by a command's own option that stands in
                               // for --input (`shardpsi server --setup`)
     // The transport (cli_round_transport.c)
@@ -44,7 +47,7 @@ typedef int (*psi_cli_own_opt_fn)(void *arg, int argc, char **argv, int *i);
  *  defaults (the client's: any structure and fpr; the server picks its own
  *  after): the common options (--input, --column, --lines, --key-file, --threads,
  *  --timeout, --progress, --no-progress, --max-peer-values, --structure,
- *  --fpr, --suite), -h/--help (prints `usage`), `addr_opt` ("--listen" or "--connect") and the command's own
+ *  --fpr, --suite, --memory, --temp-dir), -h/--help (prints `usage`), `addr_opt` ("--listen" or "--connect") and the command's own
  *  options through `own`; then requires the address (checked to be
  *  HOST:PORT) and --input, unless `own` set o->input_replaced, and refuses
  *  --lines with --column.  Returns: 0,

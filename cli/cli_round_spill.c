@@ -1,0 +1,167 @@
+/* A network round past its memory budget; see cli_round_spill.h. */
+#include "cli_round_spill.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "app_spill.h"
+#include "app_util.h"
+
+int psi_cli_round_spill_needed(const psi_cli_round_opts *o)
+{
+    struct stat st;
+    psi_app_budget b;
+
+    if (o->input == NULL || strcmp(o->input, "-") == 0 || stat(o->input, &st) != 0 ||
+        !S_ISREG(st.st_mode))
+        return 0;
+    psi_app_budget_init(&b, o->memory != 0 ? o->memory : psi_app_memory_default());
+    return (uint64_t)st.st_size > b.block_bytes;
+}
+
+int psi_cli_round_spill_init(psi_cli_round_spill *r, const psi_cli_round_opts *o,
+                             const psi_engine *key, const char *who, const char *default_dir)
+{
+    const char *env = getenv("TMPDIR");
+    psi_settings st;
+    int prc;
+
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < PSI_CLI_MSGS; i++)
+        r->fd[i] = -1;
+    snprintf(r->dir, sizeof r->dir, "%s",
+             o->temp_dir != NULL ? o->temp_dir
+             : env != NULL && env[0] != '\0' ? env : default_dir);
+    psi_app_offline *s = &r->off;
+    s->capture = 1;
+    s->o.cmd = who;
+    s->o.input = o->input;
+    s->o.column = o->column;
+    s->o.lines = o->lines;
+    s->o.suite = o->suite;
+    s->o.shard.sharded = 1;
+    s->o.shard.threads = o->threads;
+    s->o.progress = o->progress;
+    s->o.memory = o->memory;
+    s->o.temp_dir = r->dir;
+    s->o.structure = -1;
+    snprintf(s->who, sizeof s->who, "%s", who);
+    psi_app_progress_init(&s->prog, s->who, o->progress);
+    psi_settings_default(&st);
+    st.suite = (psi_suite)o->suite;
+    prc = key != NULL ? psi_engine_clone(&s->key, key, &st) : psi_engine_create(&s->key, &st);
+    if (prc != PSI_OK)
+        return psi_app_offline_fail_psi(s, "cannot make the round's key", NULL, prc);
+    return 0;
+}
+
+int psi_cli_round_spill_file(psi_cli_round_spill *r, int i, const char *label)
+{
+    psi_app_offline *s = &r->off;
+    int fd, dup_fd;
+
+    if (psi_app_spill_tmpfile(&fd, r->dir, s->err, sizeof s->err) != 0)
+        return -1;
+    if ((dup_fd = dup(fd)) < 0 || (s->file[i] = fdopen(dup_fd, "wb")) == NULL) {
+        int e = errno;
+        if (dup_fd >= 0)
+            close(dup_fd);
+        close(fd);
+        return psi_app_offline_fail(s, "%s: %s", label, strerror(e));
+    }
+    r->fd[i] = fd;
+    snprintf(r->path[i], sizeof r->path[i], "/proc/self/fd/%d", fd);
+    s->file_path[i] = r->path[i];
+    s->file_label[i] = label;
+    return 0;
+}
+
+void psi_cli_round_spill_output(psi_cli_round_spill *r, const char *path, FILE *f)
+{
+    r->off.file_path[PSI_CLI_OUTPUT] = path;
+    r->off.file[PSI_CLI_OUTPUT] = f;
+}
+
+uint64_t psi_cli_round_spill_size(const psi_cli_round_spill *r, int i)
+{
+    struct stat st;
+
+    return r->fd[i] >= 0 && fstat(r->fd[i], &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Appends an index to the PERM payload's buffer, writing it out when full.
+ * Returns: 0 or -1 (message set). */
+static int perm_put(psi_cli_round_spill *r, int to, uint8_t *buf, size_t *len, uint64_t v)
+{
+    psi_app_store_be(buf + *len, v, 8);
+    *len += 8;
+    if (*len == 65536 && fwrite(buf, 1, *len, r->off.file[to]) != *len)
+        return psi_app_offline_fail(&r->off, "%s: cannot write: %s", r->off.file_label[to],
+                                    strerror(errno));
+    if (*len == 65536)
+        *len = 0;
+    return 0;
+}
+
+int psi_cli_round_spill_perm(psi_cli_round_spill *r, int to, uint64_t n)
+{
+    psi_app_offline *s = &r->off;
+    FILE *in = fopen(r->path[PSI_CLI_MSG_PERM], "rb");
+    static uint8_t rbuf[65536], wbuf[65536];
+    size_t got, wlen = 0;
+    uint64_t v = 0, rows = 0;
+    int digits = 0, rc = -1;
+
+    if (in == NULL)
+        return psi_app_offline_fail(s, "the permutation: cannot open: %s", strerror(errno));
+    while ((got = fread(rbuf, 1, sizeof rbuf, in)) > 0) {
+        for (size_t i = 0; i < got; i++) {
+            uint8_t c = rbuf[i];
+            if (c >= '0' && c <= '9' && v <= (UINT64_MAX - 9) / 10) {
+                v = 10 * v + (uint64_t)(c - '0');
+                digits++;
+            } else if (c == '\n' && digits > 0 && v < n && rows < n) {
+                if (perm_put(r, to, wbuf, &wlen, v) != 0)
+                    goto done;
+                rows++;
+                v = 0;
+                digits = 0;
+            } else {
+                psi_app_offline_fail(s, "the permutation: line %" PRIu64 " is not an index "
+                                     "below %" PRIu64, rows + 1, n);
+                goto done;
+            }
+        }
+    }
+    if (ferror(in) || digits > 0 || rows != n) {
+        psi_app_offline_fail(s, "the permutation: %" PRIu64 " lines read of %" PRIu64, rows, n);
+        goto done;
+    }
+    if ((wlen > 0 && fwrite(wbuf, 1, wlen, s->file[to]) != wlen) || fflush(s->file[to]) != 0) {
+        psi_app_offline_fail(s, "%s: cannot write: %s", s->file_label[to], strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    fclose(in);
+    return rc;
+}
+
+void psi_cli_round_spill_free(psi_cli_round_spill *r)
+{
+    for (int i = 0; i < PSI_CLI_MSGS; i++) {
+        if (r->off.file[i] != NULL)
+            fclose(r->off.file[i]);
+        r->off.file[i] = NULL;
+        if (r->fd[i] >= 0)
+            close(r->fd[i]);
+        r->fd[i] = -1;
+    }
+    r->off.file[PSI_CLI_OUTPUT] = NULL; // the command's
+    psi_app_offline_free(&r->off);
+}
