@@ -64,6 +64,7 @@ typedef struct psi_app_offline {
     char err[1024];             // the last failure's message
     int capture;                // failures only fill err (shardpsi-mpi gathers them)
     size_t count;               // match: the intersection's size, once written
+    uint64_t values;            // setup, request: the values read, once written
     // A round's messages in nameless files (cli/cli_round_spill.c), up to
     // PSI_APP_OFFLINE_FILES: an output opened at file_path[i] (the same
     // pointer) is written to file[i] instead, and its commit only flushes

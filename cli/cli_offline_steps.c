@@ -235,8 +235,9 @@ int psi_cli_offline_setup(psi_app_offline *s)
             unlink(s->o.permutation);
         goto done;
     }
+    s->values = whole ? (uint64_t)in.chunk.n : psi_cli_spill_values(x);
     psi_app_progress_note(&s->prog, "%" PRIu64 " values: a %s setup of %zu bytes (suite %s)%s%s",
-                          whole ? (uint64_t)in.chunk.n : psi_cli_spill_values(x),
+                          s->values,
                           psi_app_structure_name(s->o.structure), len,
                           psi_app_suite_label(s->o.suite),
                           s->o.permutation != NULL ? ", and its permutation" : "",
@@ -292,8 +293,9 @@ int psi_cli_offline_request(psi_app_offline *s)
         rc = PSI_APP_EXIT_USAGE;
     if (step != 0 || steps_commit(s) != 0)
         goto done;
+    s->values = whole ? (uint64_t)in.chunk.n : psi_cli_spill_values(x);
     psi_app_progress_note(&s->prog, "%" PRIu64 " values: a request of %zu bytes (suite %s, %s)",
-                          whole ? (uint64_t)in.chunk.n : psi_cli_spill_values(x), len,
+                          s->values, len,
                           psi_app_suite_label(s->o.suite),
                           reveal ? "reveal" : "count only");
     rc = PSI_APP_EXIT_OK;

@@ -25,6 +25,8 @@
 #include "app_util.h"
 #include "cli_commands.h"
 #include "cli_server.h"
+#include "cli_offline.h"
+#include "cli_round_spill.h"
 #include "psi_shard.h"
 
 #define SERVER_DEFAULT_MAX_CLIENTS 4
@@ -163,6 +165,30 @@ static int server_parse(server_opts *o, int argc, char **argv)
     return 0;
 }
 
+/* An input past the budget: read through once for its errors and count;
+ * each round reads it again.  Returns: 0 or -1 (reported). */
+static int server_count(psi_cli_server *s)
+{
+    psi_app_offline off;
+    uint64_t n = 0;
+    int rc;
+
+    memset(&off, 0, sizeof off);
+    off.capture = 1;
+    off.o.input = s->o->net.input;
+    off.o.column = s->o->net.column;
+    off.o.lines = s->o->net.lines;
+    off.o.memory = s->o->net.memory;
+    snprintf(off.who, sizeof off.who, "shardpsi server");
+    psi_app_progress_init(&off.prog, off.who, s->o->net.progress);
+    rc = psi_cli_offline_count(&off, &n);
+    if (rc != 0)
+        psi_app_error("server: %s", off.err);
+    s->in.n = (size_t)n;
+    s->spilled = rc == 0;
+    return rc;
+}
+
 /* Loads the input (or the setup file) and the key file.  Returns: 0 or an
  * exit code. */
 static int server_load(psi_cli_server *s)
@@ -172,7 +198,11 @@ static int server_load(psi_cli_server *s)
 
     s->prebuilt = s->o->pre.setup != NULL;
     s->what = s->prebuilt ? s->pre.what : s->in_what;
-    if (!s->prebuilt) {
+    if (!s->prebuilt && psi_cli_round_spill_needed(&s->o->net)) {
+        if (server_count(s) != 0)
+            return PSI_APP_EXIT_USAGE;
+        snprintf(s->in_what, sizeof s->in_what, "%zu values", s->in.n);
+    } else if (!s->prebuilt) {
         if (psi_app_input_read(&s->in, s->o->net.input, s->o->net.column,
                                s->o->net.lines, s->err, sizeof s->err) != PSI_APP_INPUT_OK) {
             psi_app_error("server: %s", s->err);

@@ -34,6 +34,8 @@ typedef struct psi_cli_server {
     psi_engine *key;       // from --key-file; NULL: a fresh key each round
     psi_net_tls *tls;      // NULL: --no-tls
     int prebuilt;          // --setup: pre holds the setup served
+    int spilled;           // the input is past --memory: each round reads it
+                           // through (cli_round_spill.h); in.n is its count
     psi_cli_server_setup pre;
     char in_what[64];      // "305 values"
     const char *what;      // in_what, or pre.what

@@ -8,10 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app_clock.h"
 #include "app_party.h"
 #include "app_util.h"
+#include "cli_offline.h"
+#include "cli_round_spill.h"
 #include "cli_server.h"
 #include "net_progress.h"
 #include "net_session.h"
@@ -25,6 +28,7 @@ typedef struct server_round {
     int agreed;            // a HELLO of this protocol version was decoded: a
                            // shardpsi client, whose refusal fails the round
     psi_shards *g;
+    psi_cli_round_spill *sp; // past the budget: the round's steps and files
     size_t *perm;
     uint8_t *setup, *resp;
     size_t setup_len, resp_len;
@@ -217,6 +221,130 @@ static int round_send(server_round *r)
     return rc != 0 ? round_fail_net(r, rc) : 0;
 }
 
+/* Runs offline step `step` of a spilled round.  Returns: 0 or -1 (failed,
+ * told to the client). */
+static int round_spill_step(server_round *r, int (*step)(psi_app_offline *))
+{
+    psi_app_offline *o = &r->sp->off;
+    int rc;
+
+    psi_net_progress_attach(&o->prog, r->c);
+    rc = step(o);
+    psi_net_progress_detach(&o->prog);
+    return rc == PSI_APP_EXIT_OK ? 0 : round_fail(r, 1, o->err);
+}
+
+/* round_setup past the budget: `shardpsi setup`'s step on the input, into
+ * the setup's file (and the permutation's, for the association table). */
+static int round_spill_setup(server_round *r)
+{
+    psi_cli_round_spill *sp = r->sp;
+    psi_app_offline *o = &sp->off;
+
+    if (psi_cli_round_spill_file(sp, PSI_CLI_MSG_SETUP, "the setup's temporary file") != 0 ||
+        (r->self.association &&
+         psi_cli_round_spill_file(sp, PSI_CLI_MSG_PERM, "the permutation's temporary file") != 0))
+        return round_fail(r, 1, o->err);
+    o->o.output = sp->path[PSI_CLI_MSG_SETUP];
+    o->o.permutation = r->self.association ? sp->path[PSI_CLI_MSG_PERM] : NULL;
+    o->o.structure = r->self.structure;
+    o->o.fpr = r->self.fpr;
+    o->o.num_client = (size_t)(r->self.setup_clients > 0 ? r->self.setup_clients : 1);
+    if (round_spill_step(r, psi_cli_offline_setup) != 0)
+        return -1;
+    if (o->values != r->self.n) {
+        snprintf(r->err, sizeof r->err, "the input %s holds %llu values now, not the %llu it "
+                 "held when the server started: restart the server after changing it",
+                 r->s->o->net.input, (unsigned long long)o->values,
+                 (unsigned long long)r->self.n);
+        return round_fail(r, 1, r->err);
+    }
+    return 0;
+}
+
+/* round_response past the budget: the request received into a file and
+ * answered by `shardpsi response`'s step into another. */
+static int round_spill_response(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    psi_cli_round_spill *sp = r->sp;
+    int suite = s->o->net.suite;
+    uint64_t n = r->hello.n, len = 0;
+    int rc;
+
+    if (psi_cli_round_spill_file(sp, PSI_CLI_MSG_REQUEST, "the client's request") != 0 ||
+        psi_cli_round_spill_file(sp, PSI_CLI_MSG_RESPONSE, "the response's temporary file") != 0)
+        return round_fail(r, 1, sp->off.err);
+    rc = psi_net_progress_recv_fd(&s->prog, r->c, PSI_NET_FRAME_REQUEST,
+                                  psi_request_bound(suite, (size_t)n),
+                                  sp->fd[PSI_CLI_MSG_REQUEST], &len, "receiving the request");
+    if (rc != 0)
+        return round_fail_net(r, rc);
+    sp->off.o.request = sp->path[PSI_CLI_MSG_REQUEST];
+    sp->off.o.output = sp->path[PSI_CLI_MSG_RESPONSE];
+    sp->off.o.reveal = r->self.reveal;
+    if (round_spill_step(r, psi_cli_offline_response) != 0)
+        return -1;
+    if (psi_cli_round_spill_size(sp, PSI_CLI_MSG_RESPONSE) !=
+        psi_response_bound(suite, (size_t)n)) {
+        snprintf(r->err, sizeof r->err, "the client's request does not hold the %llu "
+                 "values its handshake announced", (unsigned long long)n);
+        return round_fail(r, 1, r->err);
+    }
+    return 0;
+}
+
+/* round_send past the budget: every frame from its file. */
+static int round_spill_send(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    psi_cli_round_spill *sp = r->sp;
+    int rc = psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_SETUP,
+                                      sp->fd[PSI_CLI_MSG_SETUP],
+                                      psi_cli_round_spill_size(sp, PSI_CLI_MSG_SETUP),
+                                      "sending the setup");
+
+    if (rc == 0)
+        rc = psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_RESPONSE,
+                                      sp->fd[PSI_CLI_MSG_RESPONSE],
+                                      psi_cli_round_spill_size(sp, PSI_CLI_MSG_RESPONSE),
+                                      "sending the response");
+    if (rc != 0)
+        return round_fail_net(r, rc);
+    if (!r->self.association)
+        return 0;
+    // The request's file is done with: it takes the PERM frame's payload.
+    if (ftruncate(sp->fd[PSI_CLI_MSG_REQUEST], 0) != 0 ||
+        fseek(sp->off.file[PSI_CLI_MSG_REQUEST], 0, SEEK_SET) != 0 ||
+        psi_cli_round_spill_perm(sp, PSI_CLI_MSG_REQUEST, r->self.n) != 0)
+        return round_fail(r, 1, sp->off.err[0] ? sp->off.err : "cannot reuse a temporary file");
+    rc = psi_net_send_fd(r->c, PSI_NET_FRAME_PERM, sp->fd[PSI_CLI_MSG_REQUEST],
+                         psi_cli_round_spill_size(sp, PSI_CLI_MSG_REQUEST), NULL, NULL);
+    return rc != 0 ? round_fail_net(r, rc) : 0;
+}
+
+/* The steps of a spilled round, in round_run's order. */
+static int round_spill_run(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    int rc;
+
+    if ((r->sp = calloc(1, sizeof *r->sp)) == NULL)
+        return round_fail(r, 1, "out of memory");
+    if (psi_cli_round_spill_init(r->sp, &s->o->net, s->key, "shardpsi server", "/var/tmp") != 0)
+        return round_fail(r, 1, r->sp->off.err);
+    rc = 0;
+    if (r->self.structure == PSI_STRUCTURE_RAW)
+        rc = round_spill_setup(r);
+    if (rc == 0)
+        rc = round_spill_response(r);
+    if (rc == 0 && r->self.structure != PSI_STRUCTURE_RAW)
+        rc = round_spill_setup(r);
+    if (rc == 0)
+        rc = round_spill_send(r);
+    return rc;
+}
+
 /* The round after TLS.  Returns: 0 or -1 (r->err). */
 static int round_run(server_round *r)
 {
@@ -235,15 +363,19 @@ static int round_run(server_round *r)
     // A raw setup does not depend on the client: it is masked while the
     // client masks its request.  A gcs or Bloom setup is sized by the
     // client's count, and made only once the request has shown it.
-    rc = round_shards(r);
-    if (rc == 0 && r->self.structure == PSI_STRUCTURE_RAW)
-        rc = round_setup(r);
-    if (rc == 0)
-        rc = round_response(r);
-    if (rc == 0 && r->self.structure != PSI_STRUCTURE_RAW)
-        rc = round_setup(r);
-    if (rc == 0)
-        rc = round_send(r);
+    if (s->spilled) {
+        rc = round_spill_run(r);
+    } else {
+        rc = round_shards(r);
+        if (rc == 0 && r->self.structure == PSI_STRUCTURE_RAW)
+            rc = round_setup(r);
+        if (rc == 0)
+            rc = round_response(r);
+        if (rc == 0 && r->self.structure != PSI_STRUCTURE_RAW)
+            rc = round_setup(r);
+        if (rc == 0)
+            rc = round_send(r);
+    }
     if (rc == 0 && (rc = psi_net_recv(r->c, PSI_NET_FRAME_DONE, 0, &done, &done_len, NULL,
                                       NULL)) != 0)
         rc = round_fail_net(r, rc);
@@ -297,6 +429,9 @@ int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
     free(r.setup);
     free(r.resp);
     free(r.perm);
+    if (r.sp != NULL)
+        psi_cli_round_spill_free(r.sp);
+    free(r.sp);
     psi_shards_free(r.g);
     return rc == 0 ? PSI_CLI_ROUND_OK : r.agreed ? PSI_CLI_ROUND_FAILED
                                                   : PSI_CLI_ROUND_NO_CLIENT;

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# `shardpsi server` and `shardpsi client` past their memory budget
+# (PROTOCOL.md §20.5): every round of a server and a client that both spill
+# gives byte for byte the output of the same round in memory, for each
+# setup structure and output mode, the association table included; and the
+# refusals and faults of a spilled round: --association on a spilled
+# client, a setup larger than the client's share of the budget, an
+# unusable temporary directory, an input changed under a running server.
+# No round leaves a file in its temporary directory or beside its output.
+#
+# Usage: tests/cli/test_net_spill.sh PSI_BINARY
+# Prints one line per failed check and exits 1 if any check failed.
+set -u
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 PSI_BINARY" >&2
+    exit 2
+fi
+psi=$1
+. "$(dirname "$0")/net_common.sh"
+
+# The server: 6,000 values (a raw setup of 210 kB).  The client: 9,000 CSV
+# rows with a wide padding column (about 1.3 MB), a third of them the
+# server's, one repeated.  The client's --memory 1M (a quarter: 256 kB)
+# holds the raw setup and not the input; the server's --memory 128K does
+# not hold its input (64 kB) either.
+awk 'BEGIN { for (i = 0; i < 6000; i++) print "value-" i }' >"$tmp/server.txt"
+awk 'BEGIN {
+    pad = sprintf("%0140d", 0);
+    print "id,value,pad";
+    for (i = 0; i < 9000; i++) printf "%d,value-%d,%s\n", i, (i * 2) + 3000, pad;
+    printf "9000,value-3000,%s\n9001,value-5999,%s\n", pad, pad;
+}' >"$tmp/client.csv"
+mkdir -p "$tmp/spill-srv" "$tmp/spill-cli" "$tmp/out"
+budget=1M
+sbudget=128K
+
+# round NAME SERVER_ARGS -- CLIENT_ARGS: a round with a fresh server;
+# writes $tmp/out/NAME.txt; sets rc.
+round() {
+    local name=$1
+    shift
+    local sargs=()
+    while [ "$1" != -- ]; do sargs+=("$1"); shift; done
+    shift
+    start_server "$tmp/$name.srv" --input "$tmp/server.txt" --reveal "${sargs[@]}" || return
+    "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --column value \
+        --input "$tmp/client.csv" --output "$tmp/out/$name.txt" "$@" 2>"$tmp/$name.cli"
+    rc=$?
+    wait_pid "$spid"
+}
+
+# The same round in memory and past the budget on both sides.
+for st in raw gcs bloom; do
+    modes=("" --indices --count-only)
+    [ "$st" = raw ] && modes+=(--association)
+    for m in "${modes[@]}"; do
+        name="$st${m:-rows}"
+        assoc=()
+        [ "$m" = --association ] && assoc=(--association)
+        # The client holds the server's permutation for --association.
+        cmem=(--memory "$budget")
+        [ "$m" = --association ] && cmem=()
+        round "mem-$name" --structure "$st" --fpr 1e-6 "${assoc[@]}" -- ${m:+"$m"}
+        expect_rc "in memory: $name" 0 "$rc" "$tmp/mem-$name.cli" "$tmp/mem-$name.srv" ||
+            continue
+        round "sp-$name" --structure "$st" --fpr 1e-6 "${assoc[@]}" --memory "$sbudget" \
+            --temp-dir "$tmp/spill-srv" -- ${m:+"$m"} "${cmem[@]}" \
+            --temp-dir "$tmp/spill-cli"
+        expect_rc "past the budget: $name" 0 "$rc" "$tmp/sp-$name.cli" "$tmp/sp-$name.srv" ||
+            continue
+        expect_same "past the budget: $name" "$tmp/out/sp-$name.txt" "$tmp/out/mem-$name.txt"
+        # Both sides took the spilled path: their steps' notes say so.
+        [ "$m" = --association ] ||
+            expect_fixed "$name: the client spilled" "matched from runs on disk" \
+                "$tmp/sp-$name.cli"
+        expect_fixed "$name: the server spilled" "runs on disk" "$tmp/sp-$name.srv"
+    done
+done
+# A raw setup matches each of its elements once (PROTOCOL.md §9.1): the
+# repeated value-3000 once, so 1,501 rows and the header.
+expect_grep "the rows hold the header and the matches" "^9001,value-5999," \
+    "$tmp/out/sp-rawrows.txt"
+checks=$((checks + 1))
+[ "$(wc -l <"$tmp/out/sp-rawrows.txt")" = 1502 ] ||
+    fail "rows: $(wc -l <"$tmp/out/sp-rawrows.txt") lines, expected 1502"
+checks=$((checks + 1))
+left=$(find "$tmp/spill-srv" "$tmp/spill-cli" -mindepth 1)
+[ -z "$left" ] || fail "files left in a temporary directory: $left"
+checks=$((checks + 1))
+[ -z "$(ls "$tmp/out" | grep -v '\.txt$')" ] ||
+    fail "files left beside the outputs: $(ls "$tmp/out")"
+
+# Refusals.  --association past the client's budget: before any connection.
+"$psi" client --no-tls --connect 127.0.0.1:9 --column value --input "$tmp/client.csv" \
+    --output "$tmp/out/x.txt" --association --memory "$budget" 2>"$tmp/assoc.log"
+expect_rc "--association past the budget" 2 "$?" "$tmp/assoc.log"
+expect_fixed "--association past the budget" "give a larger --memory" "$tmp/assoc.log"
+expect_no_output "--association past the budget" "$tmp/out/x.txt"
+
+# A setup larger than a quarter of the client's budget: refused with the
+# budget it needs, the server told.
+round setup-big -- --memory 512K
+expect_rc "a setup past the client's share" 1 "$rc" "$tmp/setup-big.cli"
+expect_fixed "a setup past the client's share" "raise --memory to at least 840016" \
+    "$tmp/setup-big.cli"
+expect_fixed "a setup past the client's share: the server told" "raise --memory" \
+    "$tmp/setup-big.srv"
+expect_no_output "a setup past the client's share" "$tmp/out/setup-big.txt"
+
+# A temporary directory that does not exist: both sides say which.
+round no-dir -- --memory "$budget" --temp-dir "$tmp/nowhere"
+expect_rc "a missing client temp dir" 1 "$rc" "$tmp/no-dir.cli"
+expect_fixed "a missing client temp dir" "temporary directory $tmp/nowhere: cannot create" \
+    "$tmp/no-dir.cli"
+expect_no_output "a missing client temp dir" "$tmp/out/no-dir.txt"
+round no-dir-srv --memory "$sbudget" --temp-dir "$tmp/nowhere" -- --memory "$budget"
+expect_rc "a missing server temp dir" 1 "$rc" "$tmp/no-dir-srv.cli"
+expect_fixed "a missing server temp dir: the client told" \
+    "temporary directory $tmp/nowhere: cannot create" "$tmp/no-dir-srv.cli"
+expect_no_output "a missing server temp dir" "$tmp/out/no-dir-srv.txt"
+
+# The input grows under a spilled server: the round is refused, not answered
+# with a setup of another size.
+cp "$tmp/server.txt" "$tmp/growing.txt"
+start_server "$tmp/grow.srv" --input "$tmp/growing.txt" --reveal --memory "$sbudget" &&
+{
+    echo "value-new" >>"$tmp/growing.txt"
+    "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --column value \
+        --input "$tmp/client.csv" --output "$tmp/out/grow.txt" 2>"$tmp/grow.cli"
+    expect_rc "an input changed under the server" 1 "$?" "$tmp/grow.cli"
+    expect_fixed "an input changed under the server" \
+        "holds 6001 values now, not the 6000 it held when the server started" "$tmp/grow.cli"
+    expect_no_output "an input changed under the server" "$tmp/out/grow.txt"
+    wait_pid "$spid"
+}
+
+# Interrupted in the middle of a spilled round (SIGTERM: a background job
+# of a script ignores SIGINT): the client dies of the signal, with no
+# output and nothing in its temporary directory.
+awk 'BEGIN { pad = sprintf("%0140d", 0); print "id,value,pad";
+             for (i = 0; i < 40000; i++) printf "%d,value-%d,%s\n", i, i, pad }' \
+    >"$tmp/big.csv"
+start_server "$tmp/int.srv" --input "$tmp/server.txt" --reveal &&
+{
+    "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --column value \
+        --input "$tmp/big.csv" --output "$tmp/out/int.txt" --memory "$budget" \
+        --temp-dir "$tmp/spill-cli" 2>"$tmp/int.cli" &
+    cpid=$!
+    sleep 1
+    kill -TERM "$cpid"
+    wait_pid "$cpid"
+    expect_rc "interrupted: the client dies of SIGTERM" 143 "$rc" "$tmp/int.cli"
+    expect_no_output "interrupted" "$tmp/out/int.txt"
+    checks=$((checks + 1))
+    left=$(find "$tmp/spill-cli" -mindepth 1)
+    [ -z "$left" ] || fail "interrupted: files left in the temporary directory: $left"
+    wait_pid "$spid"
+}
+
+echo "$checks checks, $failures failed"
+[ "$failures" -eq 0 ]
