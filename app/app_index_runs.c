@@ -14,12 +14,6 @@ void psi_app_index_runs_init(psi_app_index_runs *r, const char *dir, uint64_t me
     r->memory = memory;
 }
 
-static int size_cmp(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Sorts the buffer and writes it as a run.  Returns: 0 or -1. */
 static int runs_flush(psi_app_index_runs *r)
 {
@@ -35,7 +29,7 @@ static int runs_flush(psi_app_index_runs *r)
         r->runs = n;
         r->cap_runs = cap;
     }
-    qsort(r->buf, r->have, sizeof *r->buf, size_cmp);
+    psi_app_sort_indices(r->buf, r->have);
     r->file.n_runs = r->n_runs; // named in a failed write's message
     if (psi_app_spill_write(&r->file, r->buf, r->have * sizeof *r->buf, r->file.size) != 0)
         return -1;
@@ -118,7 +112,7 @@ int psi_app_index_runs_read_begin(psi_app_index_runs *r)
     if (r->n_runs == 0) {
         // All in the buffer: sorted where it is, read as one run.
         if (r->have > 0)
-            qsort(r->buf, r->have, sizeof *r->buf, size_cmp);
+            psi_app_sort_indices(r->buf, r->have);
         return 0;
     }
     if (runs_flush(r) != 0)

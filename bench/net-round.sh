@@ -10,6 +10,8 @@
 #   MODE=rows|indices|count|association  the client's output (default rows)
 #   CSV=1  the client reads a CSV file (id, email, name) and matches on its
 #          email column; rows then come out as whole CSV rows
+#   SERVER_OPTS, CLIENT_OPTS  more options for one side only (words split
+#          on spaces: "--memory 256M --temp-dir /scratch")
 #   TLS=pin|ca|off  the transport: mutually authenticated TLS 1.3 with keys
 #          from `shardpsi tls-keygen` pinned on both sides (default), with
 #          certificates from a CA made here by openssl(1), or plain TCP
@@ -22,6 +24,8 @@ psi=${2:-build/cli/shardpsi}
 shift $(($# < 2 ? $# : 2))
 [ "${1:-}" = "--" ] && shift
 extra=("$@")
+read -r -a sopts <<<"${SERVER_OPTS:-}"
+read -r -a copts <<<"${CLIENT_OPTS:-}"
 mode=${MODE:-rows}
 csv=${CSV:-0}
 tls=${TLS:-pin}
@@ -89,10 +93,11 @@ association) awk -v n="$n" 'BEGIN { for (j = 0; j < n; j += 2) printf "%d\t%d\n"
 esac >"$tmp/want"
 echo "net-round: $n values a side, $(du -h "$tmp/server.txt" | cut -f1) and" \
      "$(du -h "$tmp/client.in" | cut -f1) of input ($([ "$csv" = 1 ] && echo CSV || echo lines))," \
-     "output $mode; transport ${tls}; options: ${extra[*]:-none}"
+     "output $mode; transport ${tls}; options: ${extra[*]:-none}; server:" \
+     "${sopts[*]:-none}; client: ${copts[*]:-none}"
 
 "$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" "${sflag[@]}" --progress \
-    "${stls[@]}" "${extra[@]}" 2>"$tmp/server.err" &
+    "${stls[@]}" "${extra[@]}" "${sopts[@]}" 2>"$tmp/server.err" &
 spid=$!
 port=
 for _ in $(seq 1 600); do
@@ -103,7 +108,8 @@ done
 [ -n "$port" ] || { cat "$tmp/server.err"; exit 1; }
 t0=$(date +%s.%N)
 "$psi" client --connect "127.0.0.1:$port" "${cin[@]}" "${cflag[@]}" \
-    --output "$tmp/out" --progress "${ctls[@]}" "${extra[@]}" 2>"$tmp/client.err" || {
+    --output "$tmp/out" --progress "${ctls[@]}" "${extra[@]}" "${copts[@]}" \
+    2>"$tmp/client.err" || {
     cat "$tmp/client.err" "$tmp/server.err"; exit 1; }
 t1=$(date +%s.%N)
 wait "$spid"

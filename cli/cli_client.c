@@ -100,6 +100,13 @@ void psi_cli_client_usage(FILE *out)
         "                       mode 0600), or create FILE with a new key of the\n"
         "                       suite; default: a fresh key\n"
         "  --threads N          worker threads (default: every online CPU)\n"
+        "  --memory BYTES       memory budget (K, M, G: 256M; default a quarter of the\n"
+        "                       machine's memory): an input file larger than a quarter\n"
+        "                       of it is streamed through sorted runs on disk, with the\n"
+        "                       same result; the server's setup must fit a quarter\n"
+        "                       (PROTOCOL.md §20)\n"
+        "  --temp-dir DIR       where the runs and messages go (default $TMPDIR, else\n"
+        "                       the output's directory); they have no name\n"
         "  --timeout S          give up when the server sends nothing for S seconds\n"
         "                       (default %d); both sides send keepalives while working\n"
         "  --progress           progress lines on stderr even when it is not a\n"
@@ -453,15 +460,13 @@ static int client_result(client_ctx *s, size_t *count)
     return rc;
 }
 
-/* Past the budget: the input read through for its count, before any
- * connection (its errors are usage errors, as a whole read's are).
- * Returns: 0, or -1 after a message. */
-static int client_spill_start(client_ctx *s)
+/* Past the budget (the input's n values counted, before any connection):
+ * the round's steps set up.  Returns: 0, or -1 after a message. */
+static int client_spill_start(client_ctx *s, uint64_t n)
 {
     psi_cli_round_spill *r = calloc(1, sizeof *r);
     const char *out = s->o->output, *slash = strrchr(out, '/');
     char dir[1024];
-    uint64_t n = 0;
 
     if (r == NULL) {
         psi_app_error("client: out of memory");
@@ -471,7 +476,7 @@ static int client_spill_start(client_ctx *s)
     if (s->o->mode == CLIENT_ASSOCIATION) {
         psi_app_error("client: --association holds the server's permutation and the pairs "
                       "in memory, and the input %s is larger than --memory allows: give a "
-                      "larger --memory (PROTOCOL.md §20.5)", s->o->net.input);
+                      "larger --memory (PROTOCOL.md §20)", s->o->net.input);
         return -1;
     }
     // The files go where the output goes, unless --temp-dir or $TMPDIR say.
@@ -486,10 +491,6 @@ static int client_spill_start(client_ctx *s)
     r->off.o.mode = s->o->mode == CLIENT_COUNT ? PSI_APP_OFFLINE_COUNT
                     : s->o->mode == CLIENT_INDICES ? PSI_APP_OFFLINE_INDICES
                                                     : PSI_APP_OFFLINE_ROWS;
-    if (psi_cli_offline_count(&r->off, &n) != 0) {
-        psi_app_error("client: %s", r->off.err);
-        return -1;
-    }
     s->in.n = (size_t)n;
     return 0;
 }
@@ -522,6 +523,19 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
     int suite = s->o->net.suite, rc;
 
     psi_app_budget_init(&b, o->o.memory != 0 ? o->o.memory : psi_app_memory_default());
+    // A raw setup's size is known from the handshake: one past the
+    // client's share is refused before any work.
+    psi_net_session_params(&p, &s->accept);
+    if ((rc = psi_setup_bound(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK)
+        return client_fail_psi(s, "the server's setup parameters", rc);
+    if (s->accept.structure == PSI_STRUCTURE_RAW && setup_cap > b.bytes / 4) {
+        snprintf(s->err, sizeof s->err, "the server's raw setup of %zu bytes (%" PRIu64
+                 " values) does not fit --memory %" PRIu64 ": matching holds the setup "
+                 "whole, in at most a quarter of the budget: raise --memory to at least %"
+                 PRIu64 " (PROTOCOL.md §20)", setup_cap, s->accept.n, b.bytes,
+                 4 * (uint64_t)setup_cap);
+        return client_fail(s, 1, s->err);
+    }
     if (psi_cli_round_spill_file(r, PSI_CLI_MSG_REQUEST, "the request's temporary file") != 0 ||
         psi_cli_round_spill_file(r, PSI_CLI_MSG_SETUP, "the server's setup") != 0 ||
         psi_cli_round_spill_file(r, PSI_CLI_MSG_RESPONSE, "the server's response") != 0)
@@ -535,9 +549,6 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
                                   "sending the request");
     if (rc != 0)
         return client_fail_net(s, rc);
-    psi_net_session_params(&p, &s->accept);
-    if ((rc = psi_setup_bound(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK)
-        return client_fail_psi(s, "the server's setup parameters", rc);
     rc = psi_net_progress_recv_fd(&s->prog, &s->conn, PSI_NET_FRAME_SETUP, setup_cap,
                                   r->fd[PSI_CLI_MSG_SETUP], &len, "receiving the setup");
     if (rc != 0)
@@ -619,9 +630,14 @@ int psi_cli_cmd_client(int argc, char **argv)
     s.conn.fd = -1;
     psi_app_progress_init(&s.prog, "shardpsi client", o.net.progress);
     signal(SIGPIPE, SIG_IGN);
-    if (psi_cli_round_spill_needed(&o.net)) {
-        // Past the budget the key comes first: the count pass runs on it.
-        if (client_key(&s) != 0 || client_spill_start(&s) != 0)
+    uint64_t n = 0;
+    int past = psi_cli_round_spill_needed(&o.net, "shardpsi client", &n, s.err, sizeof s.err);
+    if (past < 0) {
+        psi_app_error("client: %s", s.err);
+        rc = PSI_APP_EXIT_USAGE;
+    } else if (past) {
+        // The round's key is the steps' own.
+        if (client_key(&s) != 0 || client_spill_start(&s, n) != 0)
             rc = PSI_APP_EXIT_USAGE;
     } else if (psi_app_input_read(&s.in, o.net.input, o.net.column, o.net.lines, s.err,
                                   sizeof s.err) != PSI_APP_INPUT_OK) {

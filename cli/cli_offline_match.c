@@ -307,7 +307,7 @@ done:
 
 int psi_cli_offline_match(psi_app_offline *s)
 {
-    struct stat st;
+    struct stat st, in_st;
     spill *x = NULL;
     size_t count = 0;
     uint64_t n = 0;
@@ -322,10 +322,9 @@ int psi_cli_offline_match(psi_app_offline *s)
     spilled = stat(s->o.response, &st) == 0 && S_ISREG(st.st_mode) &&
               (psi_message_element_bound(s->o.suite, (size_t)st.st_size) >
                    psi_cli_spill_budget(x)->chunk_values ||
-               (stat(s->o.input, &st) == 0 && S_ISREG(st.st_mode) &&
-                (uint64_t)st.st_size > psi_cli_spill_budget(x)->block_bytes));
+               (stat(s->o.input, &in_st) == 0 && S_ISREG(in_st.st_mode) &&
+                (uint64_t)in_st.st_size > psi_cli_spill_budget(x)->block_bytes));
     if (spilled) {
-        stat(s->o.response, &st);
         rc = match_spill(s, x, (uint64_t)st.st_size, &count, &n);
     } else {
         rc = match_whole(s, &count);

@@ -10,18 +10,39 @@
 #include <unistd.h>
 
 #include "app_spill.h"
+#include "cli_offline.h"
 #include "app_util.h"
 
-int psi_cli_round_spill_needed(const psi_cli_round_opts *o)
+int psi_cli_round_spill_needed(const psi_cli_round_opts *o, const char *who, uint64_t *n,
+                               char *err, size_t err_len)
 {
+    uint64_t budget = o->memory != 0 ? o->memory : psi_app_memory_default(), size;
+    psi_app_offline off;
     struct stat st;
-    psi_app_budget b;
+    int rc;
 
+    *n = 0;
     if (o->input == NULL || strcmp(o->input, "-") == 0 || stat(o->input, &st) != 0 ||
         !S_ISREG(st.st_mode))
         return 0;
-    psi_app_budget_init(&b, o->memory != 0 ? o->memory : psi_app_memory_default());
-    return (uint64_t)st.st_size > b.block_bytes;
+    // A value takes at least a byte of the file (its line end), and the
+    // last one perhaps none.
+    size = (uint64_t)st.st_size;
+    if (size < budget / (PSI_CLI_ROUND_PER_VALUE + 1) - 1)
+        return 0;
+    memset(&off, 0, sizeof off);
+    off.capture = 1;
+    off.o.input = o->input;
+    off.o.column = o->column;
+    off.o.lines = o->lines;
+    off.o.memory = o->memory;
+    snprintf(off.who, sizeof off.who, "%s", who);
+    psi_app_progress_init(&off.prog, off.who, o->progress);
+    if ((rc = psi_cli_offline_count(&off, n)) != 0) {
+        snprintf(err, err_len, "%s", off.err);
+        return -1;
+    }
+    return *n > (budget - (size < budget ? size : budget)) / PSI_CLI_ROUND_PER_VALUE;
 }
 
 int psi_cli_round_spill_init(psi_cli_round_spill *r, const psi_cli_round_opts *o,

@@ -1,6 +1,6 @@
 /*
  * A round of `shardpsi server` or `shardpsi client` past its memory budget
- * (PROTOCOL.md §20.5): the offline steps (cli_offline_steps.c,
+ * (PROTOCOL.md §20): the offline steps (cli_offline_steps.c,
  * cli_offline_match.c) run the protocol, exactly as `shardpsi setup`,
  * `request`, `response` and `match` do, with the round's messages in
  * nameless temporary files; the frames are sent from and received into
@@ -37,10 +37,22 @@ typedef struct psi_cli_round_spill {
     char dir[1024];                // where the files are
 } psi_cli_round_spill;
 
-/** Whether a round on o's input runs past the budget: --input is a regular
- *  file larger than the budget's input block (a quarter of --memory, or of
- *  the default).  stdin, and a smaller file, are read whole as before. */
-int psi_cli_round_spill_needed(const psi_cli_round_opts *o);
+/* What a value costs a round held in memory (§15.4: the input, 16 bytes
+ * of bookkeeping, the messages and the unmasked elements; measured at 170
+ * to 215 bytes a value by bench/net-round.sh), with room to spare. */
+#define PSI_CLI_ROUND_PER_VALUE 256
+
+/** Whether a round on o's input runs past the budget (--memory, or the
+ *  default): --input is a regular file whose values, at
+ *  PSI_CLI_ROUND_PER_VALUE bytes each, and bytes do not fit the budget.
+ *  A file small enough to fit whatever its count is not read; a larger
+ *  one is read through once for its count (`who` prefixes the progress
+ *  line).  stdin is always held in memory (it cannot be read twice).
+ *  Returns: 1 past the budget (*n its count), 0 in memory, -1 when the
+ *  input could not be read through (the message in err: a usage error,
+ *  as a whole read's). */
+int psi_cli_round_spill_needed(const psi_cli_round_opts *o, const char *who, uint64_t *n,
+                               char *err, size_t err_len);
 
 /** Sets up r for a party of a round: the offline options from o (input,
  *  suite, threads, memory, temp dir, progress), the key (a clone of `key`,

@@ -25,7 +25,6 @@
 #include "app_util.h"
 #include "cli_commands.h"
 #include "cli_server.h"
-#include "cli_offline.h"
 #include "cli_round_spill.h"
 #include "psi_shard.h"
 
@@ -96,6 +95,13 @@ void psi_cli_server_usage(FILE *out)
         "                       a key lets clients link rounds.  With --setup: the\n"
         "                       existing key file the setup was made with\n"
         "  --threads N          worker threads (default: every online CPU)\n"
+        "  --memory BYTES       memory budget (K, M, G: 256M; default a quarter of the\n"
+        "                       machine's memory): an input file larger than a quarter\n"
+        "                       of it is read again in each round and streamed through\n"
+        "                       sorted runs on disk, with the same bytes (PROTOCOL.md\n"
+        "                       §20)\n"
+        "  --temp-dir DIR       where the runs and messages go (default $TMPDIR, else\n"
+        "                       /var/tmp); they have no name\n"
         "  --timeout S          give up when the client sends nothing for S seconds\n"
         "                       (default %d); both sides send keepalives while working\n"
         "  --progress           progress lines on stderr even when it is not a\n"
@@ -165,30 +171,6 @@ static int server_parse(server_opts *o, int argc, char **argv)
     return 0;
 }
 
-/* An input past the budget: read through once for its errors and count;
- * each round reads it again.  Returns: 0 or -1 (reported). */
-static int server_count(psi_cli_server *s)
-{
-    psi_app_offline off;
-    uint64_t n = 0;
-    int rc;
-
-    memset(&off, 0, sizeof off);
-    off.capture = 1;
-    off.o.input = s->o->net.input;
-    off.o.column = s->o->net.column;
-    off.o.lines = s->o->net.lines;
-    off.o.memory = s->o->net.memory;
-    snprintf(off.who, sizeof off.who, "shardpsi server");
-    psi_app_progress_init(&off.prog, off.who, s->o->net.progress);
-    rc = psi_cli_offline_count(&off, &n);
-    if (rc != 0)
-        psi_app_error("server: %s", off.err);
-    s->in.n = (size_t)n;
-    s->spilled = rc == 0;
-    return rc;
-}
-
 /* Loads the input (or the setup file) and the key file.  Returns: 0 or an
  * exit code. */
 static int server_load(psi_cli_server *s)
@@ -198,9 +180,17 @@ static int server_load(psi_cli_server *s)
 
     s->prebuilt = s->o->pre.setup != NULL;
     s->what = s->prebuilt ? s->pre.what : s->in_what;
-    if (!s->prebuilt && psi_cli_round_spill_needed(&s->o->net)) {
-        if (server_count(s) != 0)
-            return PSI_APP_EXIT_USAGE;
+    // An input past the budget is read through once here, for its errors
+    // and count; each round reads it again.
+    uint64_t n = 0;
+    int past = s->prebuilt ? 0 : psi_cli_round_spill_needed(&s->o->net, "shardpsi server", &n,
+                                                            s->err, sizeof s->err);
+    if (past < 0) {
+        psi_app_error("server: %s", s->err);
+        return PSI_APP_EXIT_USAGE;
+    } else if (past) {
+        s->spilled = 1;
+        s->in.n = (size_t)n;
         snprintf(s->in_what, sizeof s->in_what, "%zu values", s->in.n);
     } else if (!s->prebuilt) {
         if (psi_app_input_read(&s->in, s->o->net.input, s->o->net.column,

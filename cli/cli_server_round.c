@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app_clock.h"
 #include "app_party.h"
+#include "app_spill.h"
 #include "app_util.h"
 #include "cli_offline.h"
 #include "cli_round_spill.h"
@@ -345,6 +347,23 @@ static int round_spill_run(server_round *r)
     return rc;
 }
 
+/* Whether this round runs past the budget: the server's input does, or
+ * the client's announced count would not fit it in memory (its request
+ * and response, 35 bytes a value each, and their elements), and the input
+ * is a file the steps can read again. */
+static int round_spills(const server_round *r)
+{
+    const psi_cli_server *s = r->s;
+    uint64_t budget = s->o->net.memory != 0 ? s->o->net.memory : psi_app_memory_default();
+    struct stat st;
+
+    if (s->spilled)
+        return 1;
+    return !s->prebuilt && r->hello.n > budget / PSI_CLI_ROUND_PER_VALUE &&
+           strcmp(s->o->net.input, "-") != 0 && stat(s->o->net.input, &st) == 0 &&
+           S_ISREG(st.st_mode);
+}
+
 /* The round after TLS.  Returns: 0 or -1 (r->err). */
 static int round_run(server_round *r)
 {
@@ -363,7 +382,7 @@ static int round_run(server_round *r)
     // A raw setup does not depend on the client: it is masked while the
     // client masks its request.  A gcs or Bloom setup is sized by the
     // client's count, and made only once the request has shown it.
-    if (s->spilled) {
+    if (round_spills(r)) {
         rc = round_spill_run(r);
     } else {
         rc = round_shards(r);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `shardpsi server` and `shardpsi client` past their memory budget
-# (PROTOCOL.md §20.5): every round of a server and a client that both spill
+# (PROTOCOL.md §20): every round of a server and a client that both spill
 # gives byte for byte the output of the same round in memory, for each
 # setup structure and output mode, the association table included; and the
 # refusals and faults of a spilled round: --association on a spilled
@@ -90,6 +90,18 @@ left=$(find "$tmp/spill-srv" "$tmp/spill-cli" -mindepth 1)
 checks=$((checks + 1))
 [ -z "$(ls "$tmp/out" | grep -v '\.txt$')" ] ||
     fail "files left beside the outputs: $(ls "$tmp/out")"
+
+# A server whose own set fits its budget (6,000 values in 2M) but whose
+# client's announced 9,002 values would not: that round spills.
+round sp-client-big --memory 2M --temp-dir "$tmp/spill-srv" --
+expect_rc "a client past the server's budget" 0 "$rc" "$tmp/sp-client-big.cli" \
+    "$tmp/sp-client-big.srv" &&
+    expect_same "a client past the server's budget" "$tmp/out/sp-client-big.txt" \
+        "$tmp/out/mem-rawrows.txt"
+expect_fixed "a client past the server's budget: the round spilled" "runs on disk" \
+    "$tmp/sp-client-big.srv"
+expect_grep "a client past the server's budget: its own set in memory" \
+    "listening on .* with 6000 values" "$tmp/sp-client-big.srv"
 
 # Refusals.  --association past the client's budget: before any connection.
 "$psi" client --no-tls --connect 127.0.0.1:9 --column value --input "$tmp/client.csv" \

@@ -408,14 +408,16 @@ static void test_plan_sink_equals_buffer(void **state)
  * in memory and from an external plan fed in chunks, for several slice
  * counts; an external count matched chunk by chunk; a refusing sink is
  * PSI_E_IO; a plan other than an intersection refuses the sink. */
-typedef struct match_log {
+/* What a sink of indices in pieces (psi_plan_match_sink, psi_plan_perm_sink)
+ * was handed; the fail_at-th call refuses. */
+typedef struct index_log {
     size_t idx[400];
     size_t n, calls, fail_at;
-} match_log;
+} index_log;
 
-static int match_take(void *arg, const size_t *index, size_t n)
+static int index_take(void *arg, const size_t *index, size_t n)
 {
-    match_log *l = arg;
+    index_log *l = arg;
     if (++l->calls == l->fail_at)
         return 1;
     assert_true(n > 0 && n <= PSI_PLAN_TICK && n <= 400 - l->n);
@@ -434,7 +436,7 @@ static int size_cmp(const void *a, const void *b)
  * of 3) into a match sink.  Returns: finish's code; *count its count. */
 static int match_plan(const psi_engine *e, psi_op op, const uint8_t *setup, size_t slen,
                       const uint8_t *resp, size_t rlen, size_t n, size_t slices, int external,
-                      match_log *ml, size_t *count)
+                      index_log *ml, size_t *count)
 {
     static uint8_t pts[400 * EB], out[400 * EB];
     static size_t perm[400];
@@ -452,7 +454,7 @@ static int match_plan(const psi_engine *e, psi_op op, const uint8_t *setup, size
     psi_plan *p = NULL;
     assert_int_equal(psi_plan_begin(&p, e, &a), PSI_OK);
     if (op == PSI_OP_INTERSECTION)
-        assert_int_equal(psi_plan_match_sink(p, match_take, ml), PSI_OK);
+        assert_int_equal(psi_plan_match_sink(p, index_take, ml), PSI_OK);
     slice_source src = {out, perm, n, slices, 3, {0}, 0};
     if (external) {
         size_t cnt = n;
@@ -505,7 +507,7 @@ static void test_plan_match_sink(void **state)
         qsort(want, wn, sizeof *want, size_cmp);
         for (size_t slices = 1; slices <= 7; slices += 3) {
             for (int ext = 0; ext <= 1; ext++) {
-                static match_log ml;
+                static index_log ml;
                 size_t count = 0;
                 memset(&ml, 0, sizeof ml);
                 assert_int_equal(match_plan(k.c[1], PSI_OP_INTERSECTION, setup, slen, resp,
@@ -533,7 +535,7 @@ static void test_plan_match_sink(void **state)
     a.n_values = d.nc;
     psi_plan *p = NULL;
     assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_OK);
-    assert_int_equal(psi_plan_match_sink(p, match_take, NULL), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_plan_match_sink(p, index_take, NULL), PSI_E_INVALID_ARG);
     psi_plan_free(p);
     ts_dataset_free(&d);
     ts_keyset_free(&k);
@@ -542,22 +544,6 @@ static void test_plan_match_sink(void **state)
 /* The permutation in pieces (psi_plan_perm_sink) is the one of the
  * message call, for every slice count; a refusing sink is PSI_E_IO; a
  * plan other than a setup's refuses the sink. */
-typedef struct perm_log {
-    size_t idx[400];
-    size_t n, calls, fail_at;
-} perm_log;
-
-static int perm_take(void *arg, const size_t *index, size_t n)
-{
-    perm_log *l = arg;
-    if (++l->calls == l->fail_at)
-        return 1;
-    assert_true(n > 0 && n <= PSI_PLAN_TICK && n <= 400 - l->n);
-    memcpy(l->idx + l->n, index, n * sizeof *index);
-    l->n += n;
-    return 0;
-}
-
 static void test_plan_perm_sink(void **state)
 {
     (void)state;
@@ -582,10 +568,10 @@ static void test_plan_perm_sink(void **state)
             a.slices = slices;
             psi_plan *p = NULL;
             assert_int_equal(psi_plan_begin(&p, k.s[1], &a), PSI_OK);
-            static perm_log pl;
+            static index_log pl;
             memset(&pl, 0, sizeof pl);
             pl.fail_at = f;
-            assert_int_equal(psi_plan_perm_sink(p, perm_take, &pl), PSI_OK);
+            assert_int_equal(psi_plan_perm_sink(p, index_take, &pl), PSI_OK);
             for (size_t s = 0; s < psi_plan_slices(p); s++)
                 assert_int_equal(psi_plan_run(p, k.s[1], s), PSI_OK);
             memset(&log, 0, sizeof log);
@@ -610,7 +596,7 @@ static void test_plan_perm_sink(void **state)
     a.n_values = d.nc;
     psi_plan *p = NULL;
     assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_OK);
-    assert_int_equal(psi_plan_perm_sink(p, perm_take, NULL), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_plan_perm_sink(p, index_take, NULL), PSI_E_INVALID_ARG);
     psi_plan_free(p);
     ts_dataset_free(&d);
     ts_keyset_free(&k);
