@@ -510,46 +510,6 @@ static int recv_header(net_op *op, int *type, uint64_t *len)
     }
 }
 
-/* Fills buf with the payload: first what the receive buffer holds, then
- * straight from the socket.  Returns: 0 or an error code. */
-static int recv_payload(net_op *op, uint8_t **bufp, size_t *cap, psi_net_progress_fn fn,
-                        void *arg)
-{
-    psi_net_conn *c = op->c;
-    size_t n = c->rx_len < op->total ? c->rx_len : (size_t)op->total;
-
-    memcpy(*bufp, c->rx, n);
-    rx_consume(c, n);
-    op->done = n;
-    while (op->done < op->total) {
-        uint64_t left = op->total - op->done;
-        size_t got, want = left < NET_CHUNK ? (size_t)left : NET_CHUNK;
-        short rev;
-        int rc;
-
-        // The buffer grows with the bytes that arrived, never to the
-        // length the header claims before they have.
-        if (op->done + want > *cap) {
-            size_t grow = *cap > op->total - *cap ? (size_t)op->total : 2 * *cap;
-            uint8_t *p = realloc(*bufp, grow);
-            if (p == NULL)
-                return psi_net_fail(c, PSI_NET_ENOMEM, "out of memory for a frame of %llu "
-                                    "bytes", (unsigned long long)op->total);
-            *bufp = p;
-            *cap = grow;
-        }
-        rc = op_wait(op, POLLIN, &rev);
-        if (rc == 0)
-            rc = op_read(op, *bufp + op->done, want, &got);
-        if (rc != 0)
-            return rc;
-        op->done += got;
-        op_progress(op, fn, arg, 0);
-    }
-    op_progress(op, fn, arg, 1);
-    return 0;
-}
-
 /* Receiving into a file: writes len bytes of buf to op->fd.  Returns: 0 or
  * PSI_NET_EFILE. */
 static int file_write(net_op *op, const uint8_t *buf, size_t len)
@@ -569,14 +529,20 @@ static int file_write(net_op *op, const uint8_t *buf, size_t len)
     return 0;
 }
 
-/* recv_payload into op->fd through the window: what the receive buffer
- * holds, then slices from the socket.  Returns: 0 or an error code. */
-static int recv_payload_fd(net_op *op, psi_net_progress_fn fn, void *arg)
+/* Receives the payload: first what the receive buffer holds, then straight
+ * from the socket, into *bufp (grown as bytes arrive) or, when op->fd >= 0,
+ * through the window into the file.  Returns: 0 or an error code. */
+static int recv_payload(net_op *op, uint8_t **bufp, size_t *cap, psi_net_progress_fn fn,
+                        void *arg)
 {
     psi_net_conn *c = op->c;
     size_t n = c->rx_len < op->total ? c->rx_len : (size_t)op->total;
-    int rc = file_write(op, c->rx, n);
+    int rc = 0;
 
+    if (op->fd >= 0)
+        rc = file_write(op, c->rx, n);
+    else
+        memcpy(*bufp, c->rx, n);
     if (rc != 0)
         return rc;
     rx_consume(c, n);
@@ -584,13 +550,27 @@ static int recv_payload_fd(net_op *op, psi_net_progress_fn fn, void *arg)
     while (op->done < op->total) {
         uint64_t left = op->total - op->done;
         size_t got, want = left < NET_CHUNK ? (size_t)left : NET_CHUNK;
+        uint8_t *dst = op->win;
         short rev;
 
+        // The buffer grows with the bytes that arrived, never to the
+        // length the header claims before they have.
+        if (op->fd < 0 && op->done + want > *cap) {
+            size_t grow = *cap > op->total - *cap ? (size_t)op->total : 2 * *cap;
+            uint8_t *p = realloc(*bufp, grow);
+            if (p == NULL)
+                return psi_net_fail(c, PSI_NET_ENOMEM, "out of memory for a frame of %llu "
+                                    "bytes", (unsigned long long)op->total);
+            *bufp = p;
+            *cap = grow;
+        }
+        if (op->fd < 0)
+            dst = *bufp + op->done;
         rc = op_wait(op, POLLIN, &rev);
         if (rc == 0)
-            rc = op_read(op, op->win, want, &got);
-        if (rc == 0)
-            rc = file_write(op, op->win, got);
+            rc = op_read(op, dst, want, &got);
+        if (rc == 0 && op->fd >= 0)
+            rc = file_write(op, dst, got);
         if (rc != 0)
             return rc;
         op->done += got;
@@ -641,7 +621,7 @@ int psi_net_recv_fd(psi_net_conn *c, int expect, uint64_t max_len, int fd, uint6
     op.fd = fd;
     if ((op.win = malloc(NET_CHUNK)) == NULL)
         return psi_net_fail(c, PSI_NET_ENOMEM, "out of memory for receiving a frame");
-    rc = recv_payload_fd(&op, progress, progress_arg);
+    rc = recv_payload(&op, NULL, NULL, progress, progress_arg);
     free(op.win);
     if (rc == 0)
         *len = plen;
