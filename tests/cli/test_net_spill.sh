@@ -43,9 +43,13 @@ round() {
     local sargs=()
     while [ "$1" != -- ]; do sargs+=("$1"); shift; done
     shift
-    start_server "$tmp/$name.srv" --input "$tmp/server.txt" --reveal "${sargs[@]}" || return
+    # The same keys in every round: a GCS or Bloom false positive is then
+    # the same in memory and past the budget, not a difference.
+    start_server "$tmp/$name.srv" --input "$tmp/server.txt" --reveal \
+        --key-file "$tmp/server.key" "${sargs[@]}" || return
     "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --column value \
-        --input "$tmp/client.csv" --output "$tmp/out/$name.txt" "$@" 2>"$tmp/$name.cli"
+        --input "$tmp/client.csv" --output "$tmp/out/$name.txt" \
+        --key-file "$tmp/client.key" "$@" 2>"$tmp/$name.cli"
     rc=$?
     wait_pid "$spid"
 }
