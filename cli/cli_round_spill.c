@@ -133,14 +133,17 @@ int psi_cli_round_spill_perm(psi_cli_round_spill *r, int to, uint64_t n)
 {
     psi_app_offline *s = &r->off;
     FILE *in = fopen(r->path[PSI_CLI_MSG_PERM], "rb");
-    static uint8_t rbuf[65536], wbuf[65536];
+    uint8_t *rbuf = malloc(65536), *wbuf = malloc(65536);
     size_t got, wlen = 0;
     uint64_t v = 0, rows = 0;
     int digits = 0, rc = -1;
 
-    if (in == NULL)
-        return psi_app_offline_fail(s, "the permutation: cannot open: %s", strerror(errno));
-    while ((got = fread(rbuf, 1, sizeof rbuf, in)) > 0) {
+    if (in == NULL || rbuf == NULL || wbuf == NULL) {
+        psi_app_offline_fail(s, "the permutation: %s%s", in == NULL ? "cannot open: " : "", in == NULL ? strerror(errno)
+                                                                   : "out of memory");
+        goto done;
+    }
+    while ((got = fread(rbuf, 1, 65536, in)) > 0) {
         for (size_t i = 0; i < got; i++) {
             uint8_t c = rbuf[i];
             if (c >= '0' && c <= '9' && v <= (UINT64_MAX - 9) / 10) {
@@ -169,7 +172,10 @@ int psi_cli_round_spill_perm(psi_cli_round_spill *r, int to, uint64_t n)
     }
     rc = 0;
 done:
-    fclose(in);
+    if (in != NULL)
+        fclose(in);
+    free(rbuf);
+    free(wbuf);
     return rc;
 }
 
