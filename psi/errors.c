@@ -45,7 +45,7 @@ static const char *const messages[] = {
     [33] = "message of another suite: its suite header (or the lack of one) names another "
            "suite than this engine's",
     [34] = "invalid point: not a canonical ristretto255 encoding of a group element",
-    [35] = "the output could not be written (the caller's sink refused it)",
+    [35] = "the output could not be written or the input read (the caller's sink or reader failed)",
     [36] = "setup mismatch: this setup is not one an honest server of the agreed parameters "
            "and number of values would send",
 };

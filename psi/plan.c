@@ -185,11 +185,15 @@ static int begin_client(psi_plan *p, const psi_engine *e, const psi_op_args *a)
     if (a->op != PSI_OP_INTERSECTION_SIZE && psi_engine_role(e) == PSI_ROLE_CLIENT &&
         !p->reveal)
         return PSI_E_REVEAL_DISABLED;
-    PSI_CHECK_ARG(a->setup != NULL || a->setup_len == 0);
+    PSI_CHECK_ARG(a->setup != NULL || a->setup_len == 0 || a->setup_read != NULL);
+    PSI_CHECK_ARG(a->setup == NULL || a->setup_read == NULL);
     PSI_CHECK_ARG(a->message != NULL || a->message_len == 0 || a->external);
     if (psi_engine_role(e) != PSI_ROLE_CLIENT)
         return PSI_E_WRONG_ROLE;
-    int rc = psi_setup_parse(&p->setup, p->suite, a->setup, a->setup_len);
+    int rc = a->setup_read != NULL
+                 ? psi_setup_parse_read(&p->setup, p->suite, a->setup_read, a->setup_read_arg,
+                                        a->setup_len, UINT64_MAX)
+                 : psi_setup_parse(&p->setup, p->suite, a->setup, a->setup_len);
     if (rc != PSI_OK)
         return rc;
     if (a->external) {
@@ -230,7 +234,9 @@ static int args_valid(const psi_op_args *a)
     for (size_t i = 0; i < sizeof a->reserved; i++)
         if (a->reserved[i] != 0)
             return 0;
-    return a->op >= PSI_OP_SETUP && a->op <= PSI_OP_STEP && (a->external == 0 || a->external == 1);
+    int client = a->op >= PSI_OP_INTERSECTION && a->op <= PSI_OP_ASSOCIATION;
+    return a->op >= PSI_OP_SETUP && a->op <= PSI_OP_STEP && (a->external == 0 || a->external == 1) &&
+           (client || (a->setup_read == NULL && a->setup_read_arg == NULL));
 }
 
 int psi_plan_begin_checked(psi_plan **out, const psi_engine *e, const psi_op_args *a,

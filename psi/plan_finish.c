@@ -436,6 +436,7 @@ static int slices_outcome(psi_plan *p)
  * each setup element matches at most one client element. */
 typedef struct raw_match {
     const psi_setup *setup;
+    psi_raw_cursor cur; /* the setup's elements, in order */
     size_t b;           /* next setup element */
     size_t m, cap;      /* matches, output capacity */
     size_t *indices;    /* may be NULL */
@@ -460,10 +461,15 @@ static int emit_raw_match(void *arg, const uint8_t *elem, size_t index)
 {
     raw_match *r = arg;
     const psi_setup *s = r->setup;
-    int c = 1;
-    while (r->b < s->raw_count &&
-           (c = memcmp(s->raw + r->b * PSI_ELEMENT_BYTES, elem, PSI_ELEMENT_BYTES)) < 0)
+    const uint8_t *at;
+    int c = 1, rc;
+    while (r->b < s->raw_count) {
+        if ((rc = psi_raw_cursor_at(&r->cur, r->b, &at)) != PSI_OK)
+            return rc;
+        if ((c = memcmp(at, elem, PSI_ELEMENT_BYTES)) >= 0)
+            break;
         r->b++;
+    }
     if (r->b >= s->raw_count || c != 0)
         return PSI_OK;
     if (r->sink != NULL) {
@@ -546,7 +552,7 @@ static int finish_client(psi_plan *p, psi_op_output *o)
     if (p->op == PSI_OP_ASSOCIATION)
         PSI_CHECK_ARG(o->pairs != NULL || cap == 0);
     if (p->kind == PSI_STEP_UNMASK_SORT) {
-        raw_match r = {p->setup, 0, 0, p->op == PSI_OP_INTERSECTION_SIZE ? 0 : cap,
+        raw_match r = {p->setup, {0}, 0, 0, p->op == PSI_OP_INTERSECTION_SIZE ? 0 : cap,
                        p->op == PSI_OP_INTERSECTION ? o->indices : NULL,
                        p->op == PSI_OP_ASSOCIATION ? o->pairs : NULL,
                        p->match_sink, p->match_sink_arg, NULL, 0};
@@ -556,9 +562,12 @@ static int finish_client(psi_plan *p, psi_op_output *o)
             if ((r.piece = psi_calloc(PSI_PLAN_TICK, sizeof *r.piece)) == NULL)
                 return PSI_E_NOMEM;
         }
-        int rc = plan_walk(p, emit_raw_match, &r);
+        int rc = psi_raw_cursor_init(&r.cur, p->setup);
+        if (rc == PSI_OK)
+            rc = plan_walk(p, emit_raw_match, &r);
         if (rc == PSI_OK && r.sink != NULL)
             rc = match_flush(r.sink, r.sink_arg, r.piece, &r.in_piece);
+        psi_raw_cursor_free(&r.cur);
         psi_free(r.piece);
         if (rc == PSI_OK && r.sink != NULL) {
             o->count = r.m;

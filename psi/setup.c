@@ -21,9 +21,13 @@ static int raw_walk(const psi_setup *s, size_t *idx_out, psi_pair *pair_out, siz
     for (size_t i = 0; i < n; i++)
         items[i] = (psi_keyed){elements + i * PSI_ELEMENT_BYTES, i};
     psi_keyed_sort(items, n);
+    psi_raw_cursor cur;
+    const uint8_t *elem;
     size_t a = 0, b = 0, m = 0;
-    while (a < n && b < s->raw_count) {
-        int c = memcmp(items[a].bytes, s->raw + b * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);
+    int rc = psi_raw_cursor_init(&cur, s);
+    while (rc == PSI_OK && a < n && b < s->raw_count &&
+           (rc = psi_raw_cursor_at(&cur, b, &elem)) == PSI_OK) {
+        int c = memcmp(items[a].bytes, elem, PSI_ELEMENT_BYTES);
         if (c < 0) {
             a++;
         } else if (c > 0) {
@@ -36,9 +40,10 @@ static int raw_walk(const psi_setup *s, size_t *idx_out, psi_pair *pair_out, siz
             m++, a++, b++;
         }
     }
+    psi_raw_cursor_free(&cur);
     psi_free(items);
-    *count = m;
-    return PSI_OK;
+    *count = rc == PSI_OK ? m : 0;
+    return rc;
 }
 
 /* Checks the common arguments of the match calls.  The output needs no

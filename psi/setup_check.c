@@ -182,16 +182,14 @@ static int check_gcs(const psi_setup *s, const psi_setup_params *p, uint64_t n_s
     return PSI_OK;
 }
 
-int psi_setup_check(int suite, const psi_setup_params *p, uint64_t n_server,
-                    const uint8_t *msg, size_t len)
+/* The parameters first: a client with impossible ones learns that
+ * before anything of the server's is read. */
+static int check_params(int suite, const psi_setup_params *p)
 {
-    PSI_CHECK_ARG(p != NULL && (msg != NULL || len == 0));
     psi_detail_clear();
     if (!psi_suite_known(suite))
         return PSI_E_SUITE;
     int rc;
-    // The parameters first: a client with impossible ones learns that
-    // before anything of the server's is read.
     switch (p->structure) {
     case PSI_STRUCTURE_RAW:
         break;
@@ -213,16 +211,22 @@ int psi_setup_check(int suite, const psi_setup_params *p, uint64_t n_server,
     default:
         return psi_fail_at(PSI_E_STRUCTURE, "params.structure", -1, -1);
     }
-    // Past 2^63 values every size overflows: no larger count changes a
-    // bound, and first_where needs room for hi + 1.
-    if (n_server > (uint64_t)INT64_MAX)
-        n_server = (uint64_t)INT64_MAX;
-    psi_setup *s = NULL;
-    rc = psi_setup_parse_bounded(&s, suite, msg, len,
-                                 p->structure == PSI_STRUCTURE_GCS ? n_server : UINT64_MAX);
-    if (rc != PSI_OK)
-        return rc;
+    return PSI_OK;
+}
+
+/* Past 2^63 values every size overflows: no larger count changes a
+ * bound, and first_where needs room for hi + 1. */
+static uint64_t clamp_server(uint64_t n_server)
+{
+    return n_server > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : n_server;
+}
+
+/* The checks of a parsed setup `s` of `len` bytes, which it frees. */
+static int check_parsed(psi_setup *s, const psi_setup_params *p, uint64_t n_server,
+                        uint64_t len)
+{
     size_t canonical;
+    int rc;
     if (s->structure != p->structure) {
         rc = mismatch("ServerSetup");
     } else if ((rc = psi_setup_canonical_len(&canonical, s)) != PSI_OK || canonical != len) {
@@ -239,4 +243,34 @@ int psi_setup_check(int suite, const psi_setup_params *p, uint64_t n_server,
     }
     psi_setup_free(s);
     return rc;
+}
+
+int psi_setup_check(int suite, const psi_setup_params *p, uint64_t n_server,
+                    const uint8_t *msg, size_t len)
+{
+    PSI_CHECK_ARG(p != NULL && (msg != NULL || len == 0));
+    int rc = check_params(suite, p);
+    if (rc != PSI_OK)
+        return rc;
+    n_server = clamp_server(n_server);
+    psi_setup *s = NULL;
+    rc = psi_setup_parse_bounded(&s, suite, msg, len,
+                                 p->structure == PSI_STRUCTURE_GCS ? n_server : UINT64_MAX);
+    return rc != PSI_OK ? rc : check_parsed(s, p, n_server, len);
+}
+
+int psi_setup_check_read(int suite, const psi_setup_params *p, uint64_t n_server,
+                         psi_read_fn fn, void *arg, uint64_t len, uint64_t max_held)
+{
+    PSI_CHECK_ARG(p != NULL && fn != NULL);
+    int rc = check_params(suite, p);
+    if (rc != PSI_OK)
+        return rc;
+    n_server = clamp_server(n_server);
+    psi_setup *s = NULL;
+    rc = psi_setup_parse_read_bounded(&s, suite, fn, arg, len, max_held,
+                                      p->structure == PSI_STRUCTURE_GCS ? n_server
+                                                                        : UINT64_MAX,
+                                      PSI_WIRE_WINDOW);
+    return rc != PSI_OK ? rc : check_parsed(s, p, n_server, len);
 }

@@ -22,9 +22,9 @@ static int64_t as_int64(uint64_t v)
     return v <= INT64_MAX ? (int64_t)v : (int64_t)(v - 0x8000000000000000u) - INT64_MAX - 1;
 }
 
-/* Field names for error details, by oneof member. */
-static const char *const member_names[] = {"ServerSetup", "ServerSetup.raw",
-                                           "ServerSetup.gcs", "ServerSetup.bloom_filter"};
+const char *const psi_setup_member_names[4] = {"ServerSetup", "ServerSetup.raw",
+                                               "ServerSetup.gcs", "ServerSetup.bloom_filter"};
+#define member_names psi_setup_member_names
 
 /* Finds the one oneof member.  protobuf itself would merge repeats and let
  * a later member replace an earlier one; PROTOCOL.md refuses both, since a
@@ -51,7 +51,7 @@ static int find_member(psi_field *member, const uint8_t *msg, size_t skip, size_
     return PSI_OK;
 }
 
-#define RAW_ELEMENTS_NAME "ServerSetup.raw.encrypted_elements"
+#define RAW_ELEMENTS_NAME PSI_RAW_ELEMENTS_NAME
 
 /* Walks RawInfo: counts its elements into *n, and copies them to dst
  * unless dst is NULL (the counting pass validates every field).  msg is

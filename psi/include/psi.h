@@ -140,7 +140,8 @@ typedef enum psi_error {
     PSI_E_POINT_ENCODING = -34,    /* not a canonical ristretto255 encoding
                                       of a group element (§16.3) */
     PSI_E_IO = -35,                /* the caller's sink refused the output
-                                      (psi_op_output.sink) */
+                                      (psi_op_output.sink), or its reader
+                                      failed (psi_read_fn) */
     PSI_E_SETUP_MISMATCH = -36     /* a well-formed ServerSetup that no honest
                                       server of the agreed parameters and
                                       count sends (psi_setup_check) */
@@ -606,6 +607,12 @@ typedef enum psi_step_kind {
  *  progress callback. */
 #define PSI_PLAN_TICK 4096
 
+/** Reads `len` bytes at `offset` of a message held outside memory (a file,
+ *  through pread).  Returns: 0 when all len bytes were read, else non-zero
+ *  (the call reading then returns PSI_E_IO).  Called from the thread of
+ *  that call, so a setup matched from several threads calls it from each. */
+typedef int (*psi_read_fn)(void *arg, uint64_t offset, uint8_t *buf, size_t len);
+
 /** What to run.  Unused fields must be zero. */
 typedef struct psi_op_args {
     psi_op op;
@@ -617,7 +624,7 @@ typedef struct psi_op_args {
                                   n_values * PSI_ELEMENT_BYTES bytes */
     size_t message_len;
     const uint8_t *setup;      /* client ops: the ServerSetup */
-    size_t setup_len;
+    size_t setup_len;          /* its bytes (also with setup_read) */
     psi_setup_params params;   /* SETUP */
     psi_step_kind step;        /* STEP */
     size_t slices;             /* slices to cut; 0 means 1 */
@@ -636,7 +643,13 @@ typedef struct psi_op_args {
                                   PSI_PLAN_TICK elements (so a caller can
                                   send keepalives) */
     void *progress_arg;
-    unsigned char reserved[32];
+    psi_read_fn setup_read;    /* client ops, may be NULL: with setup NULL,
+                                  the ServerSetup of setup_len bytes is read
+                                  through this, as psi_setup_parse_read
+                                  reads it (a raw setup in windows, never
+                                  whole), until the plan is freed */
+    void *setup_read_arg;
+    unsigned char reserved[32 - sizeof(psi_read_fn) - sizeof(void *)];
 } psi_op_args;
 
 /** Where a message is written in pieces (psi_op_output.sink): len bytes,
@@ -842,6 +855,31 @@ PSI_API int psi_setup_parse(psi_setup **out, int suite, const uint8_t *msg, size
  *  PSI_E_INVALID_ARG.  Thread-safety: reentrant. */
 PSI_API int psi_setup_check(int suite, const psi_setup_params *p, uint64_t n_server,
                             const uint8_t *msg, size_t len);
+
+/** psi_setup_parse of a ServerSetup of `len` bytes read through `fn` (a
+ *  file), with the same codes and details.  A raw setup is read in windows
+ *  of a fixed size: its elements are checked as they pass and not kept,
+ *  and every match against the setup reads them again through fn, in
+ *  order, so the setup holds a window whatever its size (PROTOCOL.md
+ *  §20).  A GCS or Bloom setup is held as psi_setup_parse holds it, so its
+ *  message is read whole, unless it is longer than max_held bytes: then it
+ *  is refused before it is read (PSI_E_MSG_TOO_LARGE, detail field
+ *  "ServerSetup.gcs" or "ServerSetup.bloom_filter"; UINT64_MAX: no limit).
+ *  The setup borrows fn and arg until it is freed, and the bytes must not
+ *  change: a match that finds a raw setup's records changed returns
+ *  PSI_E_IO.  Returns: as psi_setup_parse, and PSI_E_IO (fn failed).
+ *  Thread-safety: the setup is read-only; each match reads through fn from
+ *  its own thread with its own window. */
+PSI_API int psi_setup_parse_read(psi_setup **out, int suite, psi_read_fn fn, void *arg,
+                                 uint64_t len, uint64_t max_held);
+
+/** psi_setup_check of a ServerSetup of `len` bytes read through fn as
+ *  psi_setup_parse_read reads it (a raw setup in windows; a GCS or Bloom
+ *  setup longer than max_held refused before it is read).  Returns: as
+ *  psi_setup_check, and PSI_E_IO, PSI_E_MSG_TOO_LARGE as
+ *  psi_setup_parse_read. */
+PSI_API int psi_setup_check_read(int suite, const psi_setup_params *p, uint64_t n_server,
+                                 psi_read_fn fn, void *arg, uint64_t len, uint64_t max_held);
 
 /** Frees a setup.  NULL is a no-op. */
 PSI_API void psi_setup_free(psi_setup *s);
