@@ -410,42 +410,73 @@ int psi_app_offline_input(psi_app_offline *s)
     return 0;
 }
 
-int psi_app_offline_read_msg(psi_app_offline *s, const char *path, const char *what,
-                             uint8_t **buf, size_t *len)
+int psi_app_offline_open_msg(psi_app_offline *s, const char *path, const char *what,
+                             psi_app_msg_file *f)
 {
     struct stat st;
-    size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-    *buf = NULL;
-    *len = 0;
-    if (fd < 0)
+    memset(f, 0, sizeof *f);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (f->fd < 0)
         return psi_app_offline_fail(s, "%s %s: cannot open: %s", what, path, strerror(errno));
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
+    if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        psi_app_msg_close(f);
         return psi_app_offline_fail(s, "%s %s: not a regular file", what, path);
     }
-    if ((uintmax_t)st.st_size > SIZE_MAX - 1 ||
-        (*buf = psi_app_alloc((size_t)st.st_size, 1)) == NULL) {
-        close(fd);
-        return psi_app_offline_fail(s, "%s %s: out of memory for %lld bytes", what, path,
-                                    (long long)st.st_size);
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
+    f->len = (uint64_t)st.st_size;
+    return 0;
+}
+
+int psi_app_msg_read(void *arg, uint64_t offset, uint8_t *buf, size_t len)
+{
+    psi_app_msg_file *f = arg;
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t r = pread(f->fd, buf + got, len - got, (off_t)(offset + got));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            close(fd);
-            free(*buf);
-            *buf = NULL;
-            return psi_app_offline_fail(s, "%s %s: cannot read: %s", what, path,
-                                        r < 0 ? strerror(errno) : "it shrank");
+            if (f->err[0] == '\0')
+                snprintf(f->err, sizeof f->err, "%s: cannot read: %s", f->path,
+                         r < 0 ? strerror(errno) : "it shrank");
+            return 1;
         }
         got += (size_t)r;
     }
-    close(fd);
-    *len = got;
+    return 0;
+}
+
+void psi_app_msg_close(psi_app_msg_file *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+}
+
+int psi_app_offline_read_msg(psi_app_offline *s, const char *path, const char *what,
+                             uint8_t **buf, size_t *len)
+{
+    psi_app_msg_file f;
+
+    *buf = NULL;
+    *len = 0;
+    if (psi_app_offline_open_msg(s, path, what, &f) != 0)
+        return -1;
+    if (f.len > SIZE_MAX - 1 || (*buf = psi_app_alloc((size_t)f.len, 1)) == NULL) {
+        psi_app_msg_close(&f);
+        return psi_app_offline_fail(s, "%s %s: out of memory for %llu bytes", what, path,
+                                    (unsigned long long)f.len);
+    }
+    if (psi_app_msg_read(&f, 0, *buf, (size_t)f.len) != 0) {
+        psi_app_msg_close(&f);
+        free(*buf);
+        *buf = NULL;
+        return psi_app_offline_fail(s, "%s %s", what, f.err);
+    }
+    psi_app_msg_close(&f);
+    *len = (size_t)f.len;
     return 0;
 }
 

@@ -90,6 +90,27 @@ int psi_app_offline_input(psi_app_offline *s);
 int psi_app_offline_read_msg(psi_app_offline *s, const char *path, const char *what,
                              uint8_t **buf, size_t *len);
 
+/** A message file read in pieces (psi_read_fn): a ServerSetup the library
+ *  reads in windows instead of whole (psi_setup_parse_read, PROTOCOL.md
+ *  §20).  The first failed read leaves its message in err. */
+typedef struct psi_app_msg_file {
+    int fd;
+    uint64_t len;
+    char path[4096];
+    char err[4200];
+} psi_app_msg_file;
+
+/** Opens the regular file `path` for psi_app_msg_read.  Returns: 0 or -1
+ *  (reported, as psi_app_offline_read_msg reports it). */
+int psi_app_offline_open_msg(psi_app_offline *s, const char *path, const char *what,
+                             psi_app_msg_file *f);
+
+/** The psi_read_fn of a psi_app_msg_file (arg): pread, all or nothing. */
+int psi_app_msg_read(void *arg, uint64_t offset, uint8_t *buf, size_t len);
+
+/** Closes f (fd -1 is a no-op). */
+void psi_app_msg_close(psi_app_msg_file *f);
+
 /** Builds s->g from the key with `role` and `reveal`, on --shards and
  *  --threads, with progress (freeing the shards of an earlier step).
  *  Returns: 0 or -1 (reported). */

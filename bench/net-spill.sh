@@ -5,10 +5,8 @@
 # at several sizes with --memory BUDGET on both sides, and the same round
 # in memory at one size, in one run.
 #
-# The client holds the server's setup whole, in a quarter of its budget
-# (PROTOCOL.md §20): where the raw setup (35 bytes a value) does not fit
-# a quarter of BUDGET, the client is given four times the setup's size
-# instead, and its row says so.  The server's budget is BUDGET throughout.
+# Both sides get BUDGET at every size: the client reads the server's raw
+# setup from its file through a window as it matches (PROTOCOL.md §20).
 #
 # Usage: bench/net-spill.sh [--build DIR] [--sizes "1000000 4000000 16000000"]
 #                           [--memory 256M] [--inmem 4000000] [--dir SCRATCH]
@@ -31,7 +29,6 @@ psi=$build/cli/shardpsi
 [ -x "$psi" ] || { echo "net-spill: no $psi (ninja -C $build)" >&2; exit 2; }
 here=$(dirname "$0")
 [ -n "$dir" ] && export TMPDIR=$dir
-budget=$(numfmt --from=iec "${memory%B}")
 rows=()
 
 # row N SERVER_MEMORY CLIENT_MEMORY: one round; appends its table row.
@@ -54,9 +51,6 @@ row() {
 echo "| values a side | server --memory | client --memory | round | values/s | server peak | client peak |"
 echo "|---|---|---|---|---|---|---|"
 for n in $sizes; do
-    setup=$((n * 35 + 64))
-    cm=$memory
-    [ $((setup * 4)) -gt "$budget" ] && cm=$(((setup * 4 + 1048575) / 1048576))M
-    row "$n" "$memory" "$cm"
+    row "$n" "$memory" "$memory"
 done
 row "$inmem" "" ""

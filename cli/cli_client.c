@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli_commands.h"
 #include "app_input.h"
@@ -103,8 +104,8 @@ void psi_cli_client_usage(FILE *out)
         "  --memory BYTES       memory budget (K, M, G: 256M; default a quarter of the\n"
         "                       machine's memory): an input file larger than a quarter\n"
         "                       of it is streamed through sorted runs on disk, with the\n"
-        "                       same result; the server's setup must fit a quarter\n"
-        "                       (PROTOCOL.md §20)\n"
+        "                       same result; a raw setup is matched from a file, a\n"
+        "                       GCS or Bloom setup must fit a quarter (PROTOCOL.md §20)\n"
         "  --temp-dir DIR       where the runs and messages go (default $TMPDIR, else\n"
         "                       the output's directory); they have no name\n"
         "  --timeout S          give up when the server sends nothing for S seconds\n"
@@ -469,14 +470,14 @@ static int client_spill_start(client_ctx *s, uint64_t n)
     char dir[1024];
 
     if (r == NULL) {
-        psi_app_error("client: out of memory");
+        snprintf(s->err, sizeof s->err, "out of memory");
         return -1;
     }
     s->spill = r;
     if (s->o->mode == CLIENT_ASSOCIATION) {
-        psi_app_error("client: --association holds the server's permutation and the pairs "
-                      "in memory, and the input %s is larger than --memory allows: give a "
-                      "larger --memory (PROTOCOL.md §20)", s->o->net.input);
+        snprintf(s->err, sizeof s->err, "--association holds the server's permutation and "
+                 "the pairs in memory, and the input %s is larger than --memory allows: give "
+                 "a larger --memory (PROTOCOL.md §20)", s->o->net.input);
         return -1;
     }
     // The files go where the output goes, unless --temp-dir or $TMPDIR say.
@@ -485,7 +486,7 @@ static int client_spill_start(client_ctx *s, uint64_t n)
     else
         snprintf(dir, sizeof dir, "%.*s", slash == out ? 1 : (int)(slash - out), out);
     if (psi_cli_round_spill_init(r, &s->o->net, s->key, "shardpsi client", dir) != 0) {
-        psi_app_error("client: %s", r->off.err);
+        snprintf(s->err, sizeof s->err, "%s", r->off.err);
         return -1;
     }
     r->off.o.mode = s->o->mode == CLIENT_COUNT ? PSI_APP_OFFLINE_COUNT
@@ -523,19 +524,9 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
     int suite = s->o->net.suite, rc;
 
     psi_app_budget_init(&b, o->o.memory != 0 ? o->o.memory : psi_app_memory_default());
-    // A raw setup's size is known from the handshake: one past the
-    // client's share is refused before any work.
     psi_net_session_params(&p, &s->accept);
     if ((rc = psi_setup_bound(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK)
         return client_fail_psi(s, "the server's setup parameters", rc);
-    if (s->accept.structure == PSI_STRUCTURE_RAW && setup_cap > b.bytes / 4) {
-        snprintf(s->err, sizeof s->err, "the server's raw setup of %zu bytes (%" PRIu64
-                 " values) does not fit --memory %" PRIu64 ": matching holds the setup "
-                 "whole, in at most a quarter of the budget: raise --memory to at least %"
-                 PRIu64 " (PROTOCOL.md §20)", setup_cap, s->accept.n, b.bytes,
-                 4 * (uint64_t)setup_cap);
-        return client_fail(s, 1, s->err);
-    }
     if (psi_cli_round_spill_file(r, PSI_CLI_MSG_REQUEST, "the request's temporary file") != 0 ||
         psi_cli_round_spill_file(r, PSI_CLI_MSG_SETUP, "the server's setup") != 0 ||
         psi_cli_round_spill_file(r, PSI_CLI_MSG_RESPONSE, "the server's response") != 0)
@@ -553,20 +544,25 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
                                   r->fd[PSI_CLI_MSG_SETUP], &len, "receiving the setup");
     if (rc != 0)
         return client_fail_net(s, rc);
-    // Matching holds the setup whole, in a quarter of the budget (§20).
-    if (len > b.bytes / 4) {
-        snprintf(s->err, sizeof s->err, "the server's setup of %" PRIu64 " bytes does not fit "
-                 "--memory %" PRIu64 ": matching holds the setup whole, in at most a quarter "
-                 "of the budget: raise --memory to at least %" PRIu64 " (PROTOCOL.md §20)",
-                 len, b.bytes, 4 * len);
+    // Checked from its file: a raw setup in windows, never whole; a GCS or
+    // Bloom setup, which matching holds, in a quarter of the budget (§20).
+    psi_app_msg_file f;
+    psi_error_detail d;
+    if (psi_app_offline_open_msg(o, r->path[PSI_CLI_MSG_SETUP], "the setup", &f) != 0)
+        return client_fail(s, 1, o->err);
+    rc = psi_setup_check_read(suite, &p, s->accept.n, psi_app_msg_read, &f, len, b.bytes / 4);
+    psi_error_detail_get(&d);
+    psi_app_msg_close(&f);
+    if (rc == PSI_E_MSG_TOO_LARGE && d.field != NULL && d.offset < 0 &&
+        strcmp(d.field, "ServerSetup.raw") != 0) {
+        snprintf(s->err, sizeof s->err, "the server's %s setup of %" PRIu64 " bytes does not "
+                 "fit --memory %" PRIu64 ": matching holds it whole, in at most a quarter of "
+                 "the budget: raise --memory to at least %" PRIu64 " (PROTOCOL.md §20)",
+                 psi_app_structure_name(s->accept.structure), len, b.bytes, 4 * len);
         return client_fail(s, 1, s->err);
     }
-    if (psi_app_offline_read_msg(o, r->path[PSI_CLI_MSG_SETUP], "the setup", &s->setup,
-                                 &s->setup_len) != 0)
-        return client_fail(s, 1, o->err);
-    rc = psi_setup_check(suite, &p, s->accept.n, s->setup, s->setup_len);
-    free(s->setup);
-    s->setup = NULL;
+    if (rc == PSI_E_IO)
+        return client_fail(s, 1, f.err);
     if (rc != PSI_OK)
         return client_fail_psi(s, "the server's setup is not one of the agreed parameters",
                                rc);
@@ -586,6 +582,41 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
     return 0;
 }
 
+/* A client whose own input fits but whose server's raw setup (its size
+ * known from the handshake) is past a quarter of the budget: the round
+ * goes through the steps, which read the setup in windows from its file
+ * (§20), when the input is a file they can read again.  From stdin, and
+ * for --association (which holds the pairs), the setup is held.
+ * Returns: 0, or -1 after a message. */
+static int client_spill_late(client_ctx *s)
+{
+    const char *in = s->o->net.input;
+    int suite = s->o->net.suite;
+    psi_app_budget b;
+    psi_setup_params p;
+    struct stat st;
+    size_t cap = 0, n = s->in.n;
+
+    if (s->accept.structure != PSI_STRUCTURE_RAW || s->o->mode == CLIENT_ASSOCIATION ||
+        in == NULL || strcmp(in, "-") == 0 || stat(in, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    psi_app_budget_init(&b, s->o->net.memory != 0 ? s->o->net.memory
+                                                   : psi_app_memory_default());
+    psi_net_session_params(&p, &s->accept);
+    if (psi_setup_bound(&cap, suite, &p, (size_t)s->accept.n) != PSI_OK || cap <= b.bytes / 4)
+        return 0;
+    // The steps read the input themselves: what this side holds goes.
+    psi_app_input_free(&s->in);
+    psi_shards_free(s->g);
+    s->g = NULL;
+    if (client_spill_start(s, n) != 0)
+        return client_fail(s, 1, s->err);
+    psi_app_progress_note(&s->prog, "the server's raw setup of %zu bytes is past a quarter of "
+                          "--memory %" PRIu64 ": it is matched from a temporary file, in "
+                          "windows", cap, b.bytes);
+    return 0;
+}
+
 /* The round after the input and output are open. */
 static int client_round(client_ctx *s)
 {
@@ -593,7 +624,7 @@ static int client_round(client_ctx *s)
     double t0 = psi_app_now_ms();
     int rc;
 
-    if (client_handshake(s) != 0)
+    if (client_handshake(s) != 0 || (s->spill == NULL && client_spill_late(s) != 0))
         return -1;
     if (s->spill != NULL ? client_spill_exchange(s, &count) != 0
                          : client_exchange(s) != 0 || client_result(s, &count) != 0)
@@ -637,8 +668,12 @@ int psi_cli_cmd_client(int argc, char **argv)
         rc = PSI_APP_EXIT_USAGE;
     } else if (past) {
         // The round's key is the steps' own.
-        if (client_key(&s) != 0 || client_spill_start(&s, n) != 0)
+        if (client_key(&s) != 0) {
             rc = PSI_APP_EXIT_USAGE;
+        } else if (client_spill_start(&s, n) != 0) {
+            psi_app_error("client: %s", s.err);
+            rc = PSI_APP_EXIT_USAGE;
+        }
     } else if (psi_app_input_read(&s.in, o.net.input, o.net.column, o.net.lines, s.err,
                                   sizeof s.err) != PSI_APP_INPUT_OK) {
         psi_app_error("client: %s", s.err);

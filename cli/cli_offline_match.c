@@ -6,10 +6,10 @@
  * time into sorted runs on disk, the library's finish merges the runs
  * against the setup (psi_plan_match_sink), the matched indices are put in
  * input order through runs of their own (app_index_runs.h), and the input
- * is read a second time to write them, or the rows they name.  The setup
- * itself is held whole (parsed: 33 bytes a server value for raw, 8 for GCS,
- * the bit array for Bloom) and is refused up front past a quarter of the
- * budget.
+ * is read a second time to write them, or the rows they name.  A raw
+ * setup is read in windows as it is checked and matched, never whole; a
+ * GCS or Bloom setup is held (8 bytes a server value, the bit array) and
+ * refused up front past a quarter of the budget.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -223,46 +223,54 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     const psi_app_budget *b = psi_cli_spill_budget(x);
     psi_cli_spill_fault f = {"Response.encrypted_elements", PSI_OK, {0, NULL, -1, -1}};
     psi_app_index_runs idx;
+    psi_app_msg_file setup = {.fd = -1};
     psi_setup *parsed = NULL;
-    uint8_t *setup = NULL;
-    size_t setup_len = 0;
+    psi_error_detail d;
     uint64_t n = 0;
     int rc = PSI_APP_EXIT_USAGE, prc, reveal = 0;
     const char *what = s->o.mode == PSI_APP_OFFLINE_COUNT ? "cannot count the intersection"
                                                           : "cannot compute the intersection";
     char files[512];
-    struct stat st;
 
     psi_app_index_runs_init(&idx, psi_cli_spill_dir(x), b->read_bytes);
     match_files(s, files, sizeof files);
     if (strcmp(s->o.input, "-") == 0) {
-        psi_app_offline_fail(s, "match reads its input twice when the response does not fit "
-                             "--memory %" PRIu64 ": give the input as a file, not -, or a "
-                             "larger --memory", b->bytes);
+        psi_app_offline_fail(s, "match reads its input twice when the response or the setup "
+                             "does not fit --memory %" PRIu64 ": give the input as a file, "
+                             "not -, or a larger --memory", b->bytes);
         goto done;
     }
     if (psi_cli_offline_count(s, &n) != 0)
         goto done;
-    // The setup is held whole (§20): refused up front past its share.
-    if (stat(s->o.setup, &st) == 0 && S_ISREG(st.st_mode) &&
-        (uint64_t)st.st_size > b->bytes / 4) {
-        psi_app_offline_fail(s, "setup %s (%lld bytes) does not fit --memory %" PRIu64 ": "
-                             "match holds the setup whole, in at most a quarter of the "
-                             "budget: raise --memory to at least %" PRIu64 " (PROTOCOL.md "
-                             "§20)", s->o.setup, (long long)st.st_size, b->bytes,
-                             (uint64_t)st.st_size * 4);
-        rc = PSI_APP_EXIT_FAIL;
-        goto done;
-    }
-    if (psi_app_offline_read_msg(s, s->o.setup, "setup", &setup, &setup_len) != 0 ||
+    if (psi_app_offline_open_msg(s, s->o.setup, "setup", &setup) != 0 ||
         psi_app_offline_open(s, &s->out, s->o.output) != 0)
         goto done;
     rc = PSI_APP_EXIT_FAIL;
     if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
         goto done;
     // The setup's errors come first, as the whole call's; its structure
-    // says whether the unmasked chunks are sorted (raw) or not.
-    if ((prc = psi_setup_parse(&parsed, s->o.suite, setup, setup_len)) != PSI_OK) {
+    // says whether the unmasked chunks are sorted (raw) or not.  A raw
+    // setup is read in windows; GCS and Bloom are held whole (§20), so
+    // one past a quarter of the budget is refused before it is read.
+    prc = psi_setup_parse_read(&parsed, s->o.suite, psi_app_msg_read, &setup, setup.len,
+                               b->bytes / 4);
+    psi_error_detail_get(&d);
+    if (prc == PSI_E_MSG_TOO_LARGE && d.field != NULL && d.offset < 0 &&
+        (strcmp(d.field, "ServerSetup.gcs") == 0 ||
+         strcmp(d.field, "ServerSetup.bloom_filter") == 0)) {
+        psi_app_offline_fail(s, "setup %s (%" PRIu64 " bytes) does not fit --memory %" PRIu64
+                             ": match holds a %s setup whole, in at most a quarter of the "
+                             "budget: raise --memory to at least %" PRIu64 " (PROTOCOL.md "
+                             "§20)", s->o.setup, setup.len, b->bytes,
+                             strcmp(d.field, "ServerSetup.gcs") == 0 ? "gcs" : "bloom",
+                             setup.len * 4);
+        goto done;
+    }
+    if (prc == PSI_E_IO) {
+        psi_app_offline_fail(s, "setup %s", setup.err);
+        goto done;
+    }
+    if (prc != PSI_OK) {
         psi_app_offline_fail_psi(s, what, files, prc);
         goto done;
     }
@@ -285,8 +293,6 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     psi_op_args a;
     memset(&a, 0, sizeof a);
     a.op = s->o.mode == PSI_APP_OFFLINE_COUNT ? PSI_OP_INTERSECTION_SIZE : PSI_OP_INTERSECTION;
-    a.setup = setup;
-    a.setup_len = setup_len;
     if (psi_cli_spill_match(x, &a, &setup, s->o.mode == PSI_APP_OFFLINE_COUNT ? NULL : &idx,
                             count, what, files) != 0)
         goto done;
@@ -300,7 +306,7 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     rc = PSI_APP_EXIT_OK;
 done:
     psi_setup_free(parsed);
-    free(setup);
+    psi_app_msg_close(&setup);
     psi_app_index_runs_close(&idx);
     return rc;
 }
@@ -317,13 +323,16 @@ int psi_cli_offline_match(psi_app_offline *s)
         psi_cli_spill_init(&x, s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
         goto done;
     // A response of more elements than a chunk holds (or an input larger
-    // than one) is read in pieces; a response that is not a regular file
-    // is named by the whole reader.
+    // than one, or a setup larger than a quarter of the budget) is read in
+    // pieces; a response that is not a regular file is named by the whole
+    // reader.
+    const psi_app_budget *b = psi_cli_spill_budget(x);
     spilled = stat(s->o.response, &st) == 0 && S_ISREG(st.st_mode) &&
-              (psi_message_element_bound(s->o.suite, (size_t)st.st_size) >
-                   psi_cli_spill_budget(x)->chunk_values ||
+              (psi_message_element_bound(s->o.suite, (size_t)st.st_size) > b->chunk_values ||
                (stat(s->o.input, &in_st) == 0 && S_ISREG(in_st.st_mode) &&
-                (uint64_t)in_st.st_size > psi_cli_spill_budget(x)->block_bytes));
+                (uint64_t)in_st.st_size > b->block_bytes) ||
+               (stat(s->o.setup, &in_st) == 0 && S_ISREG(in_st.st_mode) &&
+                (uint64_t)in_st.st_size > b->bytes / 4));
     if (spilled) {
         rc = match_spill(s, x, (uint64_t)st.st_size, &count, &n);
     } else {

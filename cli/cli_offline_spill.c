@@ -275,6 +275,9 @@ static int spill_plan(spill *x, psi_op_args *a, uint64_t memory, psi_plan **plan
     a->slices = x->sp.n_runs;
     a->slice_counts = *counts;
     prc = psi_plan_begin(plan, x->plan_engine, a);
+    if (prc == PSI_E_IO && a->setup_read == psi_app_msg_read)
+        return psi_app_offline_fail(s, "setup %s",
+                                    ((psi_app_msg_file *)a->setup_read_arg)->err);
     if (prc == PSI_OK)
         prc = psi_plan_source(*plan, psi_app_spill_source, &x->sp);
     if (prc != PSI_OK)
@@ -283,11 +286,12 @@ static int spill_plan(spill *x, psi_op_args *a, uint64_t memory, psi_plan **plan
 }
 
 /* Finishes the plan into o with progress, reporting a failure: the runs'
- * file, else the sink that refused (`sink_err`, NULL: the output), else the
- * library.  `sink_err` is read after the finish, so a sink may fill it as it
- * fails.  Returns: 0 or -1. */
-static int spill_plan_finish(spill *x, psi_plan *plan, psi_op_output *o, const char *sink_err,
-                             const char *what, const char *file)
+ * file, else the setup that could not be read (`read_err`), else the sink
+ * that refused (`sink_err`, NULL: the output), else the library.  The
+ * messages are read after the finish, so a reader or sink may fill them
+ * as it fails.  Returns: 0 or -1. */
+static int spill_plan_finish(spill *x, psi_plan *plan, psi_op_output *o, const char *read_err,
+                             const char *sink_err, const char *what, const char *file)
 {
     psi_app_offline *s = x->s;
     char step[96];
@@ -300,8 +304,12 @@ static int spill_plan_finish(spill *x, psi_plan *plan, psi_op_output *o, const c
     psi_app_progress_end(&s->prog);
     if (prc == PSI_E_IO && x->sp.err[0] != '\0')
         return psi_app_offline_fail(s, "%s", x->sp.err);
+    if (prc == PSI_E_IO && read_err != NULL && read_err[0] != '\0')
+        return psi_app_offline_fail(s, "setup %s", read_err);
     if (prc == PSI_E_IO && sink_err != NULL && sink_err[0] != '\0')
         return psi_app_offline_fail(s, "%s", sink_err);
+    if (prc == PSI_E_IO && read_err != NULL) // a match writes no output of its own
+        return psi_app_offline_fail(s, "%s: the setup changed while it was read", file);
     if (prc == PSI_E_IO)
         return psi_app_offline_fail(s, "%s: cannot write", s->o.output);
     if (prc != PSI_OK)
@@ -347,7 +355,7 @@ int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
     memset(&o, 0, sizeof o);
     o.sink = psi_app_output_sink;
     o.sink_arg = x->s->out.f;
-    rc = spill_plan_finish(x, plan, &o, pw.err, what, file);
+    rc = spill_plan_finish(x, plan, &o, NULL, pw.err, what, file);
     if (rc == 0)
         *len = o.len;
 done:
@@ -356,7 +364,7 @@ done:
     return rc;
 }
 
-int psi_cli_spill_match(spill *x, psi_op_args *a, uint8_t **setup,
+int psi_cli_spill_match(spill *x, psi_op_args *a, psi_app_msg_file *setup,
                         psi_app_index_runs *idx, size_t *count, const char *what,
                         const char *file)
 {
@@ -366,16 +374,19 @@ int psi_cli_spill_match(spill *x, psi_op_args *a, uint8_t **setup,
     int rc = -1;
 
     *count = 0;
+    a->setup = NULL;
+    a->setup_len = (size_t)setup->len;
+    a->setup_read = psi_app_msg_read;
+    a->setup_read_arg = setup;
     if (spill_plan(x, a, x->b.read_bytes, &plan, &counts, what, file) != 0)
         goto done;
-    free(*setup); // parsed into the plan
-    *setup = NULL;
     if (idx != NULL && psi_plan_match_sink(plan, psi_app_index_runs_add, idx) != PSI_OK) {
         psi_app_offline_fail(x->s, "cannot stream the intersection");
         goto done;
     }
     memset(&o, 0, sizeof o);
-    rc = spill_plan_finish(x, plan, &o, idx != NULL ? idx->file.err : NULL, what, file);
+    rc = spill_plan_finish(x, plan, &o, setup->err, idx != NULL ? idx->file.err : NULL, what,
+                           file);
     if (rc == 0)
         *count = o.count;
 done:

@@ -65,12 +65,12 @@ void psi_cli_spill_report(psi_app_offline *s, const psi_cli_spill_fault *f, cons
 int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
                          const char *what, const char *file);
 
-/** Finishes a client operation a->op (INTERSECTION or INTERSECTION_SIZE,
- *  with a->setup and a->setup_len set) over the runs: *setup (malloc'd, the
- *  setup's bytes) is freed once the plan has parsed it; the matched indices
- *  go to idx (NULL for a count).  Returns: 0 or -1 (reported).  Out:
- *  *count, the intersection's size. */
-int psi_cli_spill_match(spill *x, psi_op_args *a, uint8_t **setup,
+/** Finishes a client operation a->op (INTERSECTION or INTERSECTION_SIZE)
+ *  over the runs against the setup read from `setup` in windows (a raw
+ *  setup is never held whole, §20); the matched indices go to idx (NULL
+ *  for a count).  Returns: 0 or -1 (reported).  Out: *count, the
+ *  intersection's size. */
+int psi_cli_spill_match(spill *x, psi_op_args *a, psi_app_msg_file *setup,
                         psi_app_index_runs *idx, size_t *count, const char *what,
                         const char *file);
 

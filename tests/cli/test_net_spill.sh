@@ -4,7 +4,8 @@
 # gives byte for byte the output of the same round in memory, for each
 # setup structure and output mode, the association table included; and the
 # refusals and faults of a spilled round: --association on a spilled
-# client, a setup larger than the client's share of the budget, an
+# client, a Bloom setup larger than the client's share of the budget (a
+# raw one is read in windows, also by a client whose own set fits), an
 # unusable temporary directory, an input changed under a running server.
 # No round leaves a file in its temporary directory or beside its output.
 #
@@ -114,15 +115,45 @@ expect_rc "--association past the budget" 2 "$?" "$tmp/assoc.log"
 expect_fixed "--association past the budget" "give a larger --memory" "$tmp/assoc.log"
 expect_no_output "--association past the budget" "$tmp/out/x.txt"
 
-# A setup larger than a quarter of the client's budget: refused with the
-# budget it needs, the server told.
-round setup-big -- --memory 512K
-expect_rc "a setup past the client's share" 1 "$rc" "$tmp/setup-big.cli"
-expect_fixed "a setup past the client's share" "raise --memory to at least 840016" \
-    "$tmp/setup-big.cli"
-expect_fixed "a setup past the client's share: the server told" "raise --memory" \
-    "$tmp/setup-big.srv"
-expect_no_output "a setup past the client's share" "$tmp/out/setup-big.txt"
+# A raw setup larger than a quarter of the client's budget (210 kB at
+# 512K) is read in windows from its file: the same rows.  A Bloom setup is
+# held whole: one past the quarter is refused with the budget it needs,
+# the server told.
+round setup-big -- --memory 512K --temp-dir "$tmp/spill-cli"
+expect_rc "a raw setup past the client's share" 0 "$rc" "$tmp/setup-big.cli" &&
+    expect_same "a raw setup past the client's share" "$tmp/out/setup-big.txt" \
+        "$tmp/out/mem-rawrows.txt"
+round bloom-big --structure bloom --fpr 1e-9 -- --memory 128K --temp-dir "$tmp/spill-cli"
+expect_rc "a Bloom setup past the client's share" 1 "$rc" "$tmp/bloom-big.cli"
+expect_fixed "a Bloom setup past the client's share" \
+    "the server's bloom setup of 69871 bytes does not fit --memory 131072" "$tmp/bloom-big.cli"
+expect_fixed "a Bloom setup past the client's share: the size needed" \
+    "raise --memory to at least 279484" "$tmp/bloom-big.cli"
+expect_fixed "a Bloom setup past the client's share: the server told" "raise --memory" \
+    "$tmp/bloom-big.srv"
+expect_no_output "a Bloom setup past the client's share" "$tmp/out/bloom-big.txt"
+
+# A client whose own 300 rows fit its budget but whose server's raw setup
+# (210 kB) is past a quarter of it: it learns the size at the handshake and
+# runs the round through the steps, the setup read in windows.
+head -301 "$tmp/client.csv" >"$tmp/client-small.csv"
+for how in mem late; do
+    cmem=()
+    [ $how = late ] && cmem=(--memory 512K --temp-dir "$tmp/spill-cli")
+    start_server "$tmp/small-$how.srv" --input "$tmp/server.txt" --reveal || continue
+    "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --column value \
+        --input "$tmp/client-small.csv" --output "$tmp/out/small-$how.txt" "${cmem[@]}" \
+        2>"$tmp/small-$how.cli"
+    expect_rc "a small client, big raw setup ($how)" 0 "$?" "$tmp/small-$how.cli"
+    wait_pid "$spid"
+done
+expect_same "a small client, big raw setup: the same rows" "$tmp/out/small-late.txt" \
+    "$tmp/out/small-mem.txt"
+expect_fixed "a small client, big raw setup: matched in windows" \
+    "it is matched from a temporary file, in windows" "$tmp/small-late.cli"
+checks=$((checks + 1))
+left=$(find "$tmp/spill-cli" -mindepth 1)
+[ -z "$left" ] || fail "a small client, big raw setup: files left: $left"
 
 # A temporary directory that does not exist: both sides say which.
 round no-dir -- --memory "$budget" --temp-dir "$tmp/nowhere"
