@@ -38,6 +38,9 @@ struct psi_setup {
 extern const char *const psi_setup_member_names[4];
 #define PSI_RAW_ELEMENTS_NAME "ServerSetup.raw.encrypted_elements"
 
+/* An empty setup of `suite` (its element length set), or NULL. */
+psi_setup *psi_setup_new(int suite);
+
 /* psi_setup_parse, with a GCS stream of more than max_gcs_values
  * distinct values refused (PSI_E_SETUP_MISMATCH) before its values are
  * allocated; psi_setup_parse passes UINT64_MAX. */

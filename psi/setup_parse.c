@@ -203,6 +203,16 @@ static int parse_bloom(psi_setup *s, const uint8_t *msg, const uint8_t *data, si
     return PSI_OK;
 }
 
+psi_setup *psi_setup_new(int suite)
+{
+    psi_setup *s = psi_calloc(1, sizeof *s);
+    if (s != NULL) {
+        s->suite = (psi_suite)suite;
+        s->elen = psi_suite_element_bytes(suite);
+    }
+    return s;
+}
+
 int psi_setup_parse(psi_setup **out, int suite, const uint8_t *msg, size_t len)
 {
     return psi_setup_parse_bounded(out, suite, msg, len, UINT64_MAX);
@@ -223,13 +233,10 @@ int psi_setup_parse_bounded(psi_setup **out, int suite, const uint8_t *msg, size
         msg = psi_msg_empty;
     PSI_TRY(psi_msg_header(&skip, suite, msg, len, "ServerSetup"));
     PSI_TRY(find_member(&member, msg, skip, len));
-    s = psi_calloc(1, sizeof *s);
-    if (s == NULL) {
+    if ((s = psi_setup_new(suite)) == NULL) {
         rc = PSI_E_NOMEM;
         goto done;
     }
-    s->suite = (psi_suite)suite;
-    s->elen = psi_suite_element_bytes(suite);
     if (member.number == SETUP_RAW) {
         s->structure = PSI_STRUCTURE_RAW;
         PSI_TRY(parse_raw(s, msg, member.data, member.len));

@@ -212,13 +212,10 @@ int psi_setup_parse_read_bounded(psi_setup **out, int suite, psi_read_fn fn, voi
                               member.number);
         goto done;
     }
-    s = psi_calloc(1, sizeof *s);
-    if (s == NULL) {
+    if ((s = psi_setup_new(suite)) == NULL) {
         rc = PSI_E_NOMEM;
         goto done;
     }
-    s->suite = (psi_suite)suite;
-    s->elen = psi_suite_element_bytes(suite);
     s->structure = PSI_STRUCTURE_RAW;
     s->read = fn;
     s->read_arg = arg;
