@@ -410,22 +410,35 @@ int psi_app_offline_input(psi_app_offline *s)
     return 0;
 }
 
-int psi_app_offline_open_msg(psi_app_offline *s, const char *path, const char *what,
-                             psi_app_msg_file *f)
+int psi_app_msg_open(psi_app_msg_file *f, const char *path, const char *what, char *err,
+                     size_t err_len)
 {
     struct stat st;
 
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
     f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0)
-        return psi_app_offline_fail(s, "%s %s: cannot open: %s", what, path, strerror(errno));
+    if (f->fd < 0) {
+        snprintf(err, err_len, "%s %s: cannot open: %s", what, path, strerror(errno));
+        return -1;
+    }
     if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         psi_app_msg_close(f);
-        return psi_app_offline_fail(s, "%s %s: not a regular file", what, path);
+        snprintf(err, err_len, "%s %s: not a regular file", what, path);
+        return -1;
     }
     f->len = (uint64_t)st.st_size;
     return 0;
+}
+
+int psi_app_offline_open_msg(psi_app_offline *s, const char *path, const char *what,
+                             psi_app_msg_file *f)
+{
+    char err[sizeof s->err];
+
+    if (psi_app_msg_open(f, path, what, err, sizeof err) == 0)
+        return 0;
+    return psi_app_offline_fail(s, "%s", err);
 }
 
 int psi_app_msg_read(void *arg, uint64_t offset, uint8_t *buf, size_t len)

@@ -100,8 +100,13 @@ typedef struct psi_app_msg_file {
     char err[4200];
 } psi_app_msg_file;
 
-/** Opens the regular file `path` for psi_app_msg_read.  Returns: 0 or -1
- *  (reported, as psi_app_offline_read_msg reports it). */
+/** Opens the regular file `path` for psi_app_msg_read.  Returns: 0, or -1
+ *  with "WHAT PATH: cannot open: ..." (or "not a regular file") in err. */
+int psi_app_msg_open(psi_app_msg_file *f, const char *path, const char *what, char *err,
+                     size_t err_len);
+
+/** psi_app_msg_open, reported as psi_app_offline_read_msg reports it.
+ *  Returns: 0 or -1. */
 int psi_app_offline_open_msg(psi_app_offline *s, const char *path, const char *what,
                              psi_app_msg_file *f);
 

@@ -10,8 +10,9 @@
 #             request (reveal off: the runs are sorted and merged)
 #   match     the client's rows of the intersection from that response,
 #             against a raw setup of --match-server values (default
-#             1,000,000; match holds its setup whole, in a quarter of the
-#             budget), made once with the server's key
+#             1,000,000; match reads a raw setup through a window, so its
+#             size does not count against the budget), made once with the
+#             server's key
 # and the same steps at --inmem values with a budget that holds them
 # (in memory), then checks that both ways wrote the same bytes at that size.
 # --steps picks which (default: all four).  Prints a table: size, step,

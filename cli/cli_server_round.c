@@ -195,17 +195,46 @@ static int round_response(server_round *r)
     return rc != PSI_OK ? round_fail_psi(r, "the client's request is invalid", rc) : 0;
 }
 
-/* Sends the setup, the response and the association table's permutation. */
-static int round_send(server_round *r)
+/* Sends the setup: a prebuilt raw setup from its file, never held whole
+ * (§20), a spilled round's from its file, else from memory. */
+static int round_send_setup(server_round *r)
 {
     psi_cli_server *s = r->s;
     const uint8_t *setup = s->prebuilt ? s->pre.bytes : r->setup;
     size_t setup_len = s->prebuilt ? s->pre.pb.len : r->setup_len;
-    const size_t *perm = s->prebuilt ? s->pre.perm : r->perm;
+    int fd = s->prebuilt ? s->pre.file.fd : r->sp != NULL ? r->sp->fd[PSI_CLI_MSG_SETUP] : -1;
+
+    if (!s->prebuilt && r->sp != NULL)
+        setup_len = (size_t)psi_cli_round_spill_size(r->sp, PSI_CLI_MSG_SETUP);
+    if (setup == NULL && fd >= 0)
+        return psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_SETUP, fd, setup_len,
+                                        "sending the setup");
+    return psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_SETUP, setup, setup_len,
+                                 "sending the setup");
+}
+
+/* Sends the association table's permutation, n entries held in memory, as
+ * 8-byte big-endian entries.  Returns: 0 or -1 (told). */
+static int round_send_perm(server_round *r, const size_t *perm)
+{
     size_t n = (size_t)r->self.n;
-    uint8_t *buf;
-    int rc = psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_SETUP, setup, setup_len,
-                                   "sending the setup");
+    uint8_t *buf = n <= SIZE_MAX / 8 ? psi_app_alloc(n, 8) : NULL;
+    int rc;
+
+    if (buf == NULL)
+        return round_fail(r, 1, "out of memory for the association table");
+    for (size_t i = 0; i < n; i++)
+        psi_app_store_be(buf + 8 * i, perm[i], 8);
+    rc = psi_net_send(r->c, PSI_NET_FRAME_PERM, buf, 8 * n, NULL, NULL);
+    free(buf);
+    return rc != 0 ? round_fail_net(r, rc) : 0;
+}
+
+/* Sends the setup, the response and the association table's permutation. */
+static int round_send(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    int rc = round_send_setup(r);
 
     if (rc == 0)
         rc = psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_RESPONSE, r->resp,
@@ -214,13 +243,7 @@ static int round_send(server_round *r)
         return round_fail_net(r, rc);
     if (!r->self.association)
         return 0;
-    if ((buf = n <= SIZE_MAX / 8 ? psi_app_alloc(n, 8) : NULL) == NULL)
-        return round_fail(r, 1, "out of memory for the association table");
-    for (size_t i = 0; i < n; i++)
-        psi_app_store_be(buf + 8 * i, perm[i], 8);
-    rc = psi_net_send(r->c, PSI_NET_FRAME_PERM, buf, 8 * n, NULL, NULL);
-    free(buf);
-    return rc != 0 ? round_fail_net(r, rc) : 0;
+    return round_send_perm(r, s->prebuilt ? s->pre.perm : r->perm);
 }
 
 /* Runs offline step `step` of a spilled round.  Returns: 0 or -1 (failed,
@@ -301,10 +324,7 @@ static int round_spill_send(server_round *r)
 {
     psi_cli_server *s = r->s;
     psi_cli_round_spill *sp = r->sp;
-    int rc = psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_SETUP,
-                                      sp->fd[PSI_CLI_MSG_SETUP],
-                                      psi_cli_round_spill_size(sp, PSI_CLI_MSG_SETUP),
-                                      "sending the setup");
+    int rc = round_send_setup(r);
 
     if (rc == 0)
         rc = psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_RESPONSE,
@@ -315,6 +335,8 @@ static int round_spill_send(server_round *r)
         return round_fail_net(r, rc);
     if (!r->self.association)
         return 0;
+    if (s->prebuilt) // --setup's permutation, read at start
+        return round_send_perm(r, s->pre.perm);
     // The request's file is done with: it takes the PERM frame's payload.
     if (ftruncate(sp->fd[PSI_CLI_MSG_REQUEST], 0) != 0 ||
         fseek(sp->off.file[PSI_CLI_MSG_REQUEST], 0, SEEK_SET) != 0 ||
@@ -336,11 +358,11 @@ static int round_spill_run(server_round *r)
     if (psi_cli_round_spill_init(r->sp, &s->o->net, s->key, "shardpsi server", "/var/tmp") != 0)
         return round_fail(r, 1, r->sp->off.err);
     rc = 0;
-    if (r->self.structure == PSI_STRUCTURE_RAW)
+    if (r->self.structure == PSI_STRUCTURE_RAW && !s->prebuilt)
         rc = round_spill_setup(r);
     if (rc == 0)
         rc = round_spill_response(r);
-    if (rc == 0 && r->self.structure != PSI_STRUCTURE_RAW)
+    if (rc == 0 && r->self.structure != PSI_STRUCTURE_RAW && !s->prebuilt)
         rc = round_spill_setup(r);
     if (rc == 0)
         rc = round_spill_send(r);
@@ -349,8 +371,9 @@ static int round_spill_run(server_round *r)
 
 /* Whether this round runs past the budget: the server's input does, or
  * the client's announced count would not fit it in memory (its request
- * and response, 35 bytes a value each, and their elements), and the input
- * is a file the steps can read again. */
+ * and response, 35 bytes a value each, and their elements) and the input
+ * is a file the steps can read again, or the setup is prebuilt (only the
+ * response is then made, by its step). */
 static int round_spills(const server_round *r)
 {
     const psi_cli_server *s = r->s;
@@ -359,9 +382,10 @@ static int round_spills(const server_round *r)
 
     if (s->spilled)
         return 1;
-    return !s->prebuilt && r->hello.n > budget / PSI_CLI_ROUND_PER_VALUE &&
-           strcmp(s->o->net.input, "-") != 0 && stat(s->o->net.input, &st) == 0 &&
-           S_ISREG(st.st_mode);
+    if (r->hello.n <= budget / PSI_CLI_ROUND_PER_VALUE)
+        return 0;
+    return s->prebuilt || (strcmp(s->o->net.input, "-") != 0 &&
+                           stat(s->o->net.input, &st) == 0 && S_ISREG(st.st_mode));
 }
 
 /* The round after TLS.  Returns: 0 or -1 (r->err). */

@@ -1,7 +1,9 @@
 /*
  * `shardpsi server --setup` (PROTOCOL.md §15.5): the options, and the setup file
  * built beforehand by `shardpsi setup` (or shardpsi-mpi setup) with its permutation
- * file, read and checked against the options before the server listens.
+ * file, checked against the options before the server listens: a raw setup
+ * through a window of the file, which stays open and is sent from with
+ * pread (never held whole), a GCS or Bloom setup read whole.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,52 +83,62 @@ int psi_cli_server_setup_check_opts(const psi_cli_server_setup_opts *so,
     return 0;
 }
 
-/* Reads the whole regular file `path` (`what` names it in messages).
- * Returns: 0, or -1 with a message in l->err.  Out: *buf (malloc'd, at
- * least 1 byte), *len. */
+/* Reads the open file f whole (`what` names it in messages).  Returns: 0,
+ * or -1 with a message in l->err.  Out: *buf (malloc'd, at least 1 byte),
+ * *len. */
+static int setup_read_whole(setup_load *l, psi_app_msg_file *f, const char *what,
+                            uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    if (f->len > SIZE_MAX - 1 || (*buf = psi_app_alloc((size_t)f->len, 1)) == NULL) {
+        snprintf(l->err, l->err_len, "%s %s: out of memory for %llu bytes", what, f->path,
+                 (unsigned long long)f->len);
+        return -1;
+    }
+    if (psi_app_msg_read(f, 0, *buf, (size_t)f->len) != 0) {
+        snprintf(l->err, l->err_len, "%s %s", what, f->err);
+        free(*buf);
+        *buf = NULL;
+        return -1;
+    }
+    *len = (size_t)f->len;
+    return 0;
+}
+
+/* Reads the whole regular file `path`, as setup_read_whole. */
 static int setup_read_file(setup_load *l, const char *path, const char *what,
                            uint8_t **buf, size_t *len)
 {
-    struct stat st;
-    size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    psi_app_msg_file f;
+    int rc = -1;
 
     *buf = NULL;
     *len = 0;
-    if (fd < 0) {
-        snprintf(l->err, l->err_len, "%s %s: cannot open: %s", what, path,
-                 strerror(errno));
-        return -1;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(l->err, l->err_len, "%s %s: not a regular file", what, path);
-        close(fd);
-        return -1;
-    }
-    if ((uintmax_t)st.st_size > SIZE_MAX - 1 ||
-        (*buf = psi_app_alloc((size_t)st.st_size, 1)) == NULL) {
-        snprintf(l->err, l->err_len, "%s %s: out of memory for %lld bytes", what, path,
-                 (long long)st.st_size);
-        close(fd);
-        return -1;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            snprintf(l->err, l->err_len, "%s %s: cannot read: %s", what, path,
-                     r < 0 ? strerror(errno) : "it shrank");
-            close(fd);
-            free(*buf);
-            *buf = NULL;
-            return -1;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *len = got;
-    return 0;
+    if (psi_app_msg_open(&f, path, what, l->err, l->err_len) == 0)
+        rc = setup_read_whole(l, &f, what, buf, len);
+    psi_app_msg_close(&f);
+    return rc;
+}
+
+/* Parses the setup file as a ServerSetup of `suite`: a raw setup through
+ * a window of the open file (never whole, PROTOCOL.md §20), a GCS or Bloom
+ * setup read whole into ss->bytes (the server sends it from memory).
+ * Returns: a psi code. */
+static int setup_parse_file(setup_load *l, psi_setup **ps, int suite)
+{
+    psi_cli_server_setup *ss = l->ss;
+    psi_error_detail d;
+    int rc = psi_setup_parse_read(ps, suite, psi_app_msg_read, &ss->file, ss->file.len, 0);
+
+    psi_error_detail_get(&d);
+    if (rc != PSI_E_MSG_TOO_LARGE || d.field == NULL || d.offset >= 0 ||
+        strcmp(d.field, "ServerSetup.raw") == 0)
+        return rc;
+    if (ss->bytes == NULL && setup_read_whole(l, &ss->file, "setup file", &ss->bytes,
+                                              &ss->pb.len) != 0)
+        return PSI_E_IO;
+    return psi_setup_parse(ps, suite, ss->bytes, ss->pb.len);
 }
 
 /* Checks the setup file's bytes as a ServerSetup of the run's suite and
@@ -139,12 +151,17 @@ static int setup_parse(setup_load *l)
     int suite = l->net->suite;
     psi_setup *ps = NULL;
     char detail[PSI_ERROR_MESSAGE_BYTES];
-    int rc = psi_setup_parse(&ps, suite, ss->bytes, ss->pb.len);
+    int rc = setup_parse_file(l, &ps, suite);
 
+    if (rc == PSI_E_IO) {
+        if (ss->file.err[0] != '\0')
+            snprintf(l->err, l->err_len, "setup file %s", ss->file.err);
+        return -1;
+    }
     if (rc == PSI_E_SUITE_MISMATCH) {
         // Name the file's suite when it is one this build knows.
         for (int t = 0; psi_suite_name(t) != NULL; t++) {
-            if (t != suite && psi_setup_parse(&ps, t, ss->bytes, ss->pb.len) == PSI_OK) {
+            if (t != suite && setup_parse_file(l, &ps, t) == PSI_OK) {
                 psi_setup_free(ps);
                 snprintf(l->err, l->err_len, "setup file %s is a setup of suite %s, "
                          "and the key file and this run are of suite %s: serve it with "
@@ -163,6 +180,7 @@ static int setup_parse(setup_load *l)
         return -1;
     }
     ss->pb.structure = (int)psi_setup_structure(ps);
+    ss->pb.len = (size_t)ss->file.len;
     ss->n = psi_setup_raw_count(ps);
     psi_setup_free(ps);
     return 0;
@@ -229,7 +247,8 @@ static int setup_check_raw(setup_load *l, const psi_net_handshake *self)
     h.setup_clients = 1;
     psi_net_session_params(&p, &h);
     ss->pb.n = ss->n;
-    if (psi_setup_check(self->suite, &p, ss->n, ss->bytes, ss->pb.len) != PSI_OK) {
+    if (psi_setup_check_read(self->suite, &p, ss->n, psi_app_msg_read, &ss->file, ss->pb.len,
+                             0) != PSI_OK) {
         snprintf(l->err, l->err_len, "setup file %s holds more than the raw setup "
                  "of its %zu elements (not made by shardpsi setup?)", path, ss->n);
         return -1;
@@ -282,7 +301,8 @@ int psi_cli_server_setup_load(psi_cli_server_setup *ss, const psi_cli_server_set
     psi_net_handshake self;
 
     memset(ss, 0, sizeof *ss);
-    if (setup_read_file(&l, so->setup, "setup file", &ss->bytes, &ss->pb.len) != 0 ||
+    ss->file.fd = -1;
+    if (psi_app_msg_open(&ss->file, so->setup, "setup file", err, err_len) != 0 ||
         setup_parse(&l) != 0)
         return -1;
     ss->pb.num_client = so->num_client;
@@ -303,6 +323,7 @@ int psi_cli_server_setup_load(psi_cli_server_setup *ss, const psi_cli_server_set
 
 void psi_cli_server_setup_free(psi_cli_server_setup *ss)
 {
+    psi_app_msg_close(&ss->file);
     free(ss->bytes);
     free(ss->perm);
     ss->bytes = NULL;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cli_round.h"
+#include "app_offline.h"
 
 /** The options of --setup. */
 typedef struct psi_cli_server_setup_opts {
@@ -21,7 +22,8 @@ typedef struct psi_cli_server_setup_opts {
 
 /** A loaded setup file. */
 typedef struct psi_cli_server_setup {
-    uint8_t *bytes;        // the file's bytes (pb.len of them)
+    psi_app_msg_file file; // the setup file, open: a raw setup is sent from it
+    uint8_t *bytes;        // gcs, bloom: the file's bytes (pb.len of them); raw: NULL
     psi_net_prebuilt pb;   // its structure, length and client count
     size_t n;              // raw: its elements (the server's values)
     size_t *perm;          // --permutation, n entries

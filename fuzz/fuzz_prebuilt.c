@@ -3,8 +3,9 @@
  * 0 picks the suite (bits 0-1), the --structure given (bits 2-3: none,
  * raw, gcs, bloom) and the --fpr (bits 4-5); byte 1 --num-client-inputs
  * (0: not given); the rest is the file, served from a memfd.
- * Contracts: a raw file the loader accepts is the canonical setup of its
- * elements, so psi_setup_check with its element count passes; a gcs or
+ * Contracts: a raw file the loader accepts is kept open, not held, and is
+ * the canonical setup of its elements, so psi_setup_check with its element
+ * count passes (and psi_setup_check_read through the file agrees); a gcs or
  * Bloom file passes the check for any count at least the one it passes
  * for (monotone), and the check's codes are those psi.h documents. */
 #define _GNU_SOURCE
@@ -64,12 +65,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     psi_setup_params p = {(psi_structure)ss.pb.structure, net.fpr, (int64_t)so.num_client};
     if (ss.pb.structure == PSI_STRUCTURE_RAW) {
-        int rc = psi_setup_check(net.suite, &p, ss.n, ss.bytes, ss.pb.len);
-        if (rc != PSI_OK)
-            pre_fail("a raw file the loader accepts fails psi_setup_check", rc);
-        rc = psi_setup_check(net.suite, &p, (uint64_t)ss.n + 1, ss.bytes, ss.pb.len);
-        if (rc != PSI_E_SETUP_MISMATCH)
-            pre_fail("a raw setup passes for another count", rc);
+        // The loader keeps a raw file open, not its bytes: the check through
+        // the file and the check of the bytes held whole agree.
+        if (ss.bytes != NULL || ss.pb.len != size - 2)
+            pre_fail("a raw file held whole, or of another length", (int)ss.pb.len);
+        for (uint64_t k = 0; k < 2; k++) {
+            int rc = psi_setup_check(net.suite, &p, ss.n + k, data + 2, size - 2);
+            int rr = psi_setup_check_read(net.suite, &p, ss.n + k, psi_app_msg_read, &ss.file,
+                                          ss.pb.len, 0);
+            if (rc != rr)
+                pre_fail("psi_setup_check_read differs from psi_setup_check", rr);
+            if (k == 0 && rc != PSI_OK)
+                pre_fail("a raw file the loader accepts fails psi_setup_check", rc);
+            if (k == 1 && rc != PSI_E_SETUP_MISMATCH)
+                pre_fail("a raw setup passes for another count", rc);
+        }
     } else {
         uint64_t prev = 0;
         int passed = 0;

@@ -108,6 +108,36 @@ expect_fixed "a client past the server's budget: the round spilled" "runs on dis
 expect_grep "a client past the server's budget: its own set in memory" \
     "listening on .* with 6000 values" "$tmp/sp-client-big.srv"
 
+# A prebuilt raw setup (server --setup): sent from its file, and a client
+# whose request would not fit the server's 128K answered through the
+# response step; the same rows, and the same association table with the
+# setup's --permutation.
+"$psi" setup --key-file "$tmp/server.key" --input "$tmp/server.txt" --structure raw \
+    --permutation "$tmp/pre.perm" --output "$tmp/pre.setup" --no-progress 2>/dev/null
+for m in rows --association; do
+    popt=()
+    [ "$m" = --association ] && popt=(--reveal --association --permutation "$tmp/pre.perm")
+    [ "$m" = rows ] && popt=(--reveal)
+    start_server "$tmp/pre-$m.srv" --setup "$tmp/pre.setup" --key-file "$tmp/server.key" \
+        --memory "$sbudget" --temp-dir "$tmp/spill-srv" "${popt[@]}" || continue
+    copt=()
+    [ "$m" = --association ] && copt=(--association)
+    "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --column value \
+        --input "$tmp/client.csv" --output "$tmp/out/pre$m.txt" --key-file "$tmp/client.key" \
+        "${copt[@]}" 2>"$tmp/pre-$m.cli"
+    expect_rc "a prebuilt setup past the server's budget ($m)" 0 "$?" "$tmp/pre-$m.cli"
+    wait_pid "$spid"
+    want=mem-rawrows
+    [ "$m" = --association ] && want=mem-raw--association
+    expect_same "a prebuilt setup past the server's budget ($m)" "$tmp/out/pre$m.txt" \
+        "$tmp/out/$want.txt"
+    expect_fixed "a prebuilt setup ($m): the response spilled" "runs on disk" \
+        "$tmp/pre-$m.srv"
+done
+checks=$((checks + 1))
+left=$(find "$tmp/spill-srv" -mindepth 1)
+[ -z "$left" ] || fail "a prebuilt setup: files left: $left"
+
 # Refusals.  --association past the client's budget: before any connection.
 "$psi" client --no-tls --connect 127.0.0.1:9 --column value --input "$tmp/client.csv" \
     --output "$tmp/out/x.txt" --association --memory "$budget" 2>"$tmp/assoc.log"
