@@ -203,7 +203,8 @@ static uint8_t *splice(size_t *out_len, const uint8_t *m, size_t len, size_t at,
     uint8_t *o = malloc(len + ins_len + 1);
     assert_non_null(o);
     memcpy(o, m, at);
-    memcpy(o + at, ins, ins_len);
+    if (ins_len > 0) // no NULL to memcpy, even for 0 bytes
+        memcpy(o + at, ins, ins_len);
     memcpy(o + at + ins_len, m + at + cut, len - at - cut);
     *out_len = len - cut + ins_len;
     return o;
