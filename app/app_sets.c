@@ -8,10 +8,6 @@
 #include "app_sets.h"
 #include "app_util.h"
 
-// Every value is "user-" 16 hex digits "@example.org": distinct ids give
-// distinct strings of one length.
-#define DEMO_VALUE_LEN 34
-
 /* The splitmix64 finaliser.  It is a bijection on 64-bit words, so distinct
  * inputs give distinct ids. */
 static uint64_t demo_mix(uint64_t z)
@@ -21,60 +17,109 @@ static uint64_t demo_mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-static uint64_t demo_next(uint64_t *state)
-{
-    *state += UINT64_C(0x9e3779b97f4a7c15);
-    return demo_mix(*state);
-}
-
 size_t psi_app_demo_shared(const psi_app_demo_opts *o)
 {
     return (size_t)floor(o->overlap * (double)o->client_size + 0.5);
 }
 
-/* Writes value number `i` (distinct i, distinct values) into the arena. */
-static void demo_value(psi_value *v, char *arena, uint64_t key, size_t i)
+/* A keyed bijection of [0, n): four Feistel rounds on the smallest
+ * even-width power of two that holds n, walked until the result falls
+ * below n (at most 4 steps on average).  It draws without replacement and
+ * shuffles without a table, so the sets can be made value by value. */
+static void demo_perm_init(psi_app_demo_perm *p, uint64_t n, uint64_t key)
 {
-    char *p = arena + i * (DEMO_VALUE_LEN + 1);
+    unsigned bits = 2;
 
-    snprintf(p, DEMO_VALUE_LEN + 1, "user-%016" PRIx64 "@example.org",
-             demo_mix((uint64_t)i + key));
-    v->data = (const uint8_t *)p;
-    v->len = DEMO_VALUE_LEN;
+    while (bits < 62 && (UINT64_C(1) << bits) < n)
+        bits += 2;
+    p->n = n;
+    p->key = key;
+    p->half = bits / 2;
 }
 
-/* Client value j < k copies a distinct random server value (a partial
- * Fisher-Yates draw); the others are fresh; then the client set is
- * shuffled so shared values are spread out. */
-static int demo_fill(psi_app_demo_sets *s, size_t k, uint64_t seed)
+static uint64_t demo_perm_at(const psi_app_demo_perm *p, uint64_t x)
 {
-    uint64_t key = demo_mix(seed), state = seed;
-    size_t *pick = psi_app_alloc(s->n_server, sizeof *pick), i;
+    const uint64_t mask = (UINT64_C(1) << p->half) - 1;
 
-    if (pick == NULL)
-        return -1;
-    for (i = 0; i < s->n_server; i++) {
-        demo_value(&s->server[i], s->arena, key, i);
-        pick[i] = i;
-    }
-    for (i = 0; i < s->n_client; i++) {
-        if (i < k) {
-            size_t r = i + (size_t)(demo_next(&state) % (s->n_server - i));
-            size_t t = pick[i];
-            pick[i] = pick[r];
-            pick[r] = t;
-            s->client[i] = s->server[pick[i]];
-        } else {
-            demo_value(&s->client[i], s->arena, key, s->n_server + i - k);
+    do {
+        uint64_t l = x >> p->half, r = x & mask;
+        for (uint64_t round = 0; round < 4; round++) {
+            uint64_t t = l ^ (demo_mix(r ^ (p->key + round * UINT64_C(0x9e3779b97f4a7c15))) &
+                              mask);
+            l = r;
+            r = t;
         }
+        x = (l << p->half) | r;
+    } while (x >= p->n);
+    return x;
+}
+
+void psi_app_demo_gen_init(psi_app_demo_gen *g, const psi_app_demo_opts *o)
+{
+    g->key = demo_mix(o->seed);
+    g->n_server = o->server_size;
+    g->n_client = o->client_size;
+    g->k = psi_app_demo_shared(o);
+    demo_perm_init(&g->draw, g->n_server, demo_mix(g->key ^ UINT64_C(1)));
+    demo_perm_init(&g->order, g->n_client, demo_mix(g->key ^ UINT64_C(2)));
+}
+
+/* Value number `id` (distinct ids, distinct values), PSI_APP_DEMO_VALUE_LEN
+ * characters and a NUL. */
+static void demo_text(char *out, uint64_t key, uint64_t id)
+{
+    snprintf(out, PSI_APP_DEMO_VALUE_LEN + 1, "user-%016" PRIx64 "@example.org",
+             demo_mix(id + key));
+}
+
+void psi_app_demo_server_value(const psi_app_demo_gen *g, uint64_t i, char *out)
+{
+    demo_text(out, g->key, i);
+}
+
+uint64_t psi_app_demo_client_source(const psi_app_demo_gen *g, uint64_t i)
+{
+    uint64_t j = demo_perm_at(&g->order, i);
+
+    return j < g->k ? demo_perm_at(&g->draw, j) : UINT64_MAX;
+}
+
+int psi_app_demo_client_value(const psi_app_demo_gen *g, uint64_t i, char *out)
+{
+    uint64_t j = demo_perm_at(&g->order, i);
+
+    if (j < g->k) {
+        demo_text(out, g->key, demo_perm_at(&g->draw, j));
+        return 1;
     }
-    for (i = s->n_client; i > 1; i--) {
-        size_t r = (size_t)(demo_next(&state) % i);
-        psi_value t = s->client[i - 1];
-        s->client[i - 1] = s->client[r];
-        s->client[r] = t;
+    demo_text(out, g->key, g->n_server + j - g->k);
+    return 0;
+}
+
+/* Client value i is a server value when its place j in the shuffled order
+ * is below k: then it is server value draw(j) (distinct j, distinct server
+ * values); the others are fresh ids past the server's. */
+static int demo_fill(psi_app_demo_sets *s, const psi_app_demo_gen *g)
+{
+    const size_t stride = PSI_APP_DEMO_VALUE_LEN + 1;
+    size_t fresh = s->n_server;
+
+    for (size_t i = 0; i < s->n_server; i++) {
+        psi_app_demo_server_value(g, i, s->arena + i * stride);
+        s->server[i].data = (const uint8_t *)(s->arena + i * stride);
+        s->server[i].len = PSI_APP_DEMO_VALUE_LEN;
     }
-    free(pick);
+    for (size_t i = 0; i < s->n_client; i++) {
+        uint64_t src = psi_app_demo_client_source(g, i);
+        if (src != UINT64_MAX) {
+            s->client[i] = s->server[src];
+            continue;
+        }
+        psi_app_demo_client_value(g, i, s->arena + fresh * stride);
+        s->client[i].data = (const uint8_t *)(s->arena + fresh * stride);
+        s->client[i].len = PSI_APP_DEMO_VALUE_LEN;
+        fresh++;
+    }
     return 0;
 }
 
@@ -114,6 +159,7 @@ int psi_app_demo_sets_make(psi_app_demo_sets *s, const psi_app_demo_opts *o)
 {
     size_t k = psi_app_demo_shared(o);
     size_t n_values = o->server_size + o->client_size - k;
+    psi_app_demo_gen g;
 
     memset(s, 0, sizeof *s);
     s->n_server = o->server_size;
@@ -121,11 +167,12 @@ int psi_app_demo_sets_make(psi_app_demo_sets *s, const psi_app_demo_opts *o)
     s->server = psi_app_alloc(s->n_server, sizeof *s->server);
     s->client = psi_app_alloc(s->n_client, sizeof *s->client);
     s->is_true = psi_app_alloc(s->n_client, 1);
-    s->arena = psi_app_alloc(n_values, DEMO_VALUE_LEN + 1);
+    s->arena = psi_app_alloc(n_values, PSI_APP_DEMO_VALUE_LEN + 1);
     if (s->server == NULL || s->client == NULL || s->is_true == NULL ||
         s->arena == NULL)
         return -1;
-    if (demo_fill(s, k, o->seed) != 0)
+    psi_app_demo_gen_init(&g, o);
+    if (demo_fill(s, &g) != 0)
         return -1;
     return demo_truth(s);
 }

@@ -1,4 +1,5 @@
 /* Checks the result of `shardpsi demo` against the plain intersection. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,8 @@
 // How many false positives are printed.
 #define DEMO_FP_SHOWN 10
 
+#define DEMO_PLAIN "plain comparison"
+
 size_t psi_app_demo_fp_limit(const psi_app_demo_opts *o)
 {
     if (o->structure == PSI_STRUCTURE_RAW)
@@ -16,29 +19,28 @@ size_t psi_app_demo_fp_limit(const psi_app_demo_opts *o)
     return (size_t)floor(10.0 * o->fpr) + 5;
 }
 
-static void demo_print_fp(const psi_app_demo_sets *s, size_t i, size_t shown)
+void psi_app_demo_print_fp(uint64_t i, const char *text, size_t len, size_t shown)
 {
     if (shown < DEMO_FP_SHOWN)
-        printf("  false positive: client value %zu \"%.*s\"\n", i,
-               (int)s->client[i].len, (const char *)s->client[i].data);
+        printf("  false positive: client value %" PRIu64 " \"%.*s\"\n", i, (int)len, text);
     else if (shown == DEMO_FP_SHOWN)
         printf("  (more false positives not shown)\n");
 }
 
-/* Returns: 0 if the counts are within what the structure allows. */
-static int demo_judge(const psi_app_demo_opts *o, const psi_app_demo_sets *s,
-                      size_t found_true, size_t fp)
+int psi_app_demo_judge(const psi_app_demo_opts *o, uint64_t n_true, const char *how,
+                       uint64_t found_true, uint64_t fp)
 {
-    size_t limit = psi_app_demo_fp_limit(o);
+    uint64_t limit = psi_app_demo_fp_limit(o);
 
-    printf("expected (plain comparison): %zu, false positives: %zu (allowed %zu)\n",
-           s->n_true, fp, limit);
-    if (found_true < s->n_true) {
-        printf("WRONG: %zu true matches are missing\n", s->n_true - found_true);
+    printf("expected (%s): %" PRIu64 ", false positives: %" PRIu64 " (allowed %" PRIu64
+           ")\n", how, n_true, fp, limit);
+    if (found_true < n_true) {
+        printf("WRONG: %" PRIu64 " true matches are missing\n", n_true - found_true);
         return -1;
     }
     if (fp > limit) {
-        printf("WRONG: %zu false positives, more than the %zu allowed\n", fp, limit);
+        printf("WRONG: %" PRIu64 " false positives, more than the %" PRIu64 " allowed\n", fp,
+               limit);
         return -1;
     }
     return 0;
@@ -66,18 +68,19 @@ int psi_app_demo_check_indices(const psi_app_demo_opts *o, const psi_app_demo_se
         if (s->is_true[idx[j]])
             found_true++;
         else
-            demo_print_fp(s, idx[j], fp++);
+            psi_app_demo_print_fp(idx[j], (const char *)s->client[idx[j]].data,
+                                  s->client[idx[j]].len, fp++);
     }
     free(seen);
-    return demo_judge(o, s, found_true, fp) != 0 || bad ? -1 : 0;
+    return psi_app_demo_judge(o, s->n_true, DEMO_PLAIN, found_true, fp) != 0 || bad ? -1 : 0;
 }
 
-int psi_app_demo_check_count(const psi_app_demo_opts *o, const psi_app_demo_sets *s,
-                             size_t count)
+int psi_app_demo_check_count(const psi_app_demo_opts *o, uint64_t n_true, const char *how,
+                             uint64_t count)
 {
     // Without indices, a count below the truth means missing matches and a
     // count above it means false positives.
-    if (count < s->n_true)
-        return demo_judge(o, s, count, 0);
-    return demo_judge(o, s, s->n_true, count - s->n_true);
+    if (count < n_true)
+        return psi_app_demo_judge(o, n_true, how, count, 0);
+    return psi_app_demo_judge(o, n_true, how, n_true, count - n_true);
 }

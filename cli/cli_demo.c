@@ -5,12 +5,16 @@
 #include <string.h>
 
 #include "cli_commands.h"
+#include "cli_demo_spill.h"
+#include "cli_round_spill.h"
 #include "app_sets.h"
+#include "app_spill.h"
 #include "app_clock.h"
 #include "app_util.h"
 
-// Set sizes above this would take gigabytes; the demo refuses them.
-#define DEMO_MAX_SIZE ((size_t)20000000)
+// Set sizes above this are refused: past the budget a demo of ten billion
+// values would take days and terabytes.
+#define DEMO_MAX_SIZE ((size_t)10000000000u)
 
 static const char *const demo_structures[] = {"raw", "gcs", "bloom_filter"};
 
@@ -48,7 +52,15 @@ static const char demo_usage[] =
     "                     shards in turn on the calling thread (default: the\n"
     "                     online CPUs, at most N)\n"
     "  --single-engine    run each party on one engine (psi.h), without the\n"
-    "                     sharding layer\n"
+    "                     sharding layer (in memory only)\n"
+    "  --memory BYTES     memory budget, with K, M, G or T (default: a quarter of\n"
+    "                     physical memory, at least 64M).  Sets of more values\n"
+    "                     than the budget over 256 bytes are written to nameless\n"
+    "                     files, and each party runs the offline steps on them\n"
+    "                     (`shardpsi setup`, ...; PROTOCOL.md section 20)\n"
+    "  --temp-dir DIR     where those files go (default: $TMPDIR, else /var/tmp);\n"
+    "                     about 36 bytes a value of the two sets, plus what\n"
+    "                     the steps spill\n"
     "  -h, --help         show this help\n"
     "\n"
     "The result is wrong, and the exit status 1, if a true match is missing,\n"
@@ -92,6 +104,16 @@ static int demo_parse_one(psi_app_demo_opts *o, int argc, char **argv, int *i)
         o->single = 1;
         return 0;
     }
+    if (psi_app_opt_value(argc, argv, i, "--memory", &v)) {
+        char err[160];
+        if (v == NULL)
+            return -1;
+        if (psi_app_memory_parse(&o->memory, v, err, sizeof err) != 0)
+            return psi_app_error("demo: %s", err), -1;
+        return 0;
+    }
+    if (psi_app_opt_value(argc, argv, i, "--temp-dir", &v))
+        return v != NULL ? (o->temp_dir = v, 0) : -1;
     if ((rc = psi_app_shard_opt(&o->shard, argc, argv, i, "demo")) != 0)
         return rc > 0 ? 0 : -1;
     if (psi_app_opt_value(argc, argv, i, "--seed", &v))
@@ -119,6 +141,19 @@ static int demo_parse_one(psi_app_demo_opts *o, int argc, char **argv, int *i)
     return -1;
 }
 
+static uint64_t demo_budget(const psi_app_demo_opts *o)
+{
+    return o->memory != 0 ? o->memory : psi_app_memory_default();
+}
+
+/* Whether the sets, their messages and the parties' state, at
+ * PSI_CLI_ROUND_PER_VALUE bytes a value as a round's, exceed the budget. */
+static int demo_past_budget(const psi_app_demo_opts *o)
+{
+    return (uint64_t)o->server_size + o->client_size >
+           demo_budget(o) / PSI_CLI_ROUND_PER_VALUE;
+}
+
 static int demo_parse(psi_app_demo_opts *o, int argc, char **argv)
 {
     size_t k;
@@ -136,6 +171,8 @@ static int demo_parse(psi_app_demo_opts *o, int argc, char **argv)
     memset(&o->shard, 0, sizeof o->shard);
     o->shard.sharded = 1;
     o->single = 0;
+    o->memory = 0;
+    o->temp_dir = NULL;
     for (int i = 1; i < argc; i++) {
         int rc = demo_parse_one(o, argc, argv, &i);
         if (rc != 0)
@@ -147,6 +184,13 @@ static int demo_parse(psi_app_demo_opts *o, int argc, char **argv)
     }
     if (o->single)
         o->shard.sharded = 0;
+    if (o->single && demo_past_budget(o)) {
+        psi_app_error("demo: --single-engine holds both sets in memory, and %zu values do "
+                      "not fit --memory %" PRIu64 " at %d bytes a value: leave it out to "
+                      "run past the budget, or raise --memory", o->server_size +
+                      o->client_size, demo_budget(o), PSI_CLI_ROUND_PER_VALUE);
+        return -1;
+    }
     k = psi_app_demo_shared(o);
     if (k > o->server_size) {
         psi_app_error("demo: --overlap %g of %zu client values needs %zu shared "
@@ -167,7 +211,7 @@ typedef struct demo_run {
     size_t *idx;
 } demo_run;
 
-static void demo_step_line(const char *step, size_t values, size_t bytes, double ms)
+void psi_cli_demo_step_line(const char *step, size_t values, size_t bytes, double ms)
 {
     char rate[32] = "-";
 
@@ -242,7 +286,7 @@ static int demo_setup(demo_run *r)
                                     r->s->server, r->s->n_server);
     if (rc != PSI_OK)
         return demo_fail("server setup", rc);
-    demo_step_line("server setup", r->s->n_server, r->setup_len, psi_app_now_ms() - t0);
+    psi_cli_demo_step_line("server setup", r->s->n_server, r->setup_len, psi_app_now_ms() - t0);
     return 0;
 }
 
@@ -259,7 +303,7 @@ static int demo_request(demo_run *r)
                                       r->s->client, r->s->n_client);
     if (rc != PSI_OK)
         return demo_fail("client request", rc);
-    demo_step_line("client request", r->s->n_client, r->request_len,
+    psi_cli_demo_step_line("client request", r->s->n_client, r->request_len,
                    psi_app_now_ms() - t0);
     return 0;
 }
@@ -278,7 +322,7 @@ static int demo_response(demo_run *r)
                                        r->request, r->request_len);
     if (rc != PSI_OK)
         return demo_fail("server response", rc);
-    demo_step_line("server response", r->s->n_client, r->response_len,
+    psi_cli_demo_step_line("server response", r->s->n_client, r->response_len,
                    psi_app_now_ms() - t0);
     return 0;
 }
@@ -301,12 +345,12 @@ static int demo_result(demo_run *r)
     }
     if (rc != PSI_OK)
         return demo_fail(r->o->reveal ? "client intersection" : "client size", rc);
-    demo_step_line(r->o->reveal ? "client intersection" : "client size",
+    psi_cli_demo_step_line(r->o->reveal ? "client intersection" : "client size",
                    r->s->n_client, SIZE_MAX, psi_app_now_ms() - t0);
     printf("intersection size: %zu\n", n);
     if (r->o->reveal)
         return psi_app_demo_check_indices(r->o, r->s, r->idx, n) != 0;
-    return psi_app_demo_check_count(r->o, r->s, n) != 0;
+    return psi_app_demo_check_count(r->o, r->s->n_true, "plain comparison", n) != 0;
 }
 
 static int demo_protocol(const psi_app_demo_opts *o, const psi_app_demo_sets *s)
@@ -359,6 +403,15 @@ int psi_cli_cmd_demo(int argc, char **argv)
            o.client_size, psi_app_demo_shared(&o), demo_structures[o.structure],
            o.fpr, o.reveal ? "intersection revealed" : "size only",
            psi_suite_name(o.suite));
+    if (demo_past_budget(&o)) {
+        const char *env = getenv("TMPDIR");
+        rc = psi_cli_demo_spill(&o, demo_budget(&o), o.temp_dir != NULL ? o.temp_dir
+                                : env != NULL && env[0] != '\0' ? env : "/var/tmp");
+        demo_peak_memory();
+        if (rc >= 0)
+            printf("result: %s\n", rc == 0 ? "OK" : "WRONG");
+        return rc == 0 ? PSI_APP_EXIT_OK : PSI_APP_EXIT_FAIL;
+    }
     t0 = psi_app_now_ms();
     if (psi_app_demo_sets_make(&s, &o) != 0) {
         psi_app_demo_sets_free(&s);

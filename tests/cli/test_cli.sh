@@ -400,6 +400,40 @@ test_demo() {
     has_out '^peak memory: [0-9]+\.[0-9] MiB \(VmHWM\)$'
 }
 
+# Past its budget the demo writes the same sets to nameless files and runs
+# the offline steps on them: the same counts, checked against how the sets
+# are drawn; nothing is left in --temp-dir.
+test_demo_spill() {
+    local s d="$tmp/demo-spill"
+    mkdir -p "$d"
+    for s in raw gcs bloom_filter; do
+        run 0 demo --server-size 2000 --client-size 300 --structure "$s" --memory 128K \
+            --temp-dir "$d" --threads 2 &&
+            has_out '^past the budget \(--memory 131072\): the sets and messages in nameless files in '
+        has_out '^server setup +2000 values +[0-9]+ bytes '
+        has_out '^client intersection +300 values '
+        if [ "$s" = raw ]; then has_out '^intersection size: 150$'
+        else has_out '^intersection size: 15[0-5]$'; fi
+        has_out '^expected \(by how the sets are drawn\): 150, false positives: [0-5] \(allowed [05]\)$'
+        has_out '^result: OK$'
+    done
+    run 0 demo --server-size 2000 --client-size 300 --structure raw --count-only \
+        --memory 64K --temp-dir "$d" && has_out '^intersection size: 150$'
+    has_out '^result: OK$'
+    run 0 demo --server-size 300 --client-size 300 --overlap 1 --structure raw --memory 64K \
+        --temp-dir "$d" && has_out '^intersection size: 300$'
+    [ -z "$(ls -A "$d")" ] || fail "demo past its budget left files in --temp-dir: $(ls "$d")"
+    # The sets are the same in memory: the plain comparison finds what the
+    # drawing says.
+    run 0 demo --server-size 300 --client-size 300 --overlap 1 --structure raw &&
+        has_out '^expected \(plain comparison\): 300, '
+    run 1 demo --server-size 2000 --client-size 300 --memory 64K --temp-dir "$tmp/none" &&
+        has_err "^shardpsi: demo: temporary file: temporary directory $tmp/none: cannot create a file: No such file or directory$"
+    run 2 demo --server-size 2000 --client-size 300 --memory 64K --single-engine &&
+        has_err '^shardpsi: demo: --single-engine holds both sets in memory, and 2300 values do not fit --memory 65536 at 256 bytes a value: '
+    run 2 demo --memory 1x && has_err '^shardpsi: demo: --memory 1x: not a size'
+}
+
 test_demo_sharded() {
     local s
     for s in raw gcs; do
@@ -627,6 +661,7 @@ test_vectors_nul
 test_vectors_extra
 test_vectors_sharded
 test_demo
+test_demo_spill
 test_demo_sharded
 test_bench_usage_errors
 test_bench
