@@ -468,29 +468,52 @@ void psi_app_msg_close(psi_app_msg_file *f)
     f->fd = -1;
 }
 
+int psi_app_msg_read_whole(psi_app_msg_file *f, const char *what, uint8_t **buf, size_t *len,
+                           char *err, size_t err_len)
+{
+    *buf = NULL;
+    *len = 0;
+    if (f->len > SIZE_MAX - 1 || (*buf = psi_app_alloc((size_t)f->len, 1)) == NULL) {
+        snprintf(err, err_len, "%s %s: out of memory for %llu bytes", what, f->path,
+                 (unsigned long long)f->len);
+        return -1;
+    }
+    if (psi_app_msg_read(f, 0, *buf, (size_t)f->len) != 0) {
+        snprintf(err, err_len, "%s %s", what, f->err);
+        free(*buf);
+        *buf = NULL;
+        return -1;
+    }
+    *len = (size_t)f->len;
+    return 0;
+}
+
+const char *psi_app_setup_held_refused(int rc, const psi_error_detail *d)
+{
+    // Refused before it was read: no byte offset; a raw setup is never
+    // refused for its length (it is read in windows).
+    if (rc != PSI_E_MSG_TOO_LARGE || d->field == NULL || d->offset >= 0)
+        return NULL;
+    if (strcmp(d->field, "ServerSetup.gcs") == 0)
+        return "gcs";
+    if (strcmp(d->field, "ServerSetup.bloom_filter") == 0)
+        return "bloom";
+    return NULL;
+}
+
 int psi_app_offline_read_msg(psi_app_offline *s, const char *path, const char *what,
                              uint8_t **buf, size_t *len)
 {
     psi_app_msg_file f;
+    int rc;
 
     *buf = NULL;
     *len = 0;
     if (psi_app_offline_open_msg(s, path, what, &f) != 0)
         return -1;
-    if (f.len > SIZE_MAX - 1 || (*buf = psi_app_alloc((size_t)f.len, 1)) == NULL) {
-        psi_app_msg_close(&f);
-        return psi_app_offline_fail(s, "%s %s: out of memory for %llu bytes", what, path,
-                                    (unsigned long long)f.len);
-    }
-    if (psi_app_msg_read(&f, 0, *buf, (size_t)f.len) != 0) {
-        psi_app_msg_close(&f);
-        free(*buf);
-        *buf = NULL;
-        return psi_app_offline_fail(s, "%s %s", what, f.err);
-    }
+    rc = psi_app_msg_read_whole(&f, what, buf, len, s->err, sizeof s->err);
     psi_app_msg_close(&f);
-    *len = (size_t)f.len;
-    return 0;
+    return rc == 0 ? 0 : psi_app_offline_fail(s, "%s", s->err);
 }
 
 int psi_app_offline_shards(psi_app_offline *s, psi_role role, int reveal)

@@ -113,6 +113,18 @@ int psi_app_offline_open_msg(psi_app_offline *s, const char *path, const char *w
 /** The psi_read_fn of a psi_app_msg_file (arg): pread, all or nothing. */
 int psi_app_msg_read(void *arg, uint64_t offset, uint8_t *buf, size_t len);
 
+/** Reads all of f into a new buffer.  Returns: 0, or -1 with "WHAT PATH:
+ *  out of memory for N bytes" or "WHAT <the read's message>" in err.
+ *  Out: *buf (to free; NULL on failure), *len. */
+int psi_app_msg_read_whole(psi_app_msg_file *f, const char *what, uint8_t **buf, size_t *len,
+                           char *err, size_t err_len);
+
+/** Whether rc and d, from psi_setup_parse_read or psi_setup_check_read,
+ *  say a GCS or Bloom setup was refused before it was read, as longer than
+ *  max_held (its matcher holds it whole, §20).  Returns: "gcs" or "bloom",
+ *  else NULL. */
+const char *psi_app_setup_held_refused(int rc, const psi_error_detail *d);
+
 /** Closes f (fd -1 is a no-op). */
 void psi_app_msg_close(psi_app_msg_file *f);
 

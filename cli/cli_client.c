@@ -509,6 +509,18 @@ static int client_spill_step(client_ctx *s, int (*step)(psi_app_offline *))
     return rc == PSI_APP_EXIT_OK ? 0 : client_fail(s, 1, r->off.err);
 }
 
+/* The round's budget, the agreed setup parameters and the setup's most
+ * bytes (from the ACCEPT).  Returns: a psi code (psi_setup_bound's). */
+static int client_setup_cap(const client_ctx *s, psi_app_budget *b, psi_setup_params *p,
+                            size_t *cap)
+{
+    psi_app_budget_init(b, s->o->net.memory != 0 ? s->o->net.memory
+                                                  : psi_app_memory_default());
+    psi_net_session_params(p, &s->accept);
+    *cap = 0;
+    return psi_setup_bound(cap, s->o->net.suite, p, (size_t)s->accept.n);
+}
+
 /* client_exchange and client_result past the budget: the request made by
  * `shardpsi request`'s step into a file and sent from it, the setup and
  * the response received into files, and the result made by `shardpsi
@@ -523,9 +535,7 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
     size_t setup_cap = 0;
     int suite = s->o->net.suite, rc;
 
-    psi_app_budget_init(&b, o->o.memory != 0 ? o->o.memory : psi_app_memory_default());
-    psi_net_session_params(&p, &s->accept);
-    if ((rc = psi_setup_bound(&setup_cap, suite, &p, (size_t)s->accept.n)) != PSI_OK)
+    if ((rc = client_setup_cap(s, &b, &p, &setup_cap)) != PSI_OK)
         return client_fail_psi(s, "the server's setup parameters", rc);
     if (psi_cli_round_spill_file(r, PSI_CLI_MSG_REQUEST, "the request's temporary file") != 0 ||
         psi_cli_round_spill_file(r, PSI_CLI_MSG_SETUP, "the server's setup") != 0 ||
@@ -553,8 +563,7 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
     rc = psi_setup_check_read(suite, &p, s->accept.n, psi_app_msg_read, &f, len, b.bytes / 4);
     psi_error_detail_get(&d);
     psi_app_msg_close(&f);
-    if (rc == PSI_E_MSG_TOO_LARGE && d.field != NULL && d.offset < 0 &&
-        strcmp(d.field, "ServerSetup.raw") != 0) {
+    if (psi_app_setup_held_refused(rc, &d) != NULL) {
         snprintf(s->err, sizeof s->err, "the server's %s setup of %" PRIu64 " bytes does not "
                  "fit --memory %" PRIu64 ": matching holds it whole, in at most a quarter of "
                  "the budget: raise --memory to at least %" PRIu64 " (PROTOCOL.md §20)",
@@ -591,7 +600,6 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
 static int client_spill_late(client_ctx *s)
 {
     const char *in = s->o->net.input;
-    int suite = s->o->net.suite;
     psi_app_budget b;
     psi_setup_params p;
     struct stat st;
@@ -600,10 +608,7 @@ static int client_spill_late(client_ctx *s)
     if (s->accept.structure != PSI_STRUCTURE_RAW || s->o->mode == CLIENT_ASSOCIATION ||
         in == NULL || strcmp(in, "-") == 0 || stat(in, &st) != 0 || !S_ISREG(st.st_mode))
         return 0;
-    psi_app_budget_init(&b, s->o->net.memory != 0 ? s->o->net.memory
-                                                   : psi_app_memory_default());
-    psi_net_session_params(&p, &s->accept);
-    if (psi_setup_bound(&cap, suite, &p, (size_t)s->accept.n) != PSI_OK || cap <= b.bytes / 4)
+    if (client_setup_cap(s, &b, &p, &cap) != PSI_OK || cap <= b.bytes / 4)
         return 0;
     // The steps read the input themselves: what this side holds goes.
     psi_app_input_free(&s->in);

@@ -226,6 +226,7 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     psi_app_msg_file setup = {.fd = -1};
     psi_setup *parsed = NULL;
     psi_error_detail d;
+    const char *held;
     uint64_t n = 0;
     int rc = PSI_APP_EXIT_USAGE, prc, reveal = 0;
     const char *what = s->o.mode == PSI_APP_OFFLINE_COUNT ? "cannot count the intersection"
@@ -255,15 +256,11 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     prc = psi_setup_parse_read(&parsed, s->o.suite, psi_app_msg_read, &setup, setup.len,
                                b->bytes / 4);
     psi_error_detail_get(&d);
-    if (prc == PSI_E_MSG_TOO_LARGE && d.field != NULL && d.offset < 0 &&
-        (strcmp(d.field, "ServerSetup.gcs") == 0 ||
-         strcmp(d.field, "ServerSetup.bloom_filter") == 0)) {
+    if ((held = psi_app_setup_held_refused(prc, &d)) != NULL) {
         psi_app_offline_fail(s, "setup %s (%" PRIu64 " bytes) does not fit --memory %" PRIu64
                              ": match holds a %s setup whole, in at most a quarter of the "
                              "budget: raise --memory to at least %" PRIu64 " (PROTOCOL.md "
-                             "§20)", s->o.setup, setup.len, b->bytes,
-                             strcmp(d.field, "ServerSetup.gcs") == 0 ? "gcs" : "bloom",
-                             setup.len * 4);
+                             "§20)", s->o.setup, setup.len, b->bytes, held, setup.len * 4);
         goto done;
     }
     if (prc == PSI_E_IO) {
