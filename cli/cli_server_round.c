@@ -230,6 +230,17 @@ static int round_send_perm(server_round *r, const size_t *perm)
     return rc != 0 ? round_fail_net(r, rc) : 0;
 }
 
+/* Sends --setup's permutation from the file it was rewritten to at start.
+ * Returns: 0 or -1 (told). */
+static int round_send_prebuilt_perm(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    int rc = psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_PERM, s->pre.perm_fd,
+                                      s->pre.perm_len, "sending the permutation");
+
+    return rc != 0 ? round_fail_net(r, rc) : 0;
+}
+
 /* Sends the setup, the response and the association table's permutation. */
 static int round_send(server_round *r)
 {
@@ -243,7 +254,7 @@ static int round_send(server_round *r)
         return round_fail_net(r, rc);
     if (!r->self.association)
         return 0;
-    return round_send_perm(r, s->prebuilt ? s->pre.perm : r->perm);
+    return s->prebuilt ? round_send_prebuilt_perm(r) : round_send_perm(r, r->perm);
 }
 
 /* Runs offline step `step` of a spilled round.  Returns: 0 or -1 (failed,
@@ -335,8 +346,8 @@ static int round_spill_send(server_round *r)
         return round_fail_net(r, rc);
     if (!r->self.association)
         return 0;
-    if (s->prebuilt) // --setup's permutation, read at start
-        return round_send_perm(r, s->pre.perm);
+    if (s->prebuilt) // --setup's permutation, rewritten at start
+        return round_send_prebuilt_perm(r);
     // The request's file is done with: it takes the PERM frame's payload.
     if (ftruncate(sp->fd[PSI_CLI_MSG_REQUEST], 0) != 0 ||
         fseek(sp->off.file[PSI_CLI_MSG_REQUEST], 0, SEEK_SET) != 0 ||

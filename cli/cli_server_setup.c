@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "cli_server_setup.h"
+#include "app_index_runs.h"
 #include "app_perm.h"
+#include "app_spill.h"
 #include "app_util.h"
 #include "psi_shard.h"
 
@@ -86,41 +88,6 @@ int psi_cli_server_setup_check_opts(const psi_cli_server_setup_opts *so,
 /* Reads the open file f whole (`what` names it in messages).  Returns: 0,
  * or -1 with a message in l->err.  Out: *buf (malloc'd, at least 1 byte),
  * *len. */
-static int setup_read_whole(setup_load *l, psi_app_msg_file *f, const char *what,
-                            uint8_t **buf, size_t *len)
-{
-    *buf = NULL;
-    *len = 0;
-    if (f->len > SIZE_MAX - 1 || (*buf = psi_app_alloc((size_t)f->len, 1)) == NULL) {
-        snprintf(l->err, l->err_len, "%s %s: out of memory for %llu bytes", what, f->path,
-                 (unsigned long long)f->len);
-        return -1;
-    }
-    if (psi_app_msg_read(f, 0, *buf, (size_t)f->len) != 0) {
-        snprintf(l->err, l->err_len, "%s %s", what, f->err);
-        free(*buf);
-        *buf = NULL;
-        return -1;
-    }
-    *len = (size_t)f->len;
-    return 0;
-}
-
-/* Reads the whole regular file `path`, as setup_read_whole. */
-static int setup_read_file(setup_load *l, const char *path, const char *what,
-                           uint8_t **buf, size_t *len)
-{
-    psi_app_msg_file f;
-    int rc = -1;
-
-    *buf = NULL;
-    *len = 0;
-    if (psi_app_msg_open(&f, path, what, l->err, l->err_len) == 0)
-        rc = setup_read_whole(l, &f, what, buf, len);
-    psi_app_msg_close(&f);
-    return rc;
-}
-
 /* Parses the setup file as a ServerSetup of `suite`: a raw setup through
  * a window of the open file (never whole, PROTOCOL.md §20), a GCS or Bloom
  * setup read whole into ss->bytes (the server sends it from memory).
@@ -132,11 +99,10 @@ static int setup_parse_file(setup_load *l, psi_setup **ps, int suite)
     int rc = psi_setup_parse_read(ps, suite, psi_app_msg_read, &ss->file, ss->file.len, 0);
 
     psi_error_detail_get(&d);
-    if (rc != PSI_E_MSG_TOO_LARGE || d.field == NULL || d.offset >= 0 ||
-        strcmp(d.field, "ServerSetup.raw") == 0)
+    if (psi_app_setup_held_refused(rc, &d) == NULL)
         return rc;
-    if (ss->bytes == NULL && setup_read_whole(l, &ss->file, "setup file", &ss->bytes,
-                                              &ss->pb.len) != 0)
+    if (ss->bytes == NULL && psi_app_msg_read_whole(&ss->file, "setup file", &ss->bytes,
+                                                    &ss->pb.len, l->err, l->err_len) != 0)
         return PSI_E_IO;
     return psi_setup_parse(ps, suite, ss->bytes, ss->pb.len);
 }
@@ -186,28 +152,136 @@ static int setup_parse(setup_load *l)
     return 0;
 }
 
+/* setup_load_perm's rows: the PERM frame's payload (8-byte big-endian
+ * entries) written as they come, and the rows gathered in sorted runs to
+ * see that each comes once. */
+typedef struct perm_load {
+    FILE *out;
+    psi_app_index_runs rows;
+    int failed;               // the payload's write or the runs failed
+} perm_load;
+
+static int perm_load_row(void *arg, uint64_t line, uint64_t row)
+{
+    perm_load *p = arg;
+    size_t r = (size_t)row;
+    uint8_t be[8];
+
+    (void)line;
+    psi_app_store_be(be, row, 8);
+    if (fwrite(be, 1, 8, p->out) != 8 || psi_app_index_runs_add(&p->rows, &r, 1) != 0) {
+        p->failed = 1;
+        return PSI_APP_PERM_NOMEM;
+    }
+    return PSI_APP_PERM_OK;
+}
+
+/* Reads the permutation file through 64 KiB into the payload.  Returns: a
+ * psi_app_perm_status, or -1 (l->err: reading). */
+static int perm_load_read(setup_load *l, perm_load *pl, psi_app_perm_parse *pp)
+{
+    psi_app_msg_file f;
+    uint8_t *buf = malloc(65536);
+    uint64_t off = 0;
+    int st = -1;
+
+    if (buf == NULL) {
+        snprintf(l->err, l->err_len, "out of memory for the permutation");
+        return -1;
+    }
+    if (psi_app_msg_open(&f, l->so->permutation, "permutation file", l->err, l->err_len) != 0)
+        goto done;
+    for (st = PSI_APP_PERM_OK; st == PSI_APP_PERM_OK && off < f.len;) {
+        size_t len = f.len - off < 65536 ? (size_t)(f.len - off) : 65536;
+        if (psi_app_msg_read(&f, off, buf, len) != 0) {
+            snprintf(l->err, l->err_len, "permutation file %s", f.err);
+            st = -1;
+            goto done;
+        }
+        st = psi_app_perm_parse_feed(pp, buf, len, perm_load_row, pl);
+        off += len;
+    }
+    if (st == PSI_APP_PERM_OK)
+        st = psi_app_perm_parse_end(pp, perm_load_row, pl);
+done:
+    psi_app_msg_close(&f);
+    free(buf);
+    return st;
+}
+
+/* Reads the rows back in ascending order: n rows below n are a permutation
+ * unless two neighbours are equal.  Returns: 0, or -1 (l->err). */
+static int perm_load_once(setup_load *l, perm_load *pl)
+{
+    size_t prev = 0, v = 0;
+    int have;
+
+    if (psi_app_index_runs_read_begin(&pl->rows) != 0) {
+        snprintf(l->err, l->err_len, "the permutation: %s", pl->rows.file.err);
+        return -1;
+    }
+    for (size_t i = 0; (have = psi_app_index_runs_next(&pl->rows, &v)) > 0; i++, prev = v) {
+        if (i > 0 && v == prev) {
+            snprintf(l->err, l->err_len, "permutation file %s: row %zu is given twice (the "
+                     "setup has %zu elements): is it the file shardpsi setup --permutation "
+                     "wrote with this setup?", l->so->permutation, v, l->ss->n);
+            return -1;
+        }
+    }
+    if (have < 0) {
+        snprintf(l->err, l->err_len, "the permutation: %s", pl->rows.file.err);
+        return -1;
+    }
+    return 0;
+}
+
 /* Reads --permutation: ss->n lines, line j the 0-based input row of the
- * setup's element j, each row once (psi_app_perm_decode).  Returns: 0 or
- * -1 (l->err). */
+ * setup's element j, each row once (the grammar of psi_app_perm_decode),
+ * into the PERM frame's payload in a nameless file (sent from it each
+ * round, §20).  Nothing of it is held: the file is read through 64 KiB, and
+ * whether each row comes once is seen from sorted runs on disk, in a
+ * sixteenth of the budget.  Returns: 0 or -1 (l->err). */
 static int setup_load_perm(setup_load *l)
 {
     psi_cli_server_setup *ss = l->ss;
-    const char *path = l->so->permutation;
-    uint8_t *buf = NULL;
-    size_t len = 0, line = 0, n = ss->n;
-    int st;
+    const char *path = l->so->permutation, *env = getenv("TMPDIR");
+    const char *dir = l->net->temp_dir != NULL ? l->net->temp_dir
+                      : env != NULL && env[0] != '\0' ? env : "/var/tmp";
+    uint64_t budget = l->net->memory != 0 ? l->net->memory : psi_app_memory_default();
+    perm_load pl;
+    psi_app_perm_parse pp;
+    int st, fd = -1, rc = -1;
 
-    if (setup_read_file(l, path, "permutation file", &buf, &len) != 0)
-        return -1;
-    ss->perm = psi_app_alloc(n, sizeof *ss->perm);
-    st = ss->perm == NULL ? PSI_APP_PERM_NOMEM : psi_app_perm_decode(ss->perm, &line, buf, len, n);
-    free(buf);
+    memset(&pl, 0, sizeof pl);
+    psi_app_index_runs_init(&pl.rows, dir, budget / 16);
+    if (psi_app_spill_tmpfile(&ss->perm_fd, dir, l->err, l->err_len) != 0)
+        goto done;
+    ss->perm_open = 1;
+    if ((fd = dup(ss->perm_fd)) < 0 || (pl.out = fdopen(fd, "wb")) == NULL) {
+        snprintf(l->err, l->err_len, "the permutation's temporary file: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        goto done;
+    }
+    psi_app_perm_parse_init(&pp, ss->n);
+    st = perm_load_read(l, &pl, &pp);
+    if (st < 0)
+        goto done;
+    if (fflush(pl.out) != 0)
+        pl.failed = 1;
+    if (pl.failed) {
+        snprintf(l->err, l->err_len, "the permutation's temporary file in %s: %s", dir,
+                 pl.rows.file.err[0] ? pl.rows.file.err : strerror(errno));
+        goto done;
+    }
+    size_t line = (size_t)pp.line, n = ss->n;
     switch (st) {
     case PSI_APP_PERM_OK:
-        return 0;
-    case PSI_APP_PERM_NOMEM:
-        snprintf(l->err, l->err_len, "out of memory for the permutation");
-        break;
+        if (perm_load_once(l, &pl) != 0)
+            goto done;
+        ss->perm_len = 8 * (uint64_t)n;
+        rc = 0;
+        goto done;
     case PSI_APP_PERM_SYNTAX:
         snprintf(l->err, l->err_len, "permutation file %s, line %zu: not a 0-based "
                  "row index", path, line + 1);
@@ -222,10 +296,14 @@ static int setup_load_perm(setup_load *l)
                  "setup has %zu elements): is it the file shardpsi setup --permutation "
                  "wrote with this setup?", path, line + 1,
                  st == PSI_APP_PERM_EXTRA ? "more lines than setup elements"
-                 : st == PSI_APP_PERM_RANGE ? "a row beyond the setup's" : "a row given twice", n);
+                                          : "a row beyond the setup's", n);
         break;
     }
-    return -1;
+done:
+    if (pl.out != NULL)
+        fclose(pl.out);
+    psi_app_index_runs_close(&pl.rows);
+    return rc;
 }
 
 /* The checks and description of a raw setup.  Returns: 0 or -1 (l->err). */
@@ -302,6 +380,7 @@ int psi_cli_server_setup_load(psi_cli_server_setup *ss, const psi_cli_server_set
 
     memset(ss, 0, sizeof *ss);
     ss->file.fd = -1;
+    ss->perm_fd = -1;
     if (psi_app_msg_open(&ss->file, so->setup, "setup file", err, err_len) != 0 ||
         setup_parse(&l) != 0)
         return -1;
@@ -325,7 +404,9 @@ void psi_cli_server_setup_free(psi_cli_server_setup *ss)
 {
     psi_app_msg_close(&ss->file);
     free(ss->bytes);
-    free(ss->perm);
     ss->bytes = NULL;
-    ss->perm = NULL;
+    if (ss->perm_open && ss->perm_fd >= 0)
+        close(ss->perm_fd);
+    ss->perm_open = 0;
+    ss->perm_fd = -1;
 }

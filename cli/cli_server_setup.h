@@ -26,7 +26,10 @@ typedef struct psi_cli_server_setup {
     uint8_t *bytes;        // gcs, bloom: the file's bytes (pb.len of them); raw: NULL
     psi_net_prebuilt pb;   // its structure, length and client count
     size_t n;              // raw: its elements (the server's values)
-    size_t *perm;          // --permutation, n entries
+    int perm_fd;           // --permutation as the PERM frame's payload (n
+                           // 8-byte big-endian entries), in a nameless file
+    int perm_open;         // perm_fd is this setup's
+    uint64_t perm_len;     // its bytes
     char what[256];        // "the setup file F ..."
     char sized[128];       // gcs, bloom: " of fpr F for at most N client values"
 } psi_cli_server_setup;

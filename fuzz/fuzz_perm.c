@@ -4,7 +4,9 @@
  * that reads each line's number without any fixed-width arithmetic (a
  * number is compared with n by its digits), so a wrapped size or row
  * shows as a disagreement; an accepted file gives a permutation of
- * [0, n). */
+ * [0, n).  The streaming parser the server uses (psi_app_perm_parse) is
+ * fed the same file in two pieces, cut at a point the input picks, and
+ * must agree too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,32 @@ static int reference(const uint8_t *buf, size_t len, size_t n, size_t *line)
     return l == n ? PSI_APP_PERM_OK : PSI_APP_PERM_SHORT;
 }
 
+static uint8_t split_seen[PERM_MAX_N];
+
+static int split_row(void *arg, uint64_t line, uint64_t row)
+{
+    (void)arg;
+    (void)line;
+    if (split_seen[row])
+        return PSI_APP_PERM_TWICE;
+    split_seen[row] = 1;
+    return PSI_APP_PERM_OK;
+}
+
+/* The file fed in two pieces, cut at `cut`.  Returns: the status. */
+static int split_parse(const uint8_t *buf, size_t len, size_t n, size_t cut, size_t *line)
+{
+    psi_app_perm_parse p;
+
+    memset(split_seen, 0, n);
+    psi_app_perm_parse_init(&p, n);
+    psi_app_perm_parse_feed(&p, buf, cut, split_row, NULL);
+    psi_app_perm_parse_feed(&p, buf + cut, len - cut, split_row, NULL);
+    int st = psi_app_perm_parse_end(&p, split_row, NULL);
+    *line = (size_t)p.line;
+    return st;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -83,6 +111,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         perm_fail("status differs from the reference");
     if (line != want_line)
         perm_fail("line differs from the reference");
+    size_t cut = len > 0 ? ((size_t)data[1] * 257 + data[0]) % (len + 1) : 0, split_line;
+    if (split_parse(buf, len, n, cut, &split_line) != want || split_line != want_line)
+        perm_fail("the file fed in two pieces differs from the reference");
     if (st != PSI_APP_PERM_OK)
         return 0;
     memset(hit, 0, n);

@@ -386,6 +386,13 @@ round pre-assoc --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --asso
 expect_rc "prebuilt association: client" 0 "$crc" "$tmp/pre-assoc.client.err" \
     "$tmp/pre-assoc.server.err" &&
     expect_same "prebuilt association" "$tmp/pre-assoc.out" "$tmp/want.raw.assoc"
+# The same in a 4 KiB budget: the permutation checked from many runs, the
+# response through the step.
+round pre-assoc-4k --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --association \
+    --permutation "$tmp/pre.raw.perm" --memory 4K -- --input "$tmp/client.txt" --association
+expect_rc "prebuilt association, 4K: client" 0 "$crc" "$tmp/pre-assoc-4k.client.err" \
+    "$tmp/pre-assoc-4k.server.err" &&
+    expect_same "prebuilt association, 4K" "$tmp/pre-assoc-4k.out" "$tmp/want.raw.assoc"
 # Another suite, several clients one after another.
 "$psi" keygen --suite ristretto255 --output "$tmp/pre.r255.key" 2>/dev/null
 "$psi" setup --suite ristretto255 --key-file "$tmp/pre.r255.key" --input "$tmp/server.txt" \
@@ -444,6 +451,21 @@ head -n 5 "$tmp/pre.raw.perm" >"$tmp/pre.perm5"
 pre_fault pre-perm-short "permutation file .*pre\.perm5 holds 5 rows, and the setup has 305 elements" \
     --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --association \
     --permutation "$tmp/pre.perm5"
+# The permutation is read through a window and checked from sorted runs on
+# disk (nothing of it held): a row given twice is named, and the runs'
+# directory must be writable.
+{ head -n 1 "$tmp/pre.raw.perm"; head -n 1 "$tmp/pre.raw.perm"; tail -n +3 "$tmp/pre.raw.perm"; } \
+    >"$tmp/pre.perm-twice"
+pre_fault pre-perm-twice "permutation file .*pre\.perm-twice: row $(head -n 1 "$tmp/pre.raw.perm") is given twice \(the setup has 305 elements\)" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --association \
+    --permutation "$tmp/pre.perm-twice" --memory 4K
+{ head -n 2 "$tmp/pre.raw.perm"; echo x; tail -n +4 "$tmp/pre.raw.perm"; } >"$tmp/pre.perm-x"
+pre_fault pre-perm-syntax "permutation file .*pre\.perm-x, line 3: not a 0-based row index" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --association \
+    --permutation "$tmp/pre.perm-x"
+pre_fault pre-perm-tmp "temporary directory $tmp/no-dir: cannot create a file" \
+    --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --reveal --association \
+    --permutation "$tmp/pre.raw.perm" --temp-dir "$tmp/no-dir"
 pre_fault pre-structure "holds a raw setup, not the gcs of --structure" \
     --key-file "$tmp/pre.key" --setup "$tmp/pre.raw" --structure gcs
 
