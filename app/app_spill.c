@@ -19,6 +19,27 @@ uint64_t psi_app_memory_default(void)
     return quarter < lo ? lo : quarter;
 }
 
+const char *psi_app_temp_dir(const char *given, const char *fallback)
+{
+    const char *env = getenv("TMPDIR");
+
+    if (given != NULL)
+        return given;
+    return env != NULL && env[0] != '\0' ? env : fallback;
+}
+
+void psi_app_output_dir(char *dir, size_t len, const char *out)
+{
+    const char *slash = out != NULL ? strrchr(out, '/') : NULL;
+
+    if (slash == NULL || strcmp(out, "-") == 0)
+        snprintf(dir, len, ".");
+    else if (slash == out)
+        snprintf(dir, len, "/");
+    else
+        snprintf(dir, len, "%.*s", (int)(slash - out), out);
+}
+
 int psi_app_memory_parse(uint64_t *bytes, const char *text, char *err, size_t err_len)
 {
     static const char *const units = "KMGT";

@@ -42,6 +42,14 @@
  *  physical memory, at least 64 MiB. */
 uint64_t psi_app_memory_default(void);
 
+/** The temporary directory of a command: `given` (--temp-dir), else
+ *  $TMPDIR when it is set and not empty, else `fallback`. */
+const char *psi_app_temp_dir(const char *given, const char *fallback);
+
+/** The directory of output path `out` into dir: "." for a bare name or
+ *  "-", "/" for a file at the root. */
+void psi_app_output_dir(char *dir, size_t len, const char *out);
+
 /** Parses a budget: a byte count with an optional suffix K, M, G, T (powers
  *  of 1024; KiB, MiB, GiB, TiB and KB... read the same).  Returns: 0, or
  *  -1 for text that is not one, or one below PSI_APP_MEMORY_MIN (message in

@@ -466,7 +466,6 @@ static int client_result(client_ctx *s, size_t *count)
 static int client_spill_start(client_ctx *s, uint64_t n)
 {
     psi_cli_round_spill *r = calloc(1, sizeof *r);
-    const char *out = s->o->output, *slash = strrchr(out, '/');
     char dir[1024];
 
     if (r == NULL) {
@@ -481,10 +480,7 @@ static int client_spill_start(client_ctx *s, uint64_t n)
         return -1;
     }
     // The files go where the output goes, unless --temp-dir or $TMPDIR say.
-    if (slash == NULL || strcmp(out, "-") == 0)
-        snprintf(dir, sizeof dir, ".");
-    else
-        snprintf(dir, sizeof dir, "%.*s", slash == out ? 1 : (int)(slash - out), out);
+    psi_app_output_dir(dir, sizeof dir, s->o->output);
     if (psi_cli_round_spill_init(r, &s->o->net, s->key, "shardpsi client", dir) != 0) {
         snprintf(s->err, sizeof s->err, "%s", r->off.err);
         return -1;

@@ -404,9 +404,7 @@ int psi_cli_cmd_demo(int argc, char **argv)
            o.fpr, o.reveal ? "intersection revealed" : "size only",
            psi_suite_name(o.suite));
     if (demo_past_budget(&o)) {
-        const char *env = getenv("TMPDIR");
-        rc = psi_cli_demo_spill(&o, demo_budget(&o), o.temp_dir != NULL ? o.temp_dir
-                                : env != NULL && env[0] != '\0' ? env : "/var/tmp");
+        rc = psi_cli_demo_spill(&o, demo_budget(&o), psi_app_temp_dir(o.temp_dir, "/var/tmp"));
         demo_peak_memory();
         if (rc >= 0)
             printf("result: %s\n", rc == 0 ? "OK" : "WRONG");

@@ -32,20 +32,10 @@ typedef struct spill {
 /* --temp-dir, else $TMPDIR, else the output's directory. */
 static void spill_dir(spill *x)
 {
-    const char *d = x->s->o.temp_dir, *env = getenv("TMPDIR"), *out = x->s->o.output;
-    if (d == NULL && env != NULL && env[0] != '\0')
-        d = env;
-    if (d != NULL) {
-        snprintf(x->dir, sizeof x->dir, "%s", d);
-        return;
-    }
-    const char *slash = out != NULL ? strrchr(out, '/') : NULL;
-    if (slash == NULL || strcmp(out, "-") == 0)
-        snprintf(x->dir, sizeof x->dir, ".");
-    else if (slash == out)
-        snprintf(x->dir, sizeof x->dir, "/");
-    else
-        snprintf(x->dir, sizeof x->dir, "%.*s", (int)(slash - out), out);
+    char out_dir[1024];
+
+    psi_app_output_dir(out_dir, sizeof out_dir, x->s->o.output);
+    snprintf(x->dir, sizeof x->dir, "%s", psi_app_temp_dir(x->s->o.temp_dir, out_dir));
 }
 
 int psi_cli_spill_init(spill **out, psi_app_offline *s, psi_role role, int reveal)

@@ -48,16 +48,13 @@ int psi_cli_round_spill_needed(const psi_cli_round_opts *o, const char *who, uin
 int psi_cli_round_spill_init(psi_cli_round_spill *r, const psi_cli_round_opts *o,
                              const psi_engine *key, const char *who, const char *default_dir)
 {
-    const char *env = getenv("TMPDIR");
     psi_settings st;
     int prc;
 
     memset(r, 0, sizeof *r);
     for (int i = 0; i < PSI_CLI_MSGS; i++)
         r->fd[i] = -1;
-    snprintf(r->dir, sizeof r->dir, "%s",
-             o->temp_dir != NULL ? o->temp_dir
-             : env != NULL && env[0] != '\0' ? env : default_dir);
+    snprintf(r->dir, sizeof r->dir, "%s", psi_app_temp_dir(o->temp_dir, default_dir));
     psi_app_offline *s = &r->off;
     s->capture = 1;
     s->o.cmd = who;

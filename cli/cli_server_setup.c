@@ -244,9 +244,8 @@ static int perm_load_once(setup_load *l, perm_load *pl)
 static int setup_load_perm(setup_load *l)
 {
     psi_cli_server_setup *ss = l->ss;
-    const char *path = l->so->permutation, *env = getenv("TMPDIR");
-    const char *dir = l->net->temp_dir != NULL ? l->net->temp_dir
-                      : env != NULL && env[0] != '\0' ? env : "/var/tmp";
+    const char *path = l->so->permutation;
+    const char *dir = psi_app_temp_dir(l->net->temp_dir, "/var/tmp");
     uint64_t budget = l->net->memory != 0 ? l->net->memory : psi_app_memory_default();
     perm_load pl;
     psi_app_perm_parse pp;
