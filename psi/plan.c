@@ -385,6 +385,14 @@ int psi_plan_match_sink(psi_plan *p, psi_perm_sink_fn fn, void *arg)
     return PSI_OK;
 }
 
+int psi_plan_pair_sink(psi_plan *p, psi_pair_sink_fn fn, void *arg)
+{
+    PSI_CHECK_ARG(p != NULL && fn != NULL && p->op == PSI_OP_ASSOCIATION);
+    p->pair_sink = fn;
+    p->pair_sink_arg = arg;
+    return PSI_OK;
+}
+
 int psi_plan_source(psi_plan *p, psi_plan_source_fn fn, void *arg)
 {
     PSI_CHECK_ARG(p != NULL && fn != NULL && p->external);

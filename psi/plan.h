@@ -38,6 +38,8 @@ struct psi_plan {
     void *perm_sink_arg;
     psi_perm_sink_fn match_sink;  /* INTERSECTION: the indices in pieces */
     void *match_sink_arg;
+    psi_pair_sink_fn pair_sink;   /* ASSOCIATION: the pairs in pieces */
+    void *pair_sink_arg;
     psi_progress_fn progress;
     void *progress_arg;
     const char *field;         /* names a step's bad input in the detail */

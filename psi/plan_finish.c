@@ -444,6 +444,9 @@ typedef struct raw_match {
     psi_perm_sink_fn sink; /* may be NULL: the indices in pieces */
     void *sink_arg;
     size_t *piece;      /* PSI_PLAN_TICK indices for the sink */
+    psi_pair_sink_fn pair_sink; /* may be NULL: the pairs in pieces */
+    void *pair_sink_arg;
+    psi_pair *pair_piece; /* PSI_PLAN_TICK pairs for the pair sink */
     size_t in_piece;
 } raw_match;
 
@@ -455,6 +458,16 @@ static int match_flush(psi_perm_sink_fn sink, void *arg, const size_t *piece, si
     if (len == 0)
         return PSI_OK;
     return sink(arg, piece, len) != 0 ? PSI_E_IO : PSI_OK;
+}
+
+/* Hands the pair sink its piece.  Returns: PSI_OK or PSI_E_IO. */
+static int pair_flush(raw_match *r)
+{
+    size_t len = r->in_piece;
+    r->in_piece = 0;
+    if (len == 0)
+        return PSI_OK;
+    return r->pair_sink(r->pair_sink_arg, r->pair_piece, len) != 0 ? PSI_E_IO : PSI_OK;
 }
 
 static int emit_raw_match(void *arg, const uint8_t *elem, size_t index)
@@ -472,6 +485,12 @@ static int emit_raw_match(void *arg, const uint8_t *elem, size_t index)
     }
     if (r->b >= s->raw_count || c != 0)
         return PSI_OK;
+    if (r->pair_sink != NULL) {
+        r->pair_piece[r->in_piece++] = (psi_pair){index, r->b};
+        r->m++;
+        r->b++;
+        return r->in_piece == PSI_PLAN_TICK ? pair_flush(r) : PSI_OK;
+    }
     if (r->sink != NULL) {
         r->piece[r->in_piece++] = index;
         r->m++;
@@ -549,17 +568,23 @@ static int finish_client(psi_plan *p, psi_op_output *o)
         return psi_fail_at(PSI_E_STRUCTURE, "ServerSetup", -1, -1);
     if (p->op == PSI_OP_INTERSECTION && p->match_sink == NULL)
         PSI_CHECK_ARG(o->indices != NULL || cap == 0);
-    if (p->op == PSI_OP_ASSOCIATION)
+    if (p->op == PSI_OP_ASSOCIATION && p->pair_sink == NULL)
         PSI_CHECK_ARG(o->pairs != NULL || cap == 0);
     if (p->kind == PSI_STEP_UNMASK_SORT) {
         raw_match r = {p->setup, {0}, 0, 0, p->op == PSI_OP_INTERSECTION_SIZE ? 0 : cap,
                        p->op == PSI_OP_INTERSECTION ? o->indices : NULL,
                        p->op == PSI_OP_ASSOCIATION ? o->pairs : NULL,
-                       p->match_sink, p->match_sink_arg, NULL, 0};
-        if (r.sink != NULL) {
+                       p->match_sink, p->match_sink_arg, NULL,
+                       p->op == PSI_OP_ASSOCIATION ? p->pair_sink : NULL,
+                       p->pair_sink_arg, NULL, 0};
+        if (r.sink != NULL || r.pair_sink != NULL) {
             r.indices = NULL;
+            r.pairs = NULL;
             r.cap = 0;
-            if ((r.piece = psi_calloc(PSI_PLAN_TICK, sizeof *r.piece)) == NULL)
+            if (r.sink != NULL && (r.piece = psi_calloc(PSI_PLAN_TICK, sizeof *r.piece)) == NULL)
+                return PSI_E_NOMEM;
+            if (r.pair_sink != NULL &&
+                (r.pair_piece = psi_calloc(PSI_PLAN_TICK, sizeof *r.pair_piece)) == NULL)
                 return PSI_E_NOMEM;
         }
         int rc = psi_raw_cursor_init(&r.cur, p->setup);
@@ -567,9 +592,12 @@ static int finish_client(psi_plan *p, psi_op_output *o)
             rc = plan_walk(p, emit_raw_match, &r);
         if (rc == PSI_OK && r.sink != NULL)
             rc = match_flush(r.sink, r.sink_arg, r.piece, &r.in_piece);
+        if (rc == PSI_OK && r.pair_sink != NULL)
+            rc = pair_flush(&r);
         psi_raw_cursor_free(&r.cur);
         psi_free(r.piece);
-        if (rc == PSI_OK && r.sink != NULL) {
+        psi_free(r.pair_piece);
+        if (rc == PSI_OK && (r.sink != NULL || r.pair_sink != NULL)) {
             o->count = r.m;
             return rc;
         }

@@ -776,6 +776,22 @@ PSI_API int psi_plan_perm_sink(psi_plan *p, psi_perm_sink_fn fn, void *arg);
  *  PSI_E_INVALID_ARG (not an INTERSECTION plan, or fn NULL). */
 PSI_API int psi_plan_match_sink(psi_plan *p, psi_perm_sink_fn fn, void *arg);
 
+/** Where an association table goes in pieces (psi_plan_pair_sink): the
+ *  next n pairs (client index, setup position), in setup order.
+ *  Returns: 0, or non-zero to stop (finish then returns PSI_E_IO). */
+typedef int (*psi_pair_sink_fn)(void *arg, const psi_pair *pairs, size_t n);
+
+/** Sends an ASSOCIATION plan's pairs to `fn` in pieces of at most
+ *  PSI_PLAN_TICK as finish finds them, instead of into psi_op_output.pairs
+ *  (then ignored; psi_op_output.count gets their number), so a table of
+ *  any size goes to a file through a fixed buffer.  The pieces hold the
+ *  whole call's pairs in its order (setup position ascending, §9.6), so
+ *  a caller maps the positions through the server's permutation read in
+ *  order.  What fn took before a failure is the caller's to discard.
+ *  Returns: PSI_OK, PSI_E_INVALID_ARG (not an ASSOCIATION plan, or fn
+ *  NULL). */
+PSI_API int psi_plan_pair_sink(psi_plan *p, psi_pair_sink_fn fn, void *arg);
+
 /** Returns: the capacity finish needs: message bytes (SETUP, REQUEST,
  *  RESPONSE), element bytes (STEP), or items (client ops). */
 PSI_API size_t psi_plan_bound(const psi_plan *p);

@@ -426,6 +426,24 @@ static int index_take(void *arg, const size_t *index, size_t n)
     return 0;
 }
 
+/* What a pair sink (psi_plan_pair_sink) was handed; the fail_at-th call
+ * refuses. */
+typedef struct pair_log {
+    psi_pair pairs[400];
+    size_t n, calls, fail_at;
+} pair_log;
+
+static int pair_take(void *arg, const psi_pair *pairs, size_t n)
+{
+    pair_log *l = arg;
+    if (++l->calls == l->fail_at)
+        return 1;
+    assert_true(n > 0 && n <= PSI_PLAN_TICK && n <= 400 - l->n);
+    memcpy(l->pairs + l->n, pairs, n * sizeof *pairs);
+    l->n += n;
+    return 0;
+}
+
 static int size_cmp(const void *a, const void *b)
 {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
@@ -433,10 +451,11 @@ static int size_cmp(const void *a, const void *b)
 }
 
 /* Runs an intersection plan (external: its steps run here, fed in chunks
- * of 3) into a match sink.  Returns: finish's code; *count its count. */
-static int match_plan(const psi_engine *e, psi_op op, const uint8_t *setup, size_t slen,
-                      const uint8_t *resp, size_t rlen, size_t n, size_t slices, int external,
-                      index_log *ml, size_t *count)
+ * of 3) into a match sink (an association plan into a pair sink, pl).
+ * Returns: finish's code; *count its count. */
+static int match_plan_pairs(const psi_engine *e, psi_op op, const uint8_t *setup, size_t slen,
+                            const uint8_t *resp, size_t rlen, size_t n, size_t slices,
+                            int external, index_log *ml, pair_log *pl, size_t *count)
 {
     static uint8_t pts[400 * EB], out[400 * EB];
     static size_t perm[400];
@@ -455,6 +474,8 @@ static int match_plan(const psi_engine *e, psi_op op, const uint8_t *setup, size
     assert_int_equal(psi_plan_begin(&p, e, &a), PSI_OK);
     if (op == PSI_OP_INTERSECTION)
         assert_int_equal(psi_plan_match_sink(p, index_take, ml), PSI_OK);
+    if (op == PSI_OP_ASSOCIATION)
+        assert_int_equal(psi_plan_pair_sink(p, pair_take, pl), PSI_OK);
     slice_source src = {out, perm, n, slices, 3, {0}, 0};
     if (external) {
         size_t cnt = n;
@@ -480,6 +501,14 @@ static int match_plan(const psi_engine *e, psi_op op, const uint8_t *setup, size
     *count = o.count;
     psi_plan_free(p);
     return rc;
+}
+
+static int match_plan(const psi_engine *e, psi_op op, const uint8_t *setup, size_t slen,
+                      const uint8_t *resp, size_t rlen, size_t n, size_t slices, int external,
+                      index_log *ml, size_t *count)
+{
+    return match_plan_pairs(e, op, setup, slen, resp, rlen, n, slices, external, ml, NULL,
+                            count);
 }
 
 static void test_plan_match_sink(void **state)
@@ -536,6 +565,75 @@ static void test_plan_match_sink(void **state)
     psi_plan *p = NULL;
     assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_OK);
     assert_int_equal(psi_plan_match_sink(p, index_take, NULL), PSI_E_INVALID_ARG);
+    psi_plan_free(p);
+    ts_dataset_free(&d);
+    ts_keyset_free(&k);
+}
+
+/* The association table in pieces (psi_plan_pair_sink): the pairs of the
+ * message call in its order (setup position ascending), in memory and from
+ * an external plan fed in chunks, for several slice counts; a refusing sink
+ * is PSI_E_IO; against GCS the plan fails as the call does; a plan other
+ * than an association refuses the sink. */
+static void test_plan_pair_sink(void **state)
+{
+    (void)state;
+    uint64_t rng = ts_rng_for(14);
+    keyset k;
+    ts_keyset_make(&k, &rng);
+    dataset d;
+    ts_dataset_make(&d, &rng, 300, 200);
+    static uint8_t setup[1 << 16], req[1 << 16], resp[1 << 16];
+    size_t rqlen = sizeof req, rslen = sizeof resp, slen = sizeof setup, count = 0;
+    static psi_pair want[400];
+    size_t wn = 400;
+    psi_setup_params sp = {PSI_STRUCTURE_RAW, 1e-6, 200};
+    assert_int_equal(psi_client_create_request(k.c[1], req, &rqlen, d.cv, d.nc), PSI_OK);
+    assert_int_equal(psi_server_process_request(k.s[1], resp, &rslen, req, rqlen), PSI_OK);
+    assert_int_equal(psi_server_create_setup(k.s[1], setup, &slen, NULL, &sp, d.sv, d.ns),
+                     PSI_OK);
+    assert_int_equal(psi_client_get_association(k.c[1], want, &wn, setup, slen, resp, rslen),
+                     PSI_OK);
+    assert_true(wn > 10); /* the dataset shares values */
+    for (size_t slices = 1; slices <= 7; slices += 3) {
+        for (int ext = 0; ext <= 1; ext++) {
+            static pair_log pl;
+            memset(&pl, 0, sizeof pl);
+            assert_int_equal(match_plan_pairs(k.c[1], PSI_OP_ASSOCIATION, setup, slen, resp,
+                                              rslen, d.nc, slices, ext, NULL, &pl, &count),
+                             PSI_OK);
+            assert_int_equal(count, wn);
+            assert_int_equal(pl.n, wn);
+            assert_memory_equal(pl.pairs, want, wn * sizeof *want);
+            memset(&pl, 0, sizeof pl);
+            pl.fail_at = 1;
+            assert_int_equal(match_plan_pairs(k.c[1], PSI_OP_ASSOCIATION, setup, slen, resp,
+                                              rslen, d.nc, slices, ext, NULL, &pl, &count),
+                             PSI_E_IO);
+        }
+    }
+    // Against GCS the plan fails as psi_client_get_association does, and
+    // the sink is never called.
+    psi_setup_params gp = {PSI_STRUCTURE_GCS, 1e-6, 200};
+    slen = sizeof setup;
+    assert_int_equal(psi_server_create_setup(k.s[1], setup, &slen, NULL, &gp, d.sv, d.ns),
+                     PSI_OK);
+    static pair_log none;
+    memset(&none, 0, sizeof none);
+    assert_int_equal(match_plan_pairs(k.c[1], PSI_OP_ASSOCIATION, setup, slen, resp, rslen,
+                                      d.nc, 1, 0, NULL, &none, &count), PSI_E_STRUCTURE);
+    assert_int_equal(none.calls, 0);
+    // Only an association has pairs.
+    psi_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = PSI_OP_INTERSECTION;
+    a.setup = setup;
+    a.setup_len = slen;
+    a.message = resp;
+    a.message_len = rslen;
+    psi_plan *p = NULL;
+    assert_int_equal(psi_plan_begin(&p, k.c[1], &a), PSI_OK);
+    assert_int_equal(psi_plan_pair_sink(p, pair_take, NULL), PSI_E_INVALID_ARG);
     psi_plan_free(p);
     ts_dataset_free(&d);
     ts_keyset_free(&k);
@@ -846,6 +944,7 @@ int main(void)
         cmocka_unit_test(test_plan_sink_equals_buffer),
         cmocka_unit_test(test_plan_perm_sink),
         cmocka_unit_test(test_plan_match_sink),
+        cmocka_unit_test(test_plan_pair_sink),
         cmocka_unit_test(test_shard_progress_reaches_n),
         cmocka_unit_test(test_shard_progress_ticks_merges),
     };
