@@ -5,7 +5,9 @@
  * the rows they name, in input order.  Indices are gathered into a buffer;
  * a full buffer is sorted and written as a run to a nameless temporary
  * file (app_spill.h); reading merges the runs.  Indices are distinct (each
- * input value matches at most once), so the order is total.
+ * input value matches at most once), so the order is total.  A set of
+ * pairs (psi_app_index_runs_init_pairs) carries a value with each index,
+ * ordered by the index alone: the association table's server rows.
  *
  * Thread-safety: none.
  */
@@ -34,11 +36,21 @@ typedef struct psi_app_index_runs {
     size_t *heap;           // reading: runs by their next index
     size_t heap_size;
     uint64_t total;         // indices added
+    size_t w;               // words a record: 1, or 2 for pairs
     int reading;
 } psi_app_index_runs;
 
 /** Sets up an empty set of runs in dir, with `memory` bytes of buffers. */
 void psi_app_index_runs_init(psi_app_index_runs *r, const char *dir, uint64_t memory);
+
+/** Sets up an empty set of (index, value) pairs, as init does. */
+void psi_app_index_runs_init_pairs(psi_app_index_runs *r, const char *dir, uint64_t memory);
+
+/** Adds a pair (a set made by init_pairs).  Returns: as _add. */
+int psi_app_index_runs_add_pair(psi_app_index_runs *r, size_t index, size_t value);
+
+/** Out: the next pair, by index.  Returns: as _next. */
+int psi_app_index_runs_next_pair(psi_app_index_runs *r, size_t *index, size_t *value);
 
 /** Adds n indices (a psi_perm_sink_fn: arg is the psi_app_index_runs).
  *  Returns: 0, or 1 with a message in r->file.err (no memory, the disk). */

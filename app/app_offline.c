@@ -27,7 +27,7 @@ enum {
     OPT_SETUP = 1 << 3,     // --structure, --fpr, --num-client-inputs, --permutation
     OPT_COUNT = 1 << 4,     // --count-only
     OPT_REQUEST = 1 << 5,   // --request, --reveal
-    OPT_MATCH = 1 << 6,     // --setup, --response, --indices
+    OPT_MATCH = 1 << 6,     // --setup, --response, --indices, --association, --permutation
     OPT_SUITE = 1 << 7      // --suite (keygen)
 };
 
@@ -129,7 +129,8 @@ static const offline_cmd offline_cmds[] = {
      OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
     {"match", OPT_KEY | OPT_INPUT | OPT_OUTPUT | OPT_COUNT | OPT_MATCH,
      "Usage: shardpsi match --key-file KEY --input FILE --setup SETUP --response RESPONSE\n"
-     "                 --output OUT [--indices | --count-only] [options]\n"
+     "                 --output OUT [--indices | --count-only |\n"
+     "                 --association --permutation PERM] [options]\n"
      "\n"
      "Client step 2: computes the intersection of FILE (the input of its `shardpsi\n"
      "request`) with the server's set and writes it as `shardpsi client` does.\n"
@@ -141,7 +142,12 @@ static const offline_cmd offline_cmds[] = {
      "                       that are in the intersection, in input order (with\n"
      "                       the CSV header); --indices: their 0-based indices;\n"
      "                       --count-only: the size of the intersection (for a\n"
-     "                       request made with --count-only)\n"
+     "                       request made with --count-only); --association:\n"
+     "                       lines 'CLIENT_INDEX<TAB>SERVER_INDEX' of the matching\n"
+     "                       rows, by client index (raw setup)\n"
+     "  --permutation PERM   with --association: the file shardpsi setup\n"
+     "                       --permutation wrote with SETUP (it names the\n"
+     "                       server's rows)\n"
      OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
 };
 
@@ -180,6 +186,7 @@ static int offline_value_opt(psi_app_offline_opts *o, unsigned opts, int argc, c
         {"--column", OPT_INPUT, offsetof(psi_app_offline_opts, column)},
         {"--output", OPT_OUTPUT, offsetof(psi_app_offline_opts, output)},
         {"--permutation", OPT_SETUP, offsetof(psi_app_offline_opts, permutation)},
+        {"--permutation", OPT_MATCH, offsetof(psi_app_offline_opts, permutation)},
         {"--request", OPT_REQUEST, offsetof(psi_app_offline_opts, request)},
         {"--setup", OPT_MATCH, offsetof(psi_app_offline_opts, setup)},
         {"--response", OPT_MATCH, offsetof(psi_app_offline_opts, response)},
@@ -246,11 +253,14 @@ static int offline_other_opt(psi_app_offline_opts *o, unsigned opts, int argc, c
     if ((opts & OPT_REQUEST) && strcmp(a, "--reveal") == 0)
         return o->reveal = 1, 1;
     if (((opts & OPT_COUNT) && strcmp(a, "--count-only") == 0) ||
-        ((opts & OPT_MATCH) && strcmp(a, "--indices") == 0)) {
-        psi_app_offline_mode m = a[2] == 'c' ? PSI_APP_OFFLINE_COUNT : PSI_APP_OFFLINE_INDICES;
+        ((opts & OPT_MATCH) && strcmp(a, "--indices") == 0) ||
+        ((opts & OPT_MATCH) && strcmp(a, "--association") == 0)) {
+        psi_app_offline_mode m = a[2] == 'c' ? PSI_APP_OFFLINE_COUNT
+                                 : a[2] == 'i' ? PSI_APP_OFFLINE_INDICES
+                                               : PSI_APP_OFFLINE_ASSOCIATION;
         if (o->mode != PSI_APP_OFFLINE_ROWS && o->mode != m)
-            return psi_app_error("%s: give only one of --indices and --count-only",
-                                 o->cmd), -1;
+            return psi_app_error("%s: give only one of --indices, --count-only%s", o->cmd,
+                                 (opts & OPT_MATCH) ? " and --association" : ""), -1;
         o->mode = m;
         return 1;
     }
@@ -282,6 +292,13 @@ static int offline_check(const psi_app_offline_opts *o, unsigned opts)
     }
     if (psi_app_check_input_mode(o->cmd, o->column, o->lines) != 0)
         return -1;
+    if ((opts & OPT_MATCH) && (o->mode == PSI_APP_OFFLINE_ASSOCIATION) != (o->permutation != NULL)) {
+        psi_app_error(o->permutation == NULL
+                          ? "match: --association needs --permutation PERM, the file shardpsi "
+                            "setup --permutation wrote with the setup"
+                          : "match: --permutation is only used with --association");
+        return -1;
+    }
     if (!(opts & OPT_SETUP))
         return 0;
     if (o->structure == PSI_STRUCTURE_RAW && (o->fpr != 0 || o->num_client != 0)) {

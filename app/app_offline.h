@@ -21,11 +21,13 @@
 #include "psi.h"
 #include "psi_shard.h"
 
-/* What the client writes: the matching rows, their indices, or the count. */
+/* What the client writes: the matching rows, their indices, the count, or
+ * the association table. */
 typedef enum psi_app_offline_mode {
     PSI_APP_OFFLINE_ROWS = 0,
     PSI_APP_OFFLINE_INDICES = 1,
-    PSI_APP_OFFLINE_COUNT = 2
+    PSI_APP_OFFLINE_COUNT = 2,
+    PSI_APP_OFFLINE_ASSOCIATION = 3
 } psi_app_offline_mode;
 
 /* The options of every offline command; each takes only its own. */
@@ -39,7 +41,9 @@ typedef struct psi_app_offline_opts {
     const char *setup;          // match: --setup
     const char *request;        // response: --request
     const char *response;       // match: --response
-    const char *permutation;    // setup: --permutation
+    const char *permutation;    // setup: --permutation (written); match: (read)
+    int perm_payload;           // match: permutation is the PERM frame's payload
+                                // (a round's), not the text file
     int suite;                  // --suite
     psi_app_shard_opts shard;   // --shards, --threads (always sharded)
     int progress;               // --progress 1, --no-progress 0, default -1
@@ -47,7 +51,7 @@ typedef struct psi_app_offline_opts {
     double fpr;                 // setup: --fpr (0: not given)
     size_t num_client;          // setup: --num-client-inputs (0: not given)
     int reveal;                 // response: --reveal
-    psi_app_offline_mode mode;          // request: --count-only; match: the three
+    psi_app_offline_mode mode;          // request: --count-only; match: the four
     uint64_t memory;            // --memory (0: not given; psi_app_memory_default)
     const char *temp_dir;       // --temp-dir (NULL: $TMPDIR, else the output's directory)
 } psi_app_offline_opts;

@@ -71,4 +71,36 @@ typedef struct psi_app_perm_writer {
 /** Returns: 0, or 1 once a write has failed. */
 int psi_app_perm_write(void *arg, const size_t *index, size_t n);
 
+/** Reads the permutation file `path` of n rows (the grammar of
+ *  psi_app_perm_decode, each row once) into a new nameless file in dir
+ *  holding the PERM frame's payload (n 8-byte big-endian entries, §15.3),
+ *  through 64 KiB: nothing of it is held, and whether each row comes once
+ *  is seen from sorted runs on disk in `memory` bytes (app_perm_file.c).
+ *  Returns: 0 (*fd the payload's file, to close), or -1 with a message
+ *  naming the file and line in err (*fd -1, nothing left on disk). */
+int psi_app_perm_load(int *fd, const char *path, uint64_t n, const char *dir, uint64_t memory,
+                      char *err, size_t err_len);
+
+/** A PERM payload (n 8-byte big-endian entries in a file) read in order
+ *  through 64 KiB: the association table maps each pair's setup position,
+ *  ascending, to the server's row. */
+typedef struct psi_app_perm_reader {
+    int fd;           // the caller's
+    uint64_t n;       // its entries
+    uint64_t base;    // the entry at buf[0]
+    size_t have;      // entries in buf
+    uint8_t *buf;
+    char err[256];
+} psi_app_perm_reader;
+
+/** Returns: 0, or -1 (no memory; message in r->err). */
+int psi_app_perm_reader_open(psi_app_perm_reader *r, int fd, uint64_t n);
+
+/** Out: *row, entry j (j never below an earlier call's).  Whether the row
+ *  names one of the server's is the caller's to judge.  Returns: 0, or -1
+ *  (j out of order or range, or a failed read: message in r->err). */
+int psi_app_perm_reader_at(psi_app_perm_reader *r, uint64_t j, uint64_t *row);
+
+void psi_app_perm_reader_close(psi_app_perm_reader *r);
+
 #endif /* PSI_APP_PERM_H */

@@ -8,7 +8,9 @@
 
 #include <stdint.h>
 
+#include "app_index_runs.h"
 #include "app_offline.h"
+#include "app_perm.h"
 
 /* The steps (cli_offline_steps.c): each runs after parsing and returns the
  * exit code. */
@@ -21,5 +23,43 @@ int psi_cli_offline_match(psi_app_offline *s);
  *  its count (a progress step "reading the input").  Returns: 0 or -1
  *  (reported).  Out: *n. */
 int psi_cli_offline_count(psi_app_offline *s, uint64_t *n);
+
+/* match --association (cli_offline_assoc.c): the pairs mapped through the
+ * server's permutation, read in order, into runs by client index. */
+typedef struct psi_cli_assoc {
+    psi_app_perm_reader perm;   // the PERM payload, in setup order
+    psi_app_index_runs runs;    // (client index, server row) pairs
+    uint64_t n_server;
+    char err[512];              // why the pair sink refused
+} psi_cli_assoc;
+
+/** Checks that the parsed setup is raw.  Returns: 0 (*n_server its
+ *  elements) or -1 (reported). */
+int psi_cli_assoc_setup(psi_app_offline *s, const psi_setup *parsed, uint64_t *n_server);
+
+/** Opens --permutation as the PERM payload of n_server entries: a round's
+ *  payload (o.perm_payload) checked for its length, or the text file
+ *  checked and rewritten into a nameless file in dir (runs in `memory`).
+ *  Returns: 0 (*fd to close) or -1 (reported). */
+int psi_cli_assoc_perm_open(psi_app_offline *s, uint64_t n_server, const char *dir,
+                            uint64_t memory, int *fd);
+
+/** Sets up m: its pair runs in dir with `memory` bytes. */
+void psi_cli_assoc_init(psi_cli_assoc *m, const char *dir, uint64_t memory);
+
+/** Starts reading the payload fd (the caller's) of n_server entries.
+ *  Returns: 0 or -1 (m->err). */
+int psi_cli_assoc_begin(psi_cli_assoc *m, int fd, uint64_t n_server);
+
+/** The psi_pair_sink_fn (arg: m): maps each pair's setup position to the
+ *  server's row (refusing a row past n_server, as the network client does)
+ *  and adds it to the runs.  Returns: 0, or 1 with m->err set. */
+int psi_cli_assoc_take(void *arg, const psi_pair *pairs, size_t n);
+
+/** Writes the pairs by client index to s->out.  Returns: 0 or -1
+ *  (reported).  Out: *count. */
+int psi_cli_assoc_write(psi_app_offline *s, psi_cli_assoc *m, size_t *count);
+
+void psi_cli_assoc_free(psi_cli_assoc *m);
 
 #endif /* PSI_CLI_OFFLINE_H */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli_offline.h"
 #include "cli_offline_spill.h"
@@ -88,8 +89,69 @@ static int match_write_whole(psi_app_offline *s, const uint8_t *setup, size_t se
     return 0;
 }
 
+/* What a failed match could not do. */
+static const char *match_what(const psi_app_offline *s)
+{
+    return s->o.mode == PSI_APP_OFFLINE_COUNT ? "cannot count the intersection"
+           : s->o.mode == PSI_APP_OFFLINE_ASSOCIATION ? "cannot compute the association table"
+                                                       : "cannot compute the intersection";
+}
+
+/* The association table, the setup and response held whole: the pairs of
+ * the whole call mapped and written as the spilled path does (a raw setup,
+ * the permutation checked, then the response).  Returns: 0 or -1
+ * (reported).  Out: *count. */
+static int match_assoc_whole(psi_app_offline *s, spill *x, const uint8_t *setup,
+                             size_t setup_len, const uint8_t *resp, size_t resp_len,
+                             size_t *count)
+{
+    const psi_app_budget *b = psi_cli_spill_budget(x);
+    size_t cap = psi_message_element_bound(s->o.suite, resp_len), k = cap;
+    psi_setup *parsed = NULL;
+    psi_pair *pairs = NULL;
+    psi_cli_assoc m;
+    uint64_t n_server = 0;
+    char files[512];
+    int fd = -1, rc = -1, prc;
+
+    match_files(s, files, sizeof files);
+    psi_cli_assoc_init(&m, psi_cli_spill_dir(x), b->read_bytes);
+    if ((prc = psi_setup_parse(&parsed, s->o.suite, setup, setup_len)) != PSI_OK) {
+        psi_app_offline_fail_psi(s, match_what(s), files, prc);
+        goto done;
+    }
+    if (psi_cli_assoc_setup(s, parsed, &n_server) != 0 ||
+        psi_cli_assoc_perm_open(s, n_server, psi_cli_spill_dir(x), b->read_bytes, &fd) != 0)
+        goto done;
+    if (psi_cli_assoc_begin(&m, fd, n_server) != 0) {
+        psi_app_offline_fail(s, "%s", m.err);
+        goto done;
+    }
+    if ((pairs = psi_app_alloc(cap, sizeof *pairs)) == NULL) {
+        psi_app_offline_fail(s, "out of memory for the association table");
+        goto done;
+    }
+    prc = psi_shards_client_get_association(s->g, pairs, &k, setup, setup_len, resp, resp_len);
+    if (prc != PSI_OK) {
+        psi_app_offline_fail_psi(s, match_what(s), files, prc);
+        goto done;
+    }
+    if (psi_cli_assoc_take(&m, pairs, k) != 0) {
+        psi_app_offline_fail(s, "%s", m.err);
+        goto done;
+    }
+    rc = psi_cli_assoc_write(s, &m, count);
+done:
+    if (fd >= 0)
+        close(fd);
+    psi_setup_free(parsed);
+    free(pairs);
+    psi_cli_assoc_free(&m);
+    return rc;
+}
+
 /* Input, setup and response held whole. */
-static int match_whole(psi_app_offline *s, size_t *count)
+static int match_whole(psi_app_offline *s, spill *x, size_t *count)
 {
     size_t setup_len = 0, resp_len = 0;
     uint8_t *setup = NULL, *resp = NULL;
@@ -103,12 +165,17 @@ static int match_whole(psi_app_offline *s, size_t *count)
     rc = PSI_APP_EXIT_FAIL;
     if (psi_app_offline_shards(s, PSI_ROLE_CLIENT, s->o.mode != PSI_APP_OFFLINE_COUNT) != 0)
         goto done;
-    psi_app_progress_begin(&s->prog, "matching", s->in.n);
-    if (match_write_whole(s, setup, setup_len, resp, resp_len, count) != 0) {
+    if (s->o.mode == PSI_APP_OFFLINE_ASSOCIATION) {
+        if (match_assoc_whole(s, x, setup, setup_len, resp, resp_len, count) != 0)
+            goto done;
+    } else {
+        psi_app_progress_begin(&s->prog, "matching", s->in.n);
+        if (match_write_whole(s, setup, setup_len, resp, resp_len, count) != 0) {
+            psi_app_progress_end(&s->prog);
+            goto done;
+        }
         psi_app_progress_end(&s->prog);
-        goto done;
     }
-    psi_app_progress_end(&s->prog);
     if (match_check_count(s, s->in.n, resp_len) != 0)
         goto done;
     rc = PSI_APP_EXIT_OK;
@@ -223,17 +290,19 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     const psi_app_budget *b = psi_cli_spill_budget(x);
     psi_cli_spill_fault f = {"Response.encrypted_elements", PSI_OK, {0, NULL, -1, -1}};
     psi_app_index_runs idx;
+    psi_cli_assoc assoc;
     psi_app_msg_file setup = {.fd = -1};
     psi_setup *parsed = NULL;
     psi_error_detail d;
     const char *held;
-    uint64_t n = 0;
-    int rc = PSI_APP_EXIT_USAGE, prc, reveal = 0;
-    const char *what = s->o.mode == PSI_APP_OFFLINE_COUNT ? "cannot count the intersection"
-                                                          : "cannot compute the intersection";
+    uint64_t n = 0, n_server = 0;
+    int rc = PSI_APP_EXIT_USAGE, prc, reveal = 0, perm_fd = -1;
+    int pairs = s->o.mode == PSI_APP_OFFLINE_ASSOCIATION;
+    const char *what = match_what(s);
     char files[512];
 
     psi_app_index_runs_init(&idx, psi_cli_spill_dir(x), b->read_bytes);
+    psi_cli_assoc_init(&assoc, psi_cli_spill_dir(x), b->read_bytes);
     match_files(s, files, sizeof files);
     if (strcmp(s->o.input, "-") == 0) {
         psi_app_offline_fail(s, "match reads its input twice when the response or the setup "
@@ -273,6 +342,16 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     }
     psi_step_kind kind = psi_setup_structure(parsed) == PSI_STRUCTURE_RAW
                              ? PSI_STEP_UNMASK_SORT : PSI_STEP_UNMASK;
+    // The association table: a raw setup, and its permutation checked
+    // before the response, as in memory.
+    if (pairs && (psi_cli_assoc_setup(s, parsed, &n_server) != 0 ||
+                  psi_cli_assoc_perm_open(s, n_server, psi_cli_spill_dir(x), b->read_bytes,
+                                          &perm_fd) != 0))
+        goto done;
+    if (pairs && psi_cli_assoc_begin(&assoc, perm_fd, n_server) != 0) {
+        psi_app_offline_fail(s, "%s", assoc.err);
+        goto done;
+    }
     psi_setup_free(parsed);
     parsed = NULL;
     if (psi_cli_spill_message(x, s->o.response, "response", PSI_MESSAGE_RESPONSE, kind, -1,
@@ -288,14 +367,20 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
         goto done;
     }
     psi_op_args a;
+    psi_cli_match_sink sink = {psi_app_index_runs_add, NULL, &idx, idx.file.err};
+    if (pairs)
+        sink = (psi_cli_match_sink){NULL, psi_cli_assoc_take, &assoc, assoc.err};
     memset(&a, 0, sizeof a);
-    a.op = s->o.mode == PSI_APP_OFFLINE_COUNT ? PSI_OP_INTERSECTION_SIZE : PSI_OP_INTERSECTION;
-    if (psi_cli_spill_match(x, &a, &setup, s->o.mode == PSI_APP_OFFLINE_COUNT ? NULL : &idx,
+    a.op = s->o.mode == PSI_APP_OFFLINE_COUNT ? PSI_OP_INTERSECTION_SIZE
+           : pairs                            ? PSI_OP_ASSOCIATION
+                                              : PSI_OP_INTERSECTION;
+    if (psi_cli_spill_match(x, &a, &setup, s->o.mode == PSI_APP_OFFLINE_COUNT ? NULL : &sink,
                             count, what, files) != 0)
         goto done;
     if (s->o.mode == PSI_APP_OFFLINE_COUNT)
         fprintf(s->out.f, "%zu\n", *count);
-    else if (match_write_sorted(s, x, &idx) != 0)
+    else if (pairs ? psi_cli_assoc_write(s, &assoc, count) != 0
+                   : match_write_sorted(s, x, &idx) != 0)
         goto done;
     if (match_check_count(s, n, resp_len) != 0)
         goto done;
@@ -305,6 +390,9 @@ done:
     psi_setup_free(parsed);
     psi_app_msg_close(&setup);
     psi_app_index_runs_close(&idx);
+    psi_cli_assoc_free(&assoc);
+    if (perm_fd >= 0)
+        close(perm_fd);
     return rc;
 }
 
@@ -329,11 +417,14 @@ int psi_cli_offline_match(psi_app_offline *s)
                (stat(s->o.input, &in_st) == 0 && S_ISREG(in_st.st_mode) &&
                 (uint64_t)in_st.st_size > b->block_bytes) ||
                (stat(s->o.setup, &in_st) == 0 && S_ISREG(in_st.st_mode) &&
+                (uint64_t)in_st.st_size > b->bytes / 4) ||
+               (s->o.mode == PSI_APP_OFFLINE_ASSOCIATION &&
+                stat(s->o.permutation, &in_st) == 0 && S_ISREG(in_st.st_mode) &&
                 (uint64_t)in_st.st_size > b->bytes / 4));
     if (spilled) {
         rc = match_spill(s, x, (uint64_t)st.st_size, &count, &n);
     } else {
-        rc = match_whole(s, &count);
+        rc = match_whole(s, x, &count);
     }
     if (rc != PSI_APP_EXIT_OK)
         goto done;

@@ -355,7 +355,7 @@ done:
 }
 
 int psi_cli_spill_match(spill *x, psi_op_args *a, psi_app_msg_file *setup,
-                        psi_app_index_runs *idx, size_t *count, const char *what,
+                        const psi_cli_match_sink *sink, size_t *count, const char *what,
                         const char *file)
 {
     psi_plan *plan = NULL;
@@ -370,12 +370,14 @@ int psi_cli_spill_match(spill *x, psi_op_args *a, psi_app_msg_file *setup,
     a->setup_read_arg = setup;
     if (spill_plan(x, a, x->b.read_bytes, &plan, &counts, what, file) != 0)
         goto done;
-    if (idx != NULL && psi_plan_match_sink(plan, psi_app_index_runs_add, idx) != PSI_OK) {
+    if (sink != NULL &&
+        (sink->pairs != NULL ? psi_plan_pair_sink(plan, sink->pairs, sink->arg)
+                             : psi_plan_match_sink(plan, sink->indices, sink->arg)) != PSI_OK) {
         psi_app_offline_fail(x->s, "cannot stream the intersection");
         goto done;
     }
     memset(&o, 0, sizeof o);
-    rc = spill_plan_finish(x, plan, &o, setup->err, idx != NULL ? idx->file.err : NULL, what,
+    rc = spill_plan_finish(x, plan, &o, setup->err, sink != NULL ? sink->err : NULL, what,
                            file);
     if (rc == 0)
         *count = o.count;

@@ -65,13 +65,23 @@ void psi_cli_spill_report(psi_app_offline *s, const psi_cli_spill_fault *f, cons
 int psi_cli_spill_finish(spill *x, psi_op_args *a, FILE *perm_out, size_t *len,
                          const char *what, const char *file);
 
-/** Finishes a client operation a->op (INTERSECTION or INTERSECTION_SIZE)
- *  over the runs against the setup read from `setup` in windows (a raw
- *  setup is never held whole, §20); the matched indices go to idx (NULL
- *  for a count).  Returns: 0 or -1 (reported).  Out: *count, the
- *  intersection's size. */
+/** Where a match's result goes in pieces: the matched indices
+ *  (INTERSECTION: psi_plan_match_sink) or the pairs (ASSOCIATION:
+ *  psi_plan_pair_sink), and where a refusing sink left its message. */
+typedef struct psi_cli_match_sink {
+    psi_perm_sink_fn indices;
+    psi_pair_sink_fn pairs;
+    void *arg;
+    const char *err;
+} psi_cli_match_sink;
+
+/** Finishes a client operation a->op (INTERSECTION, INTERSECTION_SIZE or
+ *  ASSOCIATION) over the runs against the setup read from `setup` in
+ *  windows (a raw setup is never held whole, §20); the result goes to
+ *  sink (NULL for a count).  Returns: 0 or -1 (reported).  Out: *count,
+ *  the intersection's size. */
 int psi_cli_spill_match(spill *x, psi_op_args *a, psi_app_msg_file *setup,
-                        psi_app_index_runs *idx, size_t *count, const char *what,
+                        const psi_cli_match_sink *sink, size_t *count, const char *what,
                         const char *file);
 
 void psi_cli_spill_free(spill *x);

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "cli_server_setup.h"
-#include "app_index_runs.h"
 #include "app_perm.h"
 #include "app_spill.h"
 #include "app_util.h"
@@ -152,157 +151,23 @@ static int setup_parse(setup_load *l)
     return 0;
 }
 
-/* setup_load_perm's rows: the PERM frame's payload (8-byte big-endian
- * entries) written as they come, and the rows gathered in sorted runs to
- * see that each comes once. */
-typedef struct perm_load {
-    FILE *out;
-    psi_app_index_runs rows;
-    int failed;               // the payload's write or the runs failed
-} perm_load;
-
-static int perm_load_row(void *arg, uint64_t line, uint64_t row)
-{
-    perm_load *p = arg;
-    size_t r = (size_t)row;
-    uint8_t be[8];
-
-    (void)line;
-    psi_app_store_be(be, row, 8);
-    if (fwrite(be, 1, 8, p->out) != 8 || psi_app_index_runs_add(&p->rows, &r, 1) != 0) {
-        p->failed = 1;
-        return PSI_APP_PERM_NOMEM;
-    }
-    return PSI_APP_PERM_OK;
-}
-
-/* Reads the permutation file through 64 KiB into the payload.  Returns: a
- * psi_app_perm_status, or -1 (l->err: reading). */
-static int perm_load_read(setup_load *l, perm_load *pl, psi_app_perm_parse *pp)
-{
-    psi_app_msg_file f;
-    uint8_t *buf = malloc(65536);
-    uint64_t off = 0;
-    int st = -1;
-
-    if (buf == NULL) {
-        snprintf(l->err, l->err_len, "out of memory for the permutation");
-        return -1;
-    }
-    if (psi_app_msg_open(&f, l->so->permutation, "permutation file", l->err, l->err_len) != 0)
-        goto done;
-    for (st = PSI_APP_PERM_OK; st == PSI_APP_PERM_OK && off < f.len;) {
-        size_t len = f.len - off < 65536 ? (size_t)(f.len - off) : 65536;
-        if (psi_app_msg_read(&f, off, buf, len) != 0) {
-            snprintf(l->err, l->err_len, "permutation file %s", f.err);
-            st = -1;
-            goto done;
-        }
-        st = psi_app_perm_parse_feed(pp, buf, len, perm_load_row, pl);
-        off += len;
-    }
-    if (st == PSI_APP_PERM_OK)
-        st = psi_app_perm_parse_end(pp, perm_load_row, pl);
-done:
-    psi_app_msg_close(&f);
-    free(buf);
-    return st;
-}
-
-/* Reads the rows back in ascending order: n rows below n are a permutation
- * unless two neighbours are equal.  Returns: 0, or -1 (l->err). */
-static int perm_load_once(setup_load *l, perm_load *pl)
-{
-    size_t prev = 0, v = 0;
-    int have;
-
-    if (psi_app_index_runs_read_begin(&pl->rows) != 0) {
-        snprintf(l->err, l->err_len, "the permutation: %s", pl->rows.file.err);
-        return -1;
-    }
-    for (size_t i = 0; (have = psi_app_index_runs_next(&pl->rows, &v)) > 0; i++, prev = v) {
-        if (i > 0 && v == prev) {
-            snprintf(l->err, l->err_len, "permutation file %s: row %zu is given twice (the "
-                     "setup has %zu elements): is it the file shardpsi setup --permutation "
-                     "wrote with this setup?", l->so->permutation, v, l->ss->n);
-            return -1;
-        }
-    }
-    if (have < 0) {
-        snprintf(l->err, l->err_len, "the permutation: %s", pl->rows.file.err);
-        return -1;
-    }
-    return 0;
-}
-
 /* Reads --permutation: ss->n lines, line j the 0-based input row of the
- * setup's element j, each row once (the grammar of psi_app_perm_decode),
- * into the PERM frame's payload in a nameless file (sent from it each
- * round, §20).  Nothing of it is held: the file is read through 64 KiB, and
- * whether each row comes once is seen from sorted runs on disk, in a
- * sixteenth of the budget.  Returns: 0 or -1 (l->err). */
+ * setup's element j, each row once, into the PERM frame's payload in a
+ * nameless file (sent from it each round, §20), holding nothing of it
+ * (psi_app_perm_load: a sixteenth of the budget for its runs).  Returns: 0
+ * or -1 (l->err). */
 static int setup_load_perm(setup_load *l)
 {
     psi_cli_server_setup *ss = l->ss;
-    const char *path = l->so->permutation;
     const char *dir = psi_app_temp_dir(l->net->temp_dir, "/var/tmp");
     uint64_t budget = l->net->memory != 0 ? l->net->memory : psi_app_memory_default();
-    perm_load pl;
-    psi_app_perm_parse pp;
-    int st, fd = -1, rc = -1;
 
-    memset(&pl, 0, sizeof pl);
-    psi_app_index_runs_init(&pl.rows, dir, budget / 16);
-    if (psi_app_spill_tmpfile(&ss->perm_fd, dir, l->err, l->err_len) != 0)
-        goto done;
+    if (psi_app_perm_load(&ss->perm_fd, l->so->permutation, ss->n, dir, budget / 16, l->err,
+                          l->err_len) != 0)
+        return -1;
     ss->perm_open = 1;
-    if ((fd = dup(ss->perm_fd)) < 0 || (pl.out = fdopen(fd, "wb")) == NULL) {
-        snprintf(l->err, l->err_len, "the permutation's temporary file: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        goto done;
-    }
-    psi_app_perm_parse_init(&pp, ss->n);
-    st = perm_load_read(l, &pl, &pp);
-    if (st < 0)
-        goto done;
-    if (fflush(pl.out) != 0)
-        pl.failed = 1;
-    if (pl.failed) {
-        snprintf(l->err, l->err_len, "the permutation's temporary file in %s: %s", dir,
-                 pl.rows.file.err[0] ? pl.rows.file.err : strerror(errno));
-        goto done;
-    }
-    size_t line = (size_t)pp.line, n = ss->n;
-    switch (st) {
-    case PSI_APP_PERM_OK:
-        if (perm_load_once(l, &pl) != 0)
-            goto done;
-        ss->perm_len = 8 * (uint64_t)n;
-        rc = 0;
-        goto done;
-    case PSI_APP_PERM_SYNTAX:
-        snprintf(l->err, l->err_len, "permutation file %s, line %zu: not a 0-based "
-                 "row index", path, line + 1);
-        break;
-    case PSI_APP_PERM_SHORT:
-        snprintf(l->err, l->err_len, "permutation file %s holds %zu rows, and the setup "
-                 "has %zu elements: is it the file shardpsi setup --permutation wrote with this "
-                 "setup?", path, line, n);
-        break;
-    default:
-        snprintf(l->err, l->err_len, "permutation file %s, line %zu: %s (the "
-                 "setup has %zu elements): is it the file shardpsi setup --permutation "
-                 "wrote with this setup?", path, line + 1,
-                 st == PSI_APP_PERM_EXTRA ? "more lines than setup elements"
-                                          : "a row beyond the setup's", n);
-        break;
-    }
-done:
-    if (pl.out != NULL)
-        fclose(pl.out);
-    psi_app_index_runs_close(&pl.rows);
-    return rc;
+    ss->perm_len = 8 * (uint64_t)ss->n;
+    return 0;
 }
 
 /* The checks and description of a raw setup.  Returns: 0 or -1 (l->err). */

@@ -78,8 +78,12 @@ static int psi_mpi_parse(psi_mpi_run *r, int argc, char **argv)
         rc = -2;
     if (r->s.o.memory != 0 || r->s.o.temp_dir != NULL)
         rc = -3;
+    if (r->s.o.mode == PSI_APP_OFFLINE_ASSOCIATION)
+        rc = -4;
     if (rc != 0 && r->rank == 0)
-        psi_app_error(rc == -1 ? "%s: --input must be a file (every rank reads its own part "
+        psi_app_error(rc == -4 ? "%s: --association: shardpsi-mpi match writes rows, indices "
+                                 "or the count; run shardpsi match for the association table"
+                      : rc == -1 ? "%s: --input must be a file (every rank reads its own part "
                                  "of it), not stdin"
                       : rc == -2 ? "%s: --column: shardpsi-mpi reads one value per line only (a "
                                    "CSV record may span lines, so the file cannot be cut at "
