@@ -473,12 +473,6 @@ static int client_spill_start(client_ctx *s, uint64_t n)
         return -1;
     }
     s->spill = r;
-    if (s->o->mode == CLIENT_ASSOCIATION) {
-        snprintf(s->err, sizeof s->err, "--association holds the server's permutation and "
-                 "the pairs in memory, and the input %s is larger than --memory allows: give "
-                 "a larger --memory (PROTOCOL.md §20)", s->o->net.input);
-        return -1;
-    }
     // The files go where the output goes, unless --temp-dir or $TMPDIR say.
     psi_app_output_dir(dir, sizeof dir, s->o->output);
     if (psi_cli_round_spill_init(r, &s->o->net, s->key, "shardpsi client", dir) != 0) {
@@ -487,7 +481,8 @@ static int client_spill_start(client_ctx *s, uint64_t n)
     }
     r->off.o.mode = s->o->mode == CLIENT_COUNT ? PSI_APP_OFFLINE_COUNT
                     : s->o->mode == CLIENT_INDICES ? PSI_APP_OFFLINE_INDICES
-                                                    : PSI_APP_OFFLINE_ROWS;
+                    : s->o->mode == CLIENT_ASSOCIATION ? PSI_APP_OFFLINE_ASSOCIATION
+                                                        : PSI_APP_OFFLINE_ROWS;
     s->in.n = (size_t)n;
     return 0;
 }
@@ -535,7 +530,9 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
         return client_fail_psi(s, "the server's setup parameters", rc);
     if (psi_cli_round_spill_file(r, PSI_CLI_MSG_REQUEST, "the request's temporary file") != 0 ||
         psi_cli_round_spill_file(r, PSI_CLI_MSG_SETUP, "the server's setup") != 0 ||
-        psi_cli_round_spill_file(r, PSI_CLI_MSG_RESPONSE, "the server's response") != 0)
+        psi_cli_round_spill_file(r, PSI_CLI_MSG_RESPONSE, "the server's response") != 0 ||
+        (s->accept.association &&
+         psi_cli_round_spill_file(r, PSI_CLI_MSG_PERM, "the server's association table") != 0))
         return client_fail(s, 1, o->err);
     o->o.output = r->path[PSI_CLI_MSG_REQUEST];
     if (client_spill_step(s, psi_cli_offline_request) != 0)
@@ -576,6 +573,23 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
                                   r->fd[PSI_CLI_MSG_RESPONSE], &len, "receiving the response");
     if (rc != 0)
         return client_fail_net(s, rc);
+    // The association table's permutation, as it comes (8 bytes a server
+    // value): the match step reads it in order, never whole.
+    if (s->accept.association) {
+        rc = psi_net_progress_recv_fd(&s->prog, &s->conn, PSI_NET_FRAME_PERM,
+                                      (size_t)s->accept.n * 8, r->fd[PSI_CLI_MSG_PERM], &len,
+                                      "receiving the association table");
+        if (rc != 0)
+            return client_fail_net(s, rc);
+        if (len != s->accept.n * 8) {
+            snprintf(s->err, sizeof s->err, "the server's association table holds %" PRIu64
+                     " bytes, not 8 for each of its %llu values", len,
+                     (unsigned long long)s->accept.n);
+            return client_fail(s, 1, s->err);
+        }
+        o->o.permutation = r->path[PSI_CLI_MSG_PERM];
+        o->o.perm_payload = 1;
+    }
     // The result goes to the output opened at the start.
     o->o.setup = r->path[PSI_CLI_MSG_SETUP];
     o->o.response = r->path[PSI_CLI_MSG_RESPONSE];
@@ -590,8 +604,8 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
 /* A client whose own input fits but whose server's raw setup (its size
  * known from the handshake) is past a quarter of the budget: the round
  * goes through the steps, which read the setup in windows from its file
- * (§20), when the input is a file they can read again.  From stdin, and
- * for --association (which holds the pairs), the setup is held.
+ * (§20), when the input is a file they can read again.  From stdin the
+ * setup is held.
  * Returns: 0, or -1 after a message. */
 static int client_spill_late(client_ctx *s)
 {
@@ -601,8 +615,7 @@ static int client_spill_late(client_ctx *s)
     struct stat st;
     size_t cap = 0, n = s->in.n;
 
-    if (s->accept.structure != PSI_STRUCTURE_RAW || s->o->mode == CLIENT_ASSOCIATION ||
-        in == NULL || strcmp(in, "-") == 0 || stat(in, &st) != 0 || !S_ISREG(st.st_mode))
+    if (s->accept.structure != PSI_STRUCTURE_RAW || in == NULL || strcmp(in, "-") == 0 || stat(in, &st) != 0 || !S_ISREG(st.st_mode))
         return 0;
     if (client_setup_cap(s, &b, &p, &cap) != PSI_OK || cap <= b.bytes / 4)
         return 0;

@@ -25,7 +25,8 @@ enum {
     PSI_CLI_MSG_SETUP = 0,
     PSI_CLI_MSG_REQUEST = 1,
     PSI_CLI_MSG_RESPONSE = 2,
-    PSI_CLI_MSG_PERM = 3,      // the server's permutation, as `setup --permutation` writes it
+    PSI_CLI_MSG_PERM = 3,      // the server's permutation: as `setup --permutation` writes
+                               // it (server), the PERM frame's payload (client)
     PSI_CLI_MSGS = 4,
     PSI_CLI_OUTPUT = 4         // the command's own output (not a file of the round)
 };

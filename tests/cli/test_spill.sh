@@ -124,13 +124,39 @@ for suite in openmined-p256 p256-sswu ristretto255; do
 done
 expect_clean "after the rounds" "$spill" "$out"
 
+# expect_join WHAT SERVER CLIENT TABLE: TABLE is the association table of
+# the two line files: for each client row in order whose value the server
+# holds, the server's row, each server row paired at most once (a raw
+# setup matches each of its elements once, PROTOCOL.md §9.1).
+expect_join() {
+    checks=$((checks + 1))
+    python3 - "$2" "$3" "$4" <<'PY' || fail "$1: not the plain join of the two files"
+import sys
+rows = lambda p: open(p, 'rb').read().decode().replace('\r\n', '\n').split('\n')[:-1]
+server = {}
+for i, v in enumerate(rows(sys.argv[1])):
+    server.setdefault(v, i)
+want, used = [], set()
+for j, v in enumerate(rows(sys.argv[2])):
+    if v in server and server[v] not in used:
+        used.add(server[v])
+        want.append(f"{j}\t{server[v]}\n")
+got = open(sys.argv[3]).read()
+sys.exit(0 if got == ''.join(want) and len(want) > 100 else 1)
+PY
+}
+
 # ---- match past the budget ------------------------------------------------
 # The response is unmasked in chunks into runs (8 at 48K), merged against
 # the setup, and the indices put in input order through runs of their own
 # (2 at 48K for the 499 matches of GCS and Bloom): rows, indices and
 # counts are those of the whole call, from line and CSV input.  The raw
 # setup (1,503 values, 52 kB) is four times the quarter of the budget a
-# held setup may take: it is read in windows as it is matched.
+# held setup may take: it is read in windows as it is matched.  The
+# association table (raw) maps its pairs through the permutation read in
+# order and merges them by client index from runs (3 at 48K for the 233
+# pairs of the line input); from the line input it is also checked against
+# a plain join of the two files computed here.
 head -120 "$tmp/keep-server.txt" >"$tmp/keep-server-small.txt"
 for suite in openmined-p256 p256-sswu ristretto255; do
     sk=(--suite "$suite" --key-file "$keys/s-$suite" --no-progress)
@@ -149,15 +175,17 @@ for suite in openmined-p256 p256-sswu ristretto255; do
             for st in raw gcs bloom_filter; do
                 src=keep-server.txt
                 extra=(--num-client-inputs 1000 --fpr 1e-6)
-                [ "$st" = raw ] && extra=()
+                [ "$st" = raw ] && extra=(--permutation "$out/m.perm")
                 run "$suite match $st: setup" 0 "$logs/log" setup "${sk[@]}" \
                     --input "$tmp/$src" --structure "$st" "${extra[@]}" \
                     --output "$out/m.setup" || continue
                 outs="rows --indices"
+                [ $st = raw ] && outs="$outs --association"
                 [ $mode = count ] && outs=--count-only
                 for o in $outs; do
                     oopt=()
                     [ "$o" = rows ] || oopt=("$o")
+                    [ "$o" = --association ] && oopt+=(--permutation "$out/m.perm")
                     what="$suite match $input $st $o"
                     run "$what: in memory" 0 "$logs/log" match "${ck[@]}" "${inopt[@]}" \
                         --setup "$out/m.setup" --response "$out/m.resp" "${oopt[@]}" \
@@ -170,8 +198,11 @@ for suite in openmined-p256 p256-sswu ristretto255; do
                     expect_grep "$what: spilled" "matched from runs on disk" "$logs/log"
                     expect_grep "$what: progress of the unmasking" \
                         "unmasking the response: [0-9,]* values in" "$logs/log"
+                    [ "$o" = --association ] && [ $input = keep-client.txt ] &&
+                        expect_join "$what" "$tmp/keep-server.txt" "$tmp/$input" \
+                            "$out/48K.match"
                 done
-                rm -f "$out"/*.match "$out/m.setup"
+                rm -f "$out"/*.match "$out/m.setup" "$out/m.perm"
             done
             rm -f "$out"/m.*
         done
@@ -237,7 +268,42 @@ checks=$((checks + 1))
 [ $rc -eq 2 ] || fail "match past the budget from stdin: exit status $rc, expected 2"
 expect_grep "match past the budget from stdin: says why" "give the input as a file" \
     "$logs/log"
-rm -f "$out"/ok.* "$out"/point.* "$out"/cut.* "$out/big.setup"
+# The association table's faults, with the same message in memory and at
+# 48K: a permutation with a row given twice, one a line short, a GCS setup.
+"$psi" setup "${sk[@]}" --input "$tmp/keep-server-small.txt" --structure raw \
+    --permutation "$out/a.perm" --output "$out/a.setup" 2>/dev/null
+"$psi" setup "${sk[@]}" --input "$tmp/keep-server-small.txt" --structure gcs \
+    --num-client-inputs 1000 --output "$out/gcs.setup" 2>/dev/null
+{ head -1 "$out/a.perm"; sed '1,2d' "$out/a.perm"; head -1 "$out/a.perm"; } >"$out/twice.perm"
+sed '$d' "$out/a.perm" >"$out/short.perm"
+for bad in twice short gcs; do
+    setup=$out/a.setup perm=$out/$bad.perm
+    [ $bad = gcs ] && setup=$out/gcs.setup perm=$out/a.perm
+    for mem in whole 48K; do
+        mopt=()
+        [ $mem = 48K ] && mopt=(--memory 48K --temp-dir "$spill")
+        run "match --association, $bad ($mem)" 1 "$logs/$mem.log" match "${ck[@]}" \
+            --input "$tmp/keep-client.txt" --setup "$setup" --response "$out/ok.resp" \
+            --association --permutation "$perm" "${mopt[@]}" --output "$out/x.match"
+    done
+    expect_same "match --association, $bad: the same message" "$logs/whole.log" \
+        "$logs/48K.log"
+    case $bad in
+    twice) why="row [0-9]* is given twice" ;;
+    short) why="holds 119 rows, and the setup has 120 elements" ;;
+    gcs) why="is a gcs setup: --association needs the raw setup" ;;
+    esac
+    expect_grep "match --association, $bad: says why" "$why" "$logs/48K.log"
+    checks=$((checks + 1))
+    [ -e "$out/x.match" ] && fail "match --association, $bad: an output was left"
+done
+run "match --association without --permutation" 2 "$logs/log" match "${ck[@]}" \
+    --input "$tmp/keep-client.txt" --setup "$out/a.setup" --response "$out/ok.resp" \
+    --association --output "$out/x.match"
+expect_grep "match --association without --permutation: says why" \
+    "needs --permutation PERM" "$logs/log"
+rm -f "$out"/ok.* "$out"/point.* "$out"/cut.* "$out/big.setup" "$out"/a.* "$out"/*.perm \
+    "$out/gcs.setup"
 expect_clean "after the match faults" "$spill" "$out"
 
 # ---- The input's errors, as when it is read whole ------------------------
