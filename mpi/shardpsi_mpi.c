@@ -76,7 +76,7 @@ static int psi_mpi_parse(psi_mpi_run *r, int argc, char **argv)
         rc = -1;
     if (r->s.o.column != NULL)
         rc = -2;
-    if (r->s.o.memory != 0 || r->s.o.temp_dir != NULL)
+    if ((r->s.o.memory != 0 || r->s.o.temp_dir != NULL) && strcmp(r->s.o.cmd, "match") != 0)
         rc = -3;
     if (r->s.o.mode == PSI_APP_OFFLINE_ASSOCIATION)
         rc = -4;
@@ -88,9 +88,10 @@ static int psi_mpi_parse(psi_mpi_run *r, int argc, char **argv)
                       : rc == -2 ? "%s: --column: shardpsi-mpi reads one value per line only (a "
                                    "CSV record may span lines, so the file cannot be cut at "
                                    "line boundaries)"
-                                 : "%s: --memory, --temp-dir: shardpsi-mpi has no memory budget "
-                                   "yet; each rank holds its part of the input (PROTOCOL.md "
-                                   "§18.5, §20)", r->label);
+                                 : "%s: --memory, --temp-dir: only shardpsi-mpi match takes "
+                                   "them (rank 0's runs of matched indices); the other steps "
+                                   "hold on each rank its part of the input, and rank 0 a "
+                                   "bounded amount more (PROTOCOL.md §18.5, §20)", r->label);
     return rc != 0 ? -1 : 0;
 }
 

@@ -527,6 +527,33 @@ part_c() {
         --count-only --output "$d/mp.count" &&
         expect_same "interop: shardpsi-mpi count-only request, shardpsi response: count" \
             "$d/mp.count" "$d/want.raw.count"
+    # shardpsi-mpi match at a budget of a few KiB: rank 0 hands the matched
+    # indices to many sorted runs on disk (a sixteenth of 4K: 16 a run),
+    # reads them back in order and sends each rank its part in pieces; a
+    # raw setup is read in windows on every rank.  The same rows and
+    # indices, raw and GCS, and nothing left in the temporary directory.
+    mkdir -p "$d/runs"
+    run "interop: shardpsi-mpi gcs setup for the match" 0 "$d/err" "$psi" setup "${S[@]}" \
+        --input "$d/server.txt" --structure gcs --num-client-inputs 2500 --output "$d/p.gsetup"
+    for st in raw gcs; do
+        for m in rows indices; do
+            mo=()
+            [ "$m" = indices ] && mo=(--indices)
+            w=$d/want.raw.$m
+            [ "$st" = gcs ] && w=$d/want.member.$m
+            [ "$m" = indices ] && w=${w%.indices}.idx
+            setup=$d/p.setup
+            [ "$st" = gcs ] && setup=$d/p.gsetup
+            run "interop: shardpsi-mpi -np 2 match $st $m at --memory 4K" 0 "$d/err" mpi 2 60 \
+                match "${C[@]}" --input "$d/client.txt" --setup "$setup" \
+                --response "$d/p.resp" "${mo[@]}" --memory 4K --temp-dir "$d/runs" \
+                --output "$d/mm.$st.$m" &&
+                expect_same "interop: shardpsi-mpi match $st $m at 4K vs the plain comparison" \
+                    "$d/mm.$st.$m" "$w"
+        done
+    done
+    checks=$((checks + 1))
+    [ -z "$(ls -A "$d/runs")" ] || fail "shardpsi-mpi match at 4K: left $(ls -A "$d/runs")"
     # A shardpsi-mpi setup served by `shardpsi server --setup` to a plain `shardpsi client`
     # over loopback (PROTOCOL.md §15.5): rows and --indices.
     for m in rows indices; do
@@ -643,6 +670,11 @@ part_d() {
         >"$d/client.csv"
     fault "--column" 2 "column" "$f/o3" 2 request "${C[@]}" --input "$d/client.csv" \
         --column name --output "$f/o3"
+    fault "--memory on setup" 2 "only shardpsi-mpi match takes them" "$f/o4" 2 setup \
+        "${S[@]}" --input "$d/server.txt" --structure raw --memory 64M --output "$f/o4"
+    fault "--association on match" 2 "run shardpsi match for the association table" \
+        "$f/o5" 2 match "${C[@]}" --input "$d/client.txt" --setup "$f/none" \
+        --response "$f/none" --association --permutation "$f/none" --output "$f/o5"
     # shardpsi's CSV guard (app/app_input.h): a header line is refused unless
     # --lines, also when rank 0's slice is empty (a file smaller than -np).
     fault "header line as lines" 2 "client.csv: looks like CSV (first line \"id,name\"); add --column NAME to read a column, or --lines" \
