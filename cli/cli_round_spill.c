@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app_perm.h"
 #include "app_spill.h"
 #include "cli_offline.h"
 #include "app_util.h"
@@ -112,58 +113,67 @@ uint64_t psi_cli_round_spill_size(const psi_cli_round_spill *r, int i)
     return r->fd[i] >= 0 && fstat(r->fd[i], &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
-/* Appends an index to the PERM payload's buffer, writing it out when full.
- * Returns: 0 or -1 (message set). */
-static int perm_put(psi_cli_round_spill *r, int to, uint8_t *buf, size_t *len, uint64_t v)
+/* The PERM payload as the permutation's rows are parsed: 8-byte big-endian
+ * entries through a 64 KiB buffer into message `to`'s file. */
+typedef struct spill_perm_out {
+    psi_cli_round_spill *r;
+    int to;
+    uint8_t *buf;
+    size_t len;
+    int failed;           // a write failed (message set)
+} spill_perm_out;
+
+static int spill_perm_row(void *arg, uint64_t line, uint64_t row)
 {
-    psi_app_store_be(buf + *len, v, 8);
-    *len += 8;
-    if (*len == 65536 && fwrite(buf, 1, *len, r->off.file[to]) != *len)
-        return psi_app_offline_fail(&r->off, "%s: cannot write: %s", r->off.file_label[to],
-                                    strerror(errno));
-    if (*len == 65536)
-        *len = 0;
-    return 0;
+    spill_perm_out *w = arg;
+    psi_app_offline *s = &w->r->off;
+
+    (void)line;
+    psi_app_store_be(w->buf + w->len, row, 8);
+    w->len += 8;
+    if (w->len == 65536 && fwrite(w->buf, 1, w->len, s->file[w->to]) != w->len) {
+        psi_app_offline_fail(s, "%s: cannot write: %s", s->file_label[w->to], strerror(errno));
+        w->failed = 1;
+        return PSI_APP_PERM_NOMEM;
+    }
+    if (w->len == 65536)
+        w->len = 0;
+    return PSI_APP_PERM_OK;
 }
 
 int psi_cli_round_spill_perm(psi_cli_round_spill *r, int to, uint64_t n)
 {
     psi_app_offline *s = &r->off;
     FILE *in = fopen(r->path[PSI_CLI_MSG_PERM], "rb");
-    uint8_t *rbuf = malloc(65536), *wbuf = malloc(65536);
-    size_t got, wlen = 0;
-    uint64_t v = 0, rows = 0;
-    int digits = 0, rc = -1;
+    uint8_t *rbuf = malloc(65536);
+    spill_perm_out w = {r, to, malloc(65536), 0, 0};
+    psi_app_perm_parse pp;
+    size_t got;
+    int st = PSI_APP_PERM_OK, rc = -1;
 
-    if (in == NULL || rbuf == NULL || wbuf == NULL) {
-        psi_app_offline_fail(s, "the permutation: %s%s", in == NULL ? "cannot open: " : "", in == NULL ? strerror(errno)
-                                                                   : "out of memory");
+    if (in == NULL || rbuf == NULL || w.buf == NULL) {
+        psi_app_offline_fail(s, "the permutation: %s%s", in == NULL ? "cannot open: " : "",
+                             in == NULL ? strerror(errno) : "out of memory");
         goto done;
     }
-    while ((got = fread(rbuf, 1, 65536, in)) > 0) {
-        for (size_t i = 0; i < got; i++) {
-            uint8_t c = rbuf[i];
-            if (c >= '0' && c <= '9' && v <= (UINT64_MAX - 9) / 10) {
-                v = 10 * v + (uint64_t)(c - '0');
-                digits++;
-            } else if (c == '\n' && digits > 0 && v < n && rows < n) {
-                if (perm_put(r, to, wbuf, &wlen, v) != 0)
-                    goto done;
-                rows++;
-                v = 0;
-                digits = 0;
-            } else {
-                psi_app_offline_fail(s, "the permutation: line %" PRIu64 " is not an index "
-                                     "below %" PRIu64, rows + 1, n);
-                goto done;
-            }
-        }
-    }
-    if (ferror(in) || digits > 0 || rows != n) {
-        psi_app_offline_fail(s, "the permutation: %" PRIu64 " lines read of %" PRIu64, rows, n);
+    // The setup step's own file, in the grammar of psi_app_perm_decode;
+    // each row is once by construction (the setup's sort).
+    psi_app_perm_parse_init(&pp, n);
+    while (st == PSI_APP_PERM_OK && (got = fread(rbuf, 1, 65536, in)) > 0)
+        st = psi_app_perm_parse_feed(&pp, rbuf, got, spill_perm_row, &w);
+    if (st == PSI_APP_PERM_OK && !ferror(in))
+        st = psi_app_perm_parse_end(&pp, spill_perm_row, &w);
+    if (w.failed)
+        goto done;
+    if (ferror(in) || st != PSI_APP_PERM_OK) {
+        psi_app_offline_fail(s, "the permutation: %s at line %" PRIu64 " of %" PRIu64,
+                             ferror(in) ? "cannot read" : st == PSI_APP_PERM_SHORT
+                                 ? "it ends" : "not an index below the count",
+                             pp.line + 1, n);
         goto done;
     }
-    if ((wlen > 0 && fwrite(wbuf, 1, wlen, s->file[to]) != wlen) || fflush(s->file[to]) != 0) {
+    if ((w.len > 0 && fwrite(w.buf, 1, w.len, s->file[to]) != w.len) ||
+        fflush(s->file[to]) != 0) {
         psi_app_offline_fail(s, "%s: cannot write: %s", s->file_label[to], strerror(errno));
         goto done;
     }
@@ -172,7 +182,7 @@ done:
     if (in != NULL)
         fclose(in);
     free(rbuf);
-    free(wbuf);
+    free(w.buf);
     return rc;
 }
 
