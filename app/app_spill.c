@@ -209,7 +209,7 @@ int psi_app_spill_put(psi_app_spill *s, const uint8_t *elements, const size_t *i
         ip += m * 8;
         i += m;
     }
-    s->runs[s->n_runs++] = (psi_app_run){at, n, 0};
+    s->runs[s->n_runs++] = (psi_app_run){at, n, 0, 0, 0};
     s->size = ip;
     s->n_values += n;
     return 0;
@@ -218,20 +218,67 @@ fail:
     return -1;
 }
 
-int psi_app_spill_read_begin(psi_app_spill *s, uint64_t memory)
+int psi_app_spill_read_begin(psi_app_spill *s, uint64_t memory, size_t max_slices,
+                             int sorted)
 {
-    uint64_t per = s->n_runs > 0 ? memory / s->n_runs / (PSI_APP_SPILL_RECORD + 8) : 1;
+    size_t n = s->n_runs ? s->n_runs : 1;
+
+    free(s->groups);
+    s->groups = NULL;
+    s->n_groups = 0;
+    s->sorted = sorted;
+    if (max_slices == 0)
+        max_slices = 1;
+    if (s->n_runs > max_slices) {
+        // Consecutive runs, as even as may be: per or per + 1 a group.
+        size_t g = max_slices, per = s->n_runs / g, extra = s->n_runs % g, at = 0;
+        if ((s->groups = calloc(g, sizeof *s->groups)) == NULL) {
+            snprintf(s->err, sizeof s->err, "out of memory for %zu groups of runs", g);
+            return -1;
+        }
+        for (size_t k = 0; k < g; k++) {
+            psi_app_group *q = &s->groups[k];
+            q->first = at;
+            q->end = at + per + (k < extra);
+            for (size_t j = q->first; j < q->end; j++)
+                q->count += s->runs[j].count;
+            at = q->end;
+        }
+        s->n_groups = g;
+        // Sorted groups are merged into buffers of their own: half the
+        // memory for the runs' buffers, half for the groups'.
+        if (sorted)
+            memory /= 2;
+    }
+    uint64_t per = memory / n / (PSI_APP_SPILL_RECORD + 8);
     s->read_values = per < 1 ? 1 : per > 65536 ? 65536 : (size_t)per;
-    s->elem_buf = calloc(s->n_runs ? s->n_runs : 1, s->read_values * PSI_ELEMENT_BYTES);
-    s->idx_buf = calloc(s->n_runs ? s->n_runs : 1, s->read_values * sizeof(size_t));
+    s->elem_buf = calloc(n, s->read_values * PSI_ELEMENT_BYTES);
+    s->idx_buf = calloc(n, s->read_values * sizeof(size_t));
     if (s->elem_buf == NULL || s->idx_buf == NULL) {
         snprintf(s->err, sizeof s->err, "out of memory for reading %zu runs back", s->n_runs);
         return -1;
     }
+    if (s->n_groups > 0 && sorted) {
+        uint64_t out = memory / s->n_groups / (PSI_APP_SPILL_RECORD + 8);
+        s->out_values = out < 1 ? 1 : out > 65536 ? 65536 : (size_t)out;
+        s->out_elem = calloc(s->n_groups, s->out_values * PSI_ELEMENT_BYTES);
+        s->out_idx = calloc(s->n_groups, s->out_values * sizeof(size_t));
+        s->heap = calloc(n, sizeof *s->heap);
+        if (s->out_elem == NULL || s->out_idx == NULL || s->heap == NULL) {
+            snprintf(s->err, sizeof s->err, "out of memory for merging %zu runs in %zu groups",
+                     s->n_runs, s->n_groups);
+            return -1;
+        }
+    }
     for (size_t k = 0; k < s->n_runs; k++)
-        s->runs[k].done = 0;
+        s->runs[k].done = s->runs[k].pos = s->runs[k].avail = 0;
     s->read_done = 0;
     return 0;
+}
+
+size_t psi_app_spill_slices(const psi_app_spill *s)
+{
+    return s->n_groups > 0 ? s->n_groups : s->n_runs;
 }
 
 /* Reads len bytes at offset at.  Returns: 0 or -1 (message set). */
@@ -254,48 +301,152 @@ int psi_app_spill_read(psi_app_spill *s, void *buf, size_t len, uint64_t at)
     return 0;
 }
 
-int psi_app_spill_source(void *arg, size_t k, const uint8_t **elements, const size_t **index,
-                         size_t *count)
+/* Reads run j's next values into its buffer (at most read_values).
+ * Returns: how many, or 0 with s->err set on a failed read. */
+static size_t run_fill(psi_app_spill *s, size_t j)
 {
-    psi_app_spill *s = arg;
-    if (k >= s->n_runs || s->runs[k].done >= s->runs[k].count)
-        return PSI_E_INVALID_ARG;
-    psi_app_run *r = &s->runs[k];
+    psi_app_run *r = &s->runs[j];
     size_t m = r->count - r->done < s->read_values ? r->count - r->done : s->read_values;
-    uint8_t *eb = s->elem_buf + k * s->read_values * PSI_ELEMENT_BYTES;
-    size_t *ib = s->idx_buf + k * s->read_values;
+    uint8_t *eb = s->elem_buf + j * s->read_values * PSI_ELEMENT_BYTES;
+    size_t *ib = s->idx_buf + j * s->read_values;
     uint8_t raw[8 * 512]; // as psi_app_spill_put writes them: 512 at a time
     if (psi_app_spill_read(s, eb, m * PSI_ELEMENT_BYTES,
-                   r->at + (uint64_t)r->done * PSI_ELEMENT_BYTES) != 0)
-        return PSI_E_IO;
+                           r->at + (uint64_t)r->done * PSI_ELEMENT_BYTES) != 0)
+        return 0;
     uint64_t ip = r->at + (uint64_t)r->count * PSI_ELEMENT_BYTES + (uint64_t)r->done * 8;
     for (size_t i = 0; i < m;) {
         size_t q = m - i < 512 ? m - i : 512;
         if (psi_app_spill_read(s, raw, q * 8, ip + (uint64_t)i * 8) != 0)
-            return PSI_E_IO;
-        for (size_t j = 0; j < q; j++) {
+            return 0;
+        for (size_t t = 0; t < q; t++) {
             uint64_t v = 0;
             for (int b = 7; b >= 0; b--)
-                v = v << 8 | raw[8 * j + (size_t)b];
-            ib[i + j] = (size_t)v;
+                v = v << 8 | raw[8 * t + (size_t)b];
+            ib[i + t] = (size_t)v;
         }
         i += q;
     }
     r->done += m;
+    r->pos = 0;
+    r->avail = m;
+    return m;
+}
+
+/* Whether run a's next value comes before run b's in the plan's order of
+ * the _SORT steps: element bytes, then input index. */
+static int run_before(const psi_app_spill *s, size_t a, size_t b)
+{
+    const psi_app_run *x = &s->runs[a], *y = &s->runs[b];
+    int c = memcmp(s->elem_buf + (a * s->read_values + x->pos) * PSI_ELEMENT_BYTES,
+                   s->elem_buf + (b * s->read_values + y->pos) * PSI_ELEMENT_BYTES,
+                   PSI_ELEMENT_BYTES);
+    if (c != 0)
+        return c < 0;
+    return s->idx_buf[a * s->read_values + x->pos] < s->idx_buf[b * s->read_values + y->pos];
+}
+
+static void heap_down(psi_app_spill *s, size_t *h, size_t size, size_t i)
+{
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < size && run_before(s, h[l], h[least]))
+            least = l;
+        if (r < size && run_before(s, h[r], h[least]))
+            least = r;
+        if (least == i)
+            return;
+        size_t t = h[i];
+        h[i] = h[least];
+        h[least] = t;
+        i = least;
+    }
+}
+
+/* Group k's next values, merged from its runs into its output buffer.
+ * Returns: how many, or 0 with s->err set. */
+static size_t group_merge(psi_app_spill *s, size_t k)
+{
+    psi_app_group *g = &s->groups[k];
+    size_t *h = s->heap + g->first, m = 0;
+    uint8_t *oe = s->out_elem + k * s->out_values * PSI_ELEMENT_BYTES;
+    size_t *oi = s->out_idx + k * s->out_values;
+
+    if (!g->started) {
+        for (size_t j = g->first; j < g->end; j++) {
+            if (s->runs[j].count == 0)
+                continue;
+            if (run_fill(s, j) == 0)
+                return 0;
+            h[g->heap_size++] = j;
+        }
+        for (size_t i = g->heap_size / 2; i-- > 0;)
+            heap_down(s, h, g->heap_size, i);
+        g->started = 1;
+    }
+    while (m < s->out_values && g->heap_size > 0) {
+        size_t j = h[0];
+        psi_app_run *r = &s->runs[j];
+        memcpy(oe + m * PSI_ELEMENT_BYTES,
+               s->elem_buf + (j * s->read_values + r->pos) * PSI_ELEMENT_BYTES,
+               PSI_ELEMENT_BYTES);
+        oi[m++] = s->idx_buf[j * s->read_values + r->pos];
+        if (++r->pos == r->avail) {
+            if (r->done == r->count)
+                h[0] = h[--g->heap_size];
+            else if (run_fill(s, j) == 0)
+                return 0;
+        }
+        heap_down(s, h, g->heap_size, 0);
+    }
+    return m;
+}
+
+int psi_app_spill_source(void *arg, size_t k, const uint8_t **elements, const size_t **index,
+                         size_t *count)
+{
+    psi_app_spill *s = arg;
+    size_t m = 0, j = k;
+
+    if (s->n_groups == 0) {
+        if (k >= s->n_runs || s->runs[k].done >= s->runs[k].count)
+            return PSI_E_INVALID_ARG;
+        if ((m = run_fill(s, k)) == 0)
+            return PSI_E_IO;
+    } else {
+        if (k >= s->n_groups || s->groups[k].done >= s->groups[k].count)
+            return PSI_E_INVALID_ARG;
+        psi_app_group *g = &s->groups[k];
+        if (s->sorted) {
+            if ((m = group_merge(s, k)) == 0)
+                return PSI_E_IO;
+            *elements = s->out_elem + k * s->out_values * PSI_ELEMENT_BYTES;
+            *index = s->out_idx + k * s->out_values;
+        } else {
+            // In input order: the group's runs one after another.
+            for (j = g->first; j < g->end && s->runs[j].done == s->runs[j].count; j++)
+                ;
+            if (j == g->end || (m = run_fill(s, j)) == 0)
+                return PSI_E_IO;
+        }
+        g->done += m;
+    }
+    if (s->n_groups == 0 || !s->sorted) {
+        *elements = s->elem_buf + j * s->read_values * PSI_ELEMENT_BYTES;
+        *index = s->idx_buf + j * s->read_values;
+    }
     s->read_done += m;
     if (s->on_read != NULL)
         s->on_read(s->on_read_arg, s->read_done);
-    *elements = eb;
-    *index = ib;
     *count = m;
     return PSI_OK;
 }
 
 size_t *psi_app_spill_counts(const psi_app_spill *s)
 {
-    size_t *c = calloc(s->n_runs ? s->n_runs : 1, sizeof *c);
-    for (size_t k = 0; c != NULL && k < s->n_runs; k++)
-        c[k] = s->runs[k].count;
+    size_t n = psi_app_spill_slices(s);
+    size_t *c = calloc(n ? n : 1, sizeof *c);
+    for (size_t k = 0; c != NULL && k < n; k++)
+        c[k] = s->n_groups > 0 ? s->groups[k].count : s->runs[k].count;
     return c;
 }
 
@@ -307,8 +458,16 @@ void psi_app_spill_close(psi_app_spill *s)
     free(s->runs);
     free(s->elem_buf);
     free(s->idx_buf);
+    free(s->groups);
+    free(s->out_elem);
+    free(s->out_idx);
+    free(s->heap);
     s->runs = NULL;
     s->elem_buf = NULL;
     s->idx_buf = NULL;
-    s->n_runs = s->cap_runs = 0;
+    s->groups = NULL;
+    s->out_elem = NULL;
+    s->out_idx = NULL;
+    s->heap = NULL;
+    s->n_runs = s->cap_runs = s->n_groups = 0;
 }

@@ -77,8 +77,21 @@ void psi_app_budget_init(psi_app_budget *b, uint64_t bytes);
 typedef struct psi_app_run {
     uint64_t at;            // file offset of its elements (indices follow)
     size_t count;
-    size_t done;            // handed to the source's caller
+    size_t done;            // read from the file
+    size_t pos, avail;      // a grouped sorted slice: its buffer's next and count
 } psi_app_run;
+
+/* More runs than one merge takes (PSI_PLAN_MAX_SLICES) are read as groups
+ * of consecutive runs, one group a slice: a sorted group merged on the fly
+ * in the plan's order (element bytes, then input index), so the plan's
+ * merge of the groups is the one merge of all the runs. */
+typedef struct psi_app_group {
+    size_t first, end;      // its runs
+    size_t count;           // their values
+    size_t done;            // handed to the source's caller
+    size_t heap_size;       // sorted: its runs with values, heap[first..]
+    int started;            // sorted: its heap is built
+} psi_app_group;
 
 typedef struct psi_app_spill {
     const char *dir;
@@ -91,6 +104,15 @@ typedef struct psi_app_spill {
     size_t read_values;     // values each buffer holds
     uint8_t *elem_buf;      // n_runs * read_values elements
     size_t *idx_buf;        // n_runs * read_values indices
+    // Grouped reading (more runs than max_slices): a slice a group, and
+    // for sorted runs an output buffer a group and a heap of its runs.
+    psi_app_group *groups;
+    size_t n_groups;        // 0: a slice a run
+    int sorted;             // the runs are in the plan's order
+    size_t out_values;      // values each group's output buffer holds
+    uint8_t *out_elem;      // n_groups * out_values elements
+    size_t *out_idx;        // n_groups * out_values indices
+    size_t *heap;           // the runs of the group being merged
     uint64_t read_done;     // values handed out, for progress
     void (*on_read)(void *arg, uint64_t done);
     void *on_read_arg;
@@ -113,17 +135,26 @@ int psi_app_spill_put(psi_app_spill *s, const uint8_t *elements, const size_t *i
 int psi_app_spill_write(psi_app_spill *s, const void *buf, size_t len, uint64_t at);
 int psi_app_spill_read(psi_app_spill *s, void *buf, size_t len, uint64_t at);
 
-/** Prepares reading every run back with `memory` bytes of buffers in all.
- *  Returns: 0 or -1 (no memory; message in s->err). */
-int psi_app_spill_read_begin(psi_app_spill *s, uint64_t memory);
+/** Prepares reading every run back with `memory` bytes of buffers in all,
+ *  as at most max_slices slices: a run a slice when there are no more
+ *  runs than that, else groups of consecutive runs (`sorted`: the runs
+ *  are in the plan's order of a _SORT step, and each group is merged in
+ *  it as it is read).  Returns: 0 or -1 (no memory; message in s->err). */
+int psi_app_spill_read_begin(psi_app_spill *s, uint64_t memory, size_t max_slices,
+                             int sorted);
 
-/** The psi_plan_source_fn of an external plan whose slice k is run k
- *  (arg: the psi_app_spill).  A read failure is PSI_E_IO with s->err set. */
+/** Slices the source hands out: the groups', else the runs'. */
+size_t psi_app_spill_slices(const psi_app_spill *s);
+
+/** The psi_plan_source_fn of an external plan whose slice k is run k, or
+ *  group k (arg: the psi_app_spill).  A read failure is PSI_E_IO with
+ *  s->err set. */
 int psi_app_spill_source(void *arg, size_t k, const uint8_t **elements, const size_t **index,
                          size_t *count);
 
-/** The slice counts of the runs, for psi_op_args.slice_counts (an array of
- *  n_runs, allocated).  Returns: NULL on no memory. */
+/** The slice counts, for psi_op_args.slice_counts (an array of
+ *  psi_app_spill_slices(s), allocated), after read_begin.  Returns: NULL on
+ *  no memory. */
 size_t *psi_app_spill_counts(const psi_app_spill *s);
 
 /** Closes the file (its space goes back) and frees the buffers.  Safe on an

@@ -26,6 +26,7 @@ typedef struct spill {
     psi_engine *plan_engine;  // the party's role and reveal flag, for the plan
     uint8_t *elems;           // chunk_values elements
     size_t *perm;             // chunk_values indices
+    int sorted;               // the runs are of a _SORT step
     char dir[4096];
 } spill;
 
@@ -98,6 +99,7 @@ int psi_cli_spill_step(spill *x, psi_step_kind kind, const psi_value *values,
     psi_op_args a;
     psi_op_output o;
 
+    x->sorted = sorts;
     if (x->elems == NULL) {
         // The chunk buffers, once a chunk is to be spilled.
         x->elems = psi_app_alloc(x->b.chunk_values, PSI_ELEMENT_BYTES);
@@ -235,6 +237,20 @@ static void spill_on_read(void *arg, uint64_t done)
     psi_app_progress_update(p, done, p->total);
 }
 
+/* The most slices one merge of the plan takes: PSI_PLAN_MAX_SLICES, or
+ * fewer from $SHARDPSI_MERGE_WIDTH (at least 2), with which the tests make
+ * a few thousand values behave as billions do at a real budget. */
+static size_t spill_merge_width(void)
+{
+    const char *v = getenv("SHARDPSI_MERGE_WIDTH");
+    char *end = NULL;
+    unsigned long w = v != NULL ? strtoul(v, &end, 10) : 0;
+
+    if (v == NULL || end == v || *end != '\0' || w < 2 || w > PSI_PLAN_MAX_SLICES)
+        return PSI_PLAN_MAX_SLICES;
+    return (size_t)w;
+}
+
 /* Begins the external plan of operation a->op over the runs, with
  * `memory` bytes of buffers to read them back.  Returns: 0 or -1
  * (reported).  Out: *plan, *counts (the caller frees both). */
@@ -251,18 +267,17 @@ static int spill_plan(spill *x, psi_op_args *a, uint64_t memory, psi_plan **plan
     free(x->perm);
     x->elems = NULL;
     x->perm = NULL;
-    if (x->sp.n_runs > PSI_PLAN_MAX_SLICES)
-        return psi_app_offline_fail(s, "%" PRIu64 " values made %zu sorted runs at --memory "
-                                    "%" PRIu64 ", more than the %d one merge takes: raise "
-                                    "--memory to at least %" PRIu64, x->sp.n_values,
-                                    x->sp.n_runs, x->b.bytes, PSI_PLAN_MAX_SLICES,
-                                    x->b.bytes / PSI_PLAN_MAX_SLICES * x->sp.n_runs + 1);
-    if ((*counts = psi_app_spill_counts(&x->sp)) == NULL ||
-        psi_app_spill_read_begin(&x->sp, memory) != 0)
+    // More runs than one merge takes are read as groups, each merged as it
+    // is read (app_spill.h).
+    if (psi_app_spill_read_begin(&x->sp, memory, spill_merge_width(), x->sorted) != 0 ||
+        (*counts = psi_app_spill_counts(&x->sp)) == NULL)
         return psi_app_offline_fail(s, "%s", x->sp.err[0] ? x->sp.err : "out of memory");
+    if (x->sp.n_groups > 0)
+        psi_app_progress_note(&s->prog, "%zu runs read as %zu groups of consecutive runs",
+                              x->sp.n_runs, x->sp.n_groups);
     a->external = 1;
     a->n_values = (size_t)x->sp.n_values;
-    a->slices = x->sp.n_runs;
+    a->slices = psi_app_spill_slices(&x->sp);
     a->slice_counts = *counts;
     prc = psi_plan_begin(plan, x->plan_engine, a);
     if (prc == PSI_E_IO && a->setup_read == psi_app_msg_read)

@@ -124,6 +124,77 @@ for suite in openmined-p256 p256-sswu ristretto255; do
 done
 expect_clean "after the rounds" "$spill" "$out"
 
+# ---- More runs than one merge takes ----------------------------------------
+# A merge takes at most 4,096 runs (PSI_PLAN_MAX_SLICES); past that the
+# runs are read as groups of consecutive runs, a sorted group merged as it
+# is read.  SHARDPSI_MERGE_WIDTH lowers the 4,096 so that a few thousand
+# values at 4K (a few hundred runs) take the path billions of values take
+# at 256M: every step that spills, sorted (raw setup, count-only response,
+# match against raw) and not (GCS and Bloom setups, request, reveal-on
+# response, match against GCS), gives the same bytes as in memory.
+sk=(--key-file "$keys/s-openmined-p256" --no-progress)
+ck=(--key-file "$keys/c-openmined-p256" --no-progress)
+for width in 2 7; do
+    export SHARDPSI_MERGE_WIDTH=$width
+    for st in raw gcs bloom_filter; do
+        extra=(--permutation "$out/PERM")
+        mem=4K
+        [ "$st" = raw ] || extra=(--num-client-inputs 703 --fpr 1e-6) mem=24K
+        run "width $width: $st in memory" 0 "$logs/log" setup "${sk[@]}" \
+            --input "$tmp/keep-server.txt" --structure "$st" "${extra[@]/PERM/mem.perm}" \
+            --output "$out/mem.$st" || continue
+        run "width $width: $st at $mem" 0 "$logs/log" setup "${sk[@]}" \
+            --input "$tmp/keep-server.txt" --structure "$st" "${extra[@]/PERM/g.perm}" \
+            --memory $mem --temp-dir "$spill" --output "$out/g.$st" || continue
+        expect_grep "width $width: $st: grouped" "runs read as $width groups" "$logs/log"
+        expect_same "width $width: $st setup" "$out/mem.$st" "$out/g.$st"
+        [ "$st" = raw ] && expect_same "width $width: permutation" "$out/mem.perm" "$out/g.perm"
+    done
+    for mode in reveal count; do
+        copt=()
+        sopt=(--reveal)
+        [ $mode = count ] && copt=(--count-only) && sopt=()
+        run "width $width: request $mode" 0 "$logs/log" request "${ck[@]}" "${copt[@]}" \
+            --input "$tmp/keep-client.txt" --output "$out/mem.req" || continue
+        run "width $width: request $mode at 4K" 0 "$logs/log" request "${ck[@]}" "${copt[@]}" \
+            --input "$tmp/keep-client.txt" --memory 4K --temp-dir "$spill" --output "$out/g.req" &&
+            expect_same "width $width: request $mode" "$out/mem.req" "$out/g.req"
+        run "width $width: response $mode" 0 "$logs/log" response "${sk[@]}" "${sopt[@]}" \
+            --request "$out/mem.req" --output "$out/mem.resp" || continue
+        run "width $width: response $mode at 4K" 0 "$logs/log" response "${sk[@]}" "${sopt[@]}" \
+            --request "$out/mem.req" --memory 4K --temp-dir "$spill" --output "$out/g.resp" &&
+            expect_same "width $width: response $mode" "$out/mem.resp" "$out/g.resp"
+        expect_grep "width $width: response $mode: grouped" "runs read as $width groups" \
+            "$logs/log"
+        [ $mode = count ] && continue
+        for st in raw gcs; do
+            outs="rows --indices"
+            [ $st = raw ] && outs="$outs --association"
+            mem=4K
+            [ $st = gcs ] && mem=24K # it holds the GCS setup in a quarter
+            for o in $outs; do
+                oopt=()
+                [ "$o" = rows ] || oopt=("$o")
+                [ "$o" = --association ] && oopt+=(--permutation "$out/mem.perm")
+                run "width $width: match $st $o" 0 "$logs/log" match "${ck[@]}" \
+                    --input "$tmp/keep-client.txt" --setup "$out/mem.$st" \
+                    --response "$out/mem.resp" "${oopt[@]}" --output "$out/mem.match" ||
+                    continue
+                run "width $width: match $st $o at $mem" 0 "$logs/log" match "${ck[@]}" \
+                    --input "$tmp/keep-client.txt" --setup "$out/mem.$st" \
+                    --response "$out/mem.resp" "${oopt[@]}" --memory $mem --temp-dir "$spill" \
+                    --output "$out/g.match" &&
+                    expect_same "width $width: match $st $o" "$out/mem.match" "$out/g.match"
+                expect_grep "width $width: match $st $o: grouped" \
+                    "runs read as $width groups" "$logs/log"
+            done
+        done
+    done
+    unset SHARDPSI_MERGE_WIDTH
+    rm -f "$out"/mem.* "$out"/g.*
+done
+expect_clean "after the grouped merges" "$spill" "$out"
+
 # expect_join WHAT SERVER CLIENT TABLE: TABLE is the association table of
 # the two line files: for each client row in order whose value the server
 # holds, the server's row, each server row paired at most once (a raw
