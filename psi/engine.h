@@ -41,8 +41,16 @@ typedef struct psi_ec {
     BN_CTX *bn;
     BIGNUM *scalar;     /* k or k^-1, BN_FLG_CONSTTIME */
     BIGNUM *bx, *by, *bz;
-    /* Multiplied points waiting for psi_ec_flush, and where each goes. */
-    EC_POINT *batch[PSI_EC_BATCH];
+    EC_POINT *point;
+    const uint8_t *key; /* the scalar's bytes, borrowed, for the lane code */
+    /* 1: full groups of eight go to the IFMA lane code (psi_cpu_ifma()).
+     * ct_rest 1: the others to psi_p256_mul_compressed, not OpenSSL (the
+     * p256-sswu suite's masking, whose points must not meet OpenSSL's
+     * variable-time import). */
+    int lanes, ct_rest;
+    /* Points waiting for psi_ec_flush (affine, big-endian), where each
+     * result goes, and their products in Jacobian coordinates. */
+    uint8_t ax[PSI_EC_BATCH][32], ay[PSI_EC_BATCH][32];
     uint8_t *batch_out[PSI_EC_BATCH];
     size_t batch_n;
     uint8_t xyz[PSI_EC_BATCH][96];

@@ -9,9 +9,11 @@
 #include <openssl/obj_mac.h>
 #include <sodium.h>
 
+#include "cpu.h"
 #include "ctcheck.h"
 #include "engine.h"
 #include "p256.h"
+#include "p256_x8.h"
 #include "suite.h"
 
 #ifdef PSI_P256_PORTABLE
@@ -46,14 +48,17 @@ int psi_ec_init(psi_ec *ec, const uint8_t *scalar)
     memset(ec, 0, sizeof *ec);
     if (scalar == NULL)
         return PSI_OK; /* decoding needs no OpenSSL object */
+    ec->key = scalar;
+    ec->lanes = psi_cpu_ifma();
     ec->group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
     ec->bn = BN_CTX_new();
     ec->scalar = BN_secure_new();
     ec->bx = BN_new();
     ec->by = BN_new();
     ec->bz = BN_new();
+    ec->point = ec->group != NULL ? EC_POINT_new(ec->group) : NULL;
     if (ec->group == NULL || ec->bn == NULL || ec->scalar == NULL || ec->bx == NULL ||
-        ec->by == NULL || ec->bz == NULL) {
+        ec->by == NULL || ec->bz == NULL || ec->point == NULL) {
         ERR_clear_error();
         return PSI_E_NOMEM;
     }
@@ -67,8 +72,7 @@ void psi_ec_release(psi_ec *ec)
 {
     BN_clear_free(ec->scalar);
     /* Points and coordinates are derived from secret-scaled values. */
-    for (size_t i = 0; i < PSI_EC_BATCH; i++)
-        EC_POINT_clear_free(ec->batch[i]);
+    EC_POINT_clear_free(ec->point);
     BN_clear_free(ec->bx);
     BN_clear_free(ec->by);
     BN_clear_free(ec->bz);
@@ -80,56 +84,102 @@ void psi_ec_release(psi_ec *ec)
 int psi_ec_mul_queue(psi_ec *ec, uint8_t *out)
 {
     size_t j = ec->batch_n;
-    if (ec->batch[j] == NULL && (ec->batch[j] = EC_POINT_new(ec->group)) == NULL) {
-        ERR_clear_error();
-        return PSI_E_NOMEM;
-    }
-    /* set_affine_coordinates checks the curve equation again (psi_h2c and
-     * psi_point_decode already did): a second, independent guard before
-     * the key touches the point. */
-    if (BN_bin2bn(ec->px, 32, ec->bx) == NULL || BN_bin2bn(ec->py, 32, ec->by) == NULL ||
-        !EC_POINT_set_affine_coordinates(ec->group, ec->batch[j], ec->bx, ec->by, ec->bn) ||
-        !EC_POINT_mul(ec->group, ec->batch[j], NULL, ec->batch[j], ec->scalar, ec->bn))
-        return psi_crypto_error();
+    memcpy(ec->ax[j], ec->px, 32);
+    memcpy(ec->ay[j], ec->py, 32);
     ec->batch_out[j] = out;
     ec->batch_n = j + 1;
     return ec->batch_n == PSI_EC_BATCH ? psi_ec_flush(ec) : PSI_OK;
 }
 
+/* ec->point = key * (ax[j], ay[j]) by OpenSSL.  set_affine_coordinates
+ * checks the curve equation again (psi_h2c and psi_point_decode already
+ * did): a second, independent guard before the key touches the point. */
+static int ossl_mul(psi_ec *ec, size_t j)
+{
+    if (BN_bin2bn(ec->ax[j], 32, ec->bx) == NULL || BN_bin2bn(ec->ay[j], 32, ec->by) == NULL ||
+        !EC_POINT_set_affine_coordinates(ec->group, ec->point, ec->bx, ec->by, ec->bn) ||
+        !EC_POINT_mul(ec->group, ec->point, NULL, ec->point, ec->scalar, ec->bn))
+        return psi_crypto_error();
+    return PSI_OK;
+}
+
 #ifndef OPENSSL_NO_DEPRECATED_3_0
-/* The Jacobian coordinates of every queued point, compressed with one
- * inversion (psi/p256.c) instead of point2oct's one a point (about 5 us
- * each).  EC_POINT_get_Jprojective_coordinates_GFp is deprecated in
- * OpenSSL 3.0 but the only public way to the coordinates without that
- * inversion; builds without deprecated APIs take the point2oct path. */
+/* The Jacobian coordinates of OpenSSL's product into xyz[j], compressed
+ * with the batch by one inversion (psi/p256.c) instead of point2oct's one
+ * a point (about 5 us each).  EC_POINT_get_Jprojective_coordinates_GFp is
+ * deprecated in OpenSSL 3.0 but the only public way to the coordinates
+ * without that inversion; builds without deprecated APIs take point2oct. */
+#define OSSL_JACOBIAN 1
+static int ossl_finish(psi_ec *ec, size_t j, uint8_t out[PSI_ELEMENT_BYTES])
+{
+    (void)out;
+    if (!EC_POINT_get_Jprojective_coordinates_GFp(ec->group, ec->point, ec->bx, ec->by, ec->bz,
+                                                 ec->bn) ||
+        BN_bn2binpad(ec->bx, ec->xyz[j], 32) != 32 ||
+        BN_bn2binpad(ec->by, ec->xyz[j] + 32, 32) != 32 ||
+        BN_bn2binpad(ec->bz, ec->xyz[j] + 64, 32) != 32)
+        return psi_crypto_error();
+    return PSI_OK;
+}
+#else
+#define OSSL_JACOBIAN 0
+static int ossl_finish(psi_ec *ec, size_t j, uint8_t out[PSI_ELEMENT_BYTES])
+{
+    (void)j;
+    if (EC_POINT_point2oct(ec->group, ec->point, POINT_CONVERSION_COMPRESSED, out,
+                           PSI_ELEMENT_BYTES, ec->bn) != PSI_ELEMENT_BYTES)
+        return psi_crypto_error();
+    return PSI_OK;
+}
+#endif
+
+/* Full groups of eight on the IFMA lanes (PROTOCOL.md §19) when enabled;
+ * returns how many points it multiplied into xyz. */
+static size_t lanes_mul(psi_ec *ec)
+{
+#ifdef PSI_HAVE_IFMA
+    if (!ec->lanes)
+        return 0;
+    size_t nl = ec->batch_n / PSI_X8_LANES * PSI_X8_LANES;
+    uint8_t k8[PSI_X8_LANES][32];
+    for (size_t l = 0; l < PSI_X8_LANES; l++)
+        memcpy(k8[l], ec->key, 32);
+    for (size_t j = 0; j < nl; j += PSI_X8_LANES)
+        psi_p256_x8_mul_ifma(ec->xyz + j, (const uint8_t(*)[32])k8,
+                             (const uint8_t(*)[32])(ec->ax + j), (const uint8_t(*)[32])(ec->ay + j));
+    sodium_memzero(k8, sizeof k8);
+    return nl;
+#else
+    (void)ec;
+    return 0;
+#endif
+}
+
 static int flush_batch(psi_ec *ec, uint8_t out[PSI_EC_BATCH][PSI_ELEMENT_BYTES])
 {
-    for (size_t j = 0; j < ec->batch_n; j++) {
-        if (!EC_POINT_get_Jprojective_coordinates_GFp(ec->group, ec->batch[j], ec->bx, ec->by,
-                                                     ec->bz, ec->bn) ||
-            BN_bn2binpad(ec->bx, ec->xyz[j], 32) != 32 ||
-            BN_bn2binpad(ec->by, ec->xyz[j] + 32, 32) != 32 ||
-            BN_bn2binpad(ec->bz, ec->xyz[j] + 64, 32) != 32)
-            return psi_crypto_error();
+    size_t n = ec->batch_n, nl = lanes_mul(ec);
+    for (size_t j = nl; j < n; j++) {
+        if (ec->ct_rest) {
+            psi_p256_mul_compressed(out[j], ec->key, ec->ax[j], ec->ay[j]);
+            continue;
+        }
+        int rc = ossl_mul(ec, j);
+        if (rc == PSI_OK)
+            rc = ossl_finish(ec, j, out[j]);
+        if (rc != PSI_OK)
+            return rc;
     }
-    int finite = psi_p256_jacobian_compress(&out[0][0], &ec->xyz[0][0], ec->batch_n);
+    /* xyz holds the lanes' products, and OpenSSL's where it gave them */
+    size_t nj = ec->ct_rest || !OSSL_JACOBIAN ? nl : n;
+    if (nj == 0)
+        return PSI_OK;
+    int finite = psi_p256_jacobian_compress(&out[0][0], &ec->xyz[0][0], nj);
     // Public: infinity cannot occur (§4.1), and would be reported as an error.
     PSI_DECLASSIFY(&finite, sizeof finite);
     if (!finite)
         return PSI_E_CRYPTO; /* a point at infinity: cannot happen */
     return PSI_OK;
 }
-#else
-static int flush_batch(psi_ec *ec, uint8_t out[PSI_EC_BATCH][PSI_ELEMENT_BYTES])
-{
-    for (size_t j = 0; j < ec->batch_n; j++) {
-        if (EC_POINT_point2oct(ec->group, ec->batch[j], POINT_CONVERSION_COMPRESSED, out[j],
-                               PSI_ELEMENT_BYTES, ec->bn) != PSI_ELEMENT_BYTES)
-            return psi_crypto_error();
-    }
-    return PSI_OK;
-}
-#endif
 
 int psi_ec_flush(psi_ec *ec)
 {
@@ -142,6 +192,8 @@ int psi_ec_flush(psi_ec *ec)
             memcpy(ec->batch_out[j], out[j], PSI_ELEMENT_BYTES);
     }
     ec->batch_n = 0;
+    sodium_memzero(ec->ax, sizeof ec->ax);
+    sodium_memzero(ec->ay, sizeof ec->ay);
     sodium_memzero(ec->xyz, sizeof ec->xyz);
     sodium_memzero(out, sizeof out);
     return rc;
@@ -205,23 +257,34 @@ static int r255_scale(const psi_engine *e, const uint8_t *scalar, uint8_t *out,
     return rc;
 }
 
-/* The p256-sswu suite's masking (§16.2): hash and multiply, both by
- * shardpsi's constant-time code in every build, since the point depends on
- * the value and OpenSSL's EC_POINT import (BN_bin2bn, BN_nnmod) is
- * variable time in the coordinates.  Re-masking and unmasking take the
- * partner's public points and keep OpenSSL's faster multiplication. */
-static int sswu_mask(const psi_engine *e, psi_ec *ec, uint8_t *out, const psi_value *values,
-                     size_t n)
+/* The P-256 suites' masking: hash each value (§3 or, p256-sswu, §16.2),
+ * then multiply.  The p256-sswu suite hashes and multiplies by shardpsi's
+ * constant-time code in every build (full groups of eight on the IFMA
+ * lanes, the rest by psi_p256_mul_compressed: ct_rest), since the point
+ * depends on the value and OpenSSL's EC_POINT import (BN_bin2bn,
+ * BN_nnmod) is variable time in the coordinates.  Re-masking and
+ * unmasking take the partner's public points and keep OpenSSL's faster
+ * multiplication for what the lanes do not take. */
+static int p256_mask(const psi_engine *e, uint8_t *out, const psi_value *values, size_t n)
 {
-    int rc = PSI_OK;
+    int sswu = e->settings.suite == PSI_SUITE_P256_SSWU;
+    psi_ec ec;
+    int rc = psi_ec_init(&ec, e->secret->k);
+#ifndef PSI_P256_PORTABLE
+    ec.ct_rest = sswu;
+#endif
     for (size_t i = 0; rc == PSI_OK && i < n; i++) {
-        rc = psi_h2c_sswu(ec, values[i].data, values[i].len);
+        const psi_value *v = &values[i];
+        rc = sswu ? psi_h2c_sswu(&ec, v->data, v->len) : psi_h2c(&ec, v->data, v->len);
         if (rc == PSI_E_HASH_TO_CURVE)
             psi_fail_at(rc, "values", (int64_t)i, -1);
         if (rc == PSI_OK)
-            psi_p256_mul_compressed(out + i * PSI_ELEMENT_BYTES, e->secret->k, ec->px, ec->py);
+            rc = psi_ec_mul_queue(&ec, out + i * PSI_ELEMENT_BYTES);
         psi_report_progress(e, i + 1, n);
     }
+    if (rc == PSI_OK)
+        rc = psi_ec_flush(&ec);
+    psi_ec_release(&ec);
     return rc;
 }
 
@@ -240,22 +303,8 @@ int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
         rc = r255_mask(e, out, values, n);
         return batch_end(&ec, rc, out, out_len, n);
     }
-    if (e->settings.suite == PSI_SUITE_P256_SSWU) {
-        psi_ec_init(&ec, NULL);
-        rc = sswu_mask(e, &ec, out, values, n);
-        return batch_end(&ec, rc, out, out_len, n);
-    }
-    rc = psi_ec_init(&ec, e->secret->k);
-    for (size_t i = 0; rc == PSI_OK && i < n; i++) {
-        rc = psi_h2c(&ec, values[i].data, values[i].len);
-        if (rc == PSI_E_HASH_TO_CURVE)
-            psi_fail_at(rc, "values", (int64_t)i, -1);
-        if (rc == PSI_OK)
-            rc = psi_ec_mul_queue(&ec, out + i * PSI_ELEMENT_BYTES);
-        psi_report_progress(e, i + 1, n);
-    }
-    if (rc == PSI_OK)
-        rc = psi_ec_flush(&ec);
+    rc = p256_mask(e, out, values, n);
+    psi_ec_init(&ec, NULL);
     return batch_end(&ec, rc, out, out_len, n);
 }
 

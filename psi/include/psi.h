@@ -230,6 +230,31 @@ PSI_API int psi_openssl_wipe_on_free(void);
  *  which may differ from the header a program was compiled against. */
 PSI_API const char *psi_version(void);
 
+/* ------------------------------------------------------------- arithmetic */
+
+/** Which arithmetic masks, re-masks and unmasks (PROTOCOL.md §19).  Every
+ *  choice gives the same bytes; only the speed differs. */
+typedef enum psi_arith {
+    /** Eight values at a time on AVX-512 IFMA where the CPU has it and the
+     *  OS saves its registers, the portable code elsewhere (the default). */
+    PSI_ARITH_AUTO = 0,
+    /** The portable code only. */
+    PSI_ARITH_PORTABLE = 1,
+    /** Reported by psi_arith_get when the IFMA code runs; not a choice. */
+    PSI_ARITH_IFMA = 2
+} psi_arith;
+
+/** Chooses the arithmetic of every engine in the process, for calls that
+ *  start afterwards.  The environment variable SHARDPSI_ARITH=portable,
+ *  read at the first call that masks, chooses PSI_ARITH_PORTABLE the same
+ *  way; this call overrides it.
+ *  Returns: PSI_OK, or PSI_E_INVALID_ARG for any other value. */
+PSI_API int psi_arith_set(psi_arith arith);
+
+/** Returns: PSI_ARITH_IFMA when the IFMA code runs, else
+ *  PSI_ARITH_PORTABLE. */
+PSI_API psi_arith psi_arith_get(void);
+
 /* --------------------------------------------------------------- settings */
 
 typedef enum psi_role {

@@ -1,0 +1,35 @@
+/* P-256 scalar multiplication on eight lanes at once (PROTOCOL.md §19):
+ * one form on AVX-512 IFMA, one in plain C, the same code (lanes.h,
+ * p256_x8_impl.h) and the same bytes.  Not installed.
+ *
+ * Byte strings are 32-byte big-endian integers; field inputs must be below
+ * p, points on the curve (neither is checked).  Constant time in the
+ * scalars and the coordinates; stack copies are wiped. */
+#ifndef PSI_P256_X8_H
+#define PSI_P256_X8_H
+
+#include <stdint.h>
+
+#define PSI_X8_LANES 8
+
+/* xyz[i] = Jacobian coordinates (X, Y, Z; affine (X/Z^2, Y/Z^3)) of
+ * k[i] * (x[i], y[i]), canonical, 96 bytes a lane, ready for
+ * psi_p256_jacobian_compress.  Z is 0 where the product is the identity
+ * (k[i] a multiple of n). */
+void psi_p256_x8_mul_c(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LANES][32],
+                       const uint8_t x[PSI_X8_LANES][32], const uint8_t y[PSI_X8_LANES][32]);
+
+/* Field operations on canonical values, for the tests: op 0 r = a b,
+ * 1 r = a^2, 2 r = a + b, 3 r = a - b, all mod p. */
+void psi_p256_x8_fe_op_c(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
+                         const uint8_t b[PSI_X8_LANES][32], int op);
+
+#ifdef PSI_HAVE_IFMA
+/* The same on AVX-512 IFMA; call only when psi_cpu_ifma() returns 1. */
+void psi_p256_x8_mul_ifma(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LANES][32],
+                          const uint8_t x[PSI_X8_LANES][32], const uint8_t y[PSI_X8_LANES][32]);
+void psi_p256_x8_fe_op_ifma(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
+                            const uint8_t b[PSI_X8_LANES][32], int op);
+#endif
+
+#endif /* PSI_P256_X8_H */

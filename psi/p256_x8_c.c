@@ -1,0 +1,21 @@
+/* P-256 on eight lanes in plain C (p256_x8_impl.h over lanes.h's loops):
+ * the form valgrind checks for constant time, and the reference the IFMA
+ * form must match bit for bit. */
+#include <sodium.h>
+
+#include "p256_x8.h"
+#include "p256_x8_impl.h"
+
+void psi_p256_x8_mul_c(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LANES][32],
+                       const uint8_t x[PSI_X8_LANES][32], const uint8_t y[PSI_X8_LANES][32])
+{
+    x8_mul_ws ws;
+    x8_scalar_mul(&ws, xyz, k, x, y);
+    sodium_memzero(&ws, sizeof ws);
+}
+
+void psi_p256_x8_fe_op_c(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
+                         const uint8_t b[PSI_X8_LANES][32], int op)
+{
+    x8_fe_op(r, a, b, op);
+}

@@ -1,0 +1,24 @@
+/* P-256 on eight lanes with AVX-512 IFMA: p256_x8_impl.h over lanes.h's
+ * __m512i form.  Built with -mavx512f -mavx512ifma where the compiler
+ * takes them (psi/meson.build) and called only where psi_cpu_ifma() finds
+ * the instructions and the OS saving their registers. */
+#define PSI_LANES_IFMA 1
+
+#include <sodium.h>
+
+#include "p256_x8.h"
+#include "p256_x8_impl.h"
+
+void psi_p256_x8_mul_ifma(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LANES][32],
+                          const uint8_t x[PSI_X8_LANES][32], const uint8_t y[PSI_X8_LANES][32])
+{
+    x8_mul_ws ws;
+    x8_scalar_mul(&ws, xyz, k, x, y);
+    sodium_memzero(&ws, sizeof ws);
+}
+
+void psi_p256_x8_fe_op_ifma(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
+                            const uint8_t b[PSI_X8_LANES][32], int op)
+{
+    x8_fe_op(r, a, b, op);
+}

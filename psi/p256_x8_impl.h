@@ -1,0 +1,425 @@
+/* P-256 on eight lanes (PROTOCOL.md §19): the field in radix 2^52, the
+ * complete projective group law and the variable-base scalar
+ * multiplication, written once over lanes.h's lv.  Included by
+ * p256_x8_ifma.c (AVX-512 IFMA) and p256_x8_c.c (plain C), which name the
+ * exported functions; everything here is static.
+ *
+ * Field: five 52-bit limbs, Montgomery form with R = 2^260.  Since
+ * p = 2^256 - 2^224 + 2^192 + 2^96 - 1 is -1 mod 2^52, -p^-1 mod 2^52 is
+ * 1 and each reduction step's multiplier is the low limb itself.  Values
+ * are kept in [0, 2p) with every limb below 2^52 (the multiply-adds read
+ * 52 bits of each factor): a product of two such values reduces to below
+ * (4p^2 + R p) / R < 2p because 4p < R, and additions and subtractions
+ * subtract 2p when the result would reach it.
+ *
+ * Points: projective (X : Y : Z) with the complete formulas of Renes,
+ * Costello and Batina (2016), algorithms 4 and 6 for a = -3: correct for
+ * every pair of inputs, the identity (0 : 1 : 0) and doublings included,
+ * so no case needs ruling out and none branches.
+ *
+ * Scalar multiplication: 64 fixed 4-bit windows, most significant first,
+ * over a table of 0P..15P (0P the identity) read by scanning all sixteen
+ * entries with lane masks.  Each lane has its own scalar.  No branch and
+ * no memory index depends on a scalar or a coordinate. */
+#ifndef PSI_P256_X8_IMPL_H
+#define PSI_P256_X8_IMPL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "lanes.h"
+
+#define X8_LIMBS 5
+
+typedef struct x8_fe {
+    lv v[X8_LIMBS];
+} x8_fe;
+
+typedef struct x8_pt {
+    x8_fe x, y, z;
+} x8_pt;
+
+/* p, 2p, R^2 mod p, R mod p (one), b R mod p, in 52-bit limbs. */
+static const uint64_t x8_p[X8_LIMBS] = {0xfffffffffffff, 0xfffffffffff, 0x0, 0x1000000000,
+                                        0xffffffff0000};
+static const uint64_t x8_2p[X8_LIMBS] = {0xffffffffffffe, 0x1fffffffffff, 0x0, 0x2000000000,
+                                         0x1fffffffe0000};
+static const uint64_t x8_r2[X8_LIMBS] = {0x300, 0xffffffff00000, 0xffffefffffffb,
+                                         0xfdfffffffffff, 0x4ffffff};
+static const uint64_t x8_one[X8_LIMBS] = {0x10, 0xf000000000000, 0xfffffffffffff,
+                                          0xffeffffffffff, 0xfffff};
+static const uint64_t x8_b[X8_LIMBS] = {0xdf6229c4bddfd, 0xca8843090d89c, 0x212ed6acf005c,
+                                        0x83415a220abf7, 0xc30061dd4874};
+
+static void x8_fe_const(x8_fe *r, const uint64_t c[X8_LIMBS])
+{
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++) r->v[i] = lv_set1(c[i]);
+}
+
+/* r = t - c (c a constant of at most 2p) with signed carries, and the
+ * all-ones lane mask where that went below zero. */
+LV_INLINE lv x8_sub_const(x8_fe *r, const x8_fe *t, const uint64_t c[X8_LIMBS])
+{
+    lv m52 = lv_set1(LV_M52), carry = lv_zero();
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++)
+    {
+        lv s = lv_add(lv_sub(t->v[i], lv_set1(c[i])), carry);
+        carry = lv_sar(s, 52);
+        r->v[i] = lv_and(s, m52);
+    }
+    return carry; /* 0 or all ones: the sign of the whole difference */
+}
+
+/* r = t mod 2p for t in [0, 4p) with limbs normalised (top limb may carry
+ * the value past 2^256). */
+LV_INLINE void x8_reduce_2p(x8_fe *r, const x8_fe *t)
+{
+    x8_fe s;
+    lv neg = x8_sub_const(&s, t, x8_2p);
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++) r->v[i] = lv_select(neg, t->v[i], s.v[i]);
+}
+
+static void x8_add(x8_fe *r, const x8_fe *a, const x8_fe *b)
+{
+    lv m52 = lv_set1(LV_M52), carry = lv_zero();
+    x8_fe t;
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++)
+    {
+        lv s = lv_add(lv_add(a->v[i], b->v[i]), carry);
+        carry = lv_shr(s, 52);
+        t.v[i] = lv_and(s, m52);
+    }
+    /* no carry out of the top limb: a + b < 4p < 2^258 */
+    x8_reduce_2p(r, &t);
+}
+
+static void x8_sub(x8_fe *r, const x8_fe *a, const x8_fe *b)
+{
+    lv m52 = lv_set1(LV_M52), carry = lv_zero();
+    x8_fe t;
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++)
+    {
+        lv s = lv_add(lv_sub(lv_add(a->v[i], lv_set1(x8_2p[i])), b->v[i]), carry);
+        carry = lv_sar(s, 52);
+        t.v[i] = lv_and(s, m52);
+    }
+    /* a - b + 2p is in (0, 4p): the final carry is zero */
+    x8_reduce_2p(r, &t);
+}
+
+/* r = a b / R mod p, in [0, 2p). */
+static void x8_mul(x8_fe *r, const x8_fe *a, const x8_fe *b)
+{
+    lv t[2 * X8_LIMBS];
+    lv m52 = lv_set1(LV_M52);
+    LV_UNROLL for (int i = 0; i < 2 * X8_LIMBS; i++) t[i] = lv_zero();
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++)
+    {
+        LV_UNROLL for (int j = 0; j < X8_LIMBS; j++)
+        {
+            t[i + j] = lv_madd52lo(t[i + j], a->v[i], b->v[j]);
+            t[i + j + 1] = lv_madd52hi(t[i + j + 1], a->v[i], b->v[j]);
+        }
+    }
+    /* Montgomery reduction, a limb at a time: m = t[i] mod 2^52 makes
+     * t + m p divisible by 2^52 (p = -1 mod 2^52).  p's limb 2 is zero. */
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++)
+    {
+        lv m = lv_and(t[i], m52);
+        LV_UNROLL for (int j = 0; j < X8_LIMBS; j++)
+        {
+            if (x8_p[j] == 0)
+                continue; /* a constant: the same in every lane and call */
+            lv pj = lv_set1(x8_p[j]);
+            t[i + j] = lv_madd52lo(t[i + j], m, pj);
+            t[i + j + 1] = lv_madd52hi(t[i + j + 1], m, pj);
+        }
+        t[i + 1] = lv_add(t[i + 1], lv_shr(t[i], 52));
+    }
+    LV_UNROLL for (int i = X8_LIMBS; i < 2 * X8_LIMBS - 1; i++)
+    {
+        t[i + 1] = lv_add(t[i + 1], lv_shr(t[i], 52));
+        r->v[i - X8_LIMBS] = lv_and(t[i], m52);
+    }
+    r->v[X8_LIMBS - 1] = t[2 * X8_LIMBS - 1];
+}
+
+static void x8_sqr(x8_fe *r, const x8_fe *a)
+{
+    x8_mul(r, a, a);
+}
+
+static void x8_mul_b(x8_fe *r, const x8_fe *a)
+{
+    x8_fe b;
+    x8_fe_const(&b, x8_b);
+    x8_mul(r, &b, a);
+}
+
+/* Canonical value (below p) of a Montgomery-form element, out of that form. */
+static void x8_from_mont(x8_fe *r, const x8_fe *a)
+{
+    static const uint64_t one[X8_LIMBS] = {1, 0, 0, 0, 0};
+    x8_fe u, t, s;
+    x8_fe_const(&u, one);
+    x8_mul(&t, a, &u); /* (a + m p) / R <= p */
+    lv neg = x8_sub_const(&s, &t, x8_p);
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++) r->v[i] = lv_select(neg, t.v[i], s.v[i]);
+}
+
+static void x8_to_mont(x8_fe *r, const x8_fe *a)
+{
+    x8_fe r2;
+    x8_fe_const(&r2, x8_r2);
+    x8_mul(r, a, &r2);
+}
+
+/* Lane i of r from the 32-byte big-endian integer in[i] (below p). */
+static void x8_fe_from_bytes(x8_fe *r, const uint8_t in[LV_LANES][32])
+{
+    uint64_t limb[X8_LIMBS][LV_LANES];
+    for (int l = 0; l < LV_LANES; l++) {
+        uint64_t w[4];
+        for (int k = 0; k < 4; k++) {
+            w[k] = 0;
+            for (int j = 0; j < 8; j++)
+                w[k] |= (uint64_t)in[l][31 - 8 * k - j] << (8 * j);
+        }
+        limb[0][l] = w[0] & LV_M52;
+        limb[1][l] = (w[0] >> 52 | w[1] << 12) & LV_M52;
+        limb[2][l] = (w[1] >> 40 | w[2] << 24) & LV_M52;
+        limb[3][l] = (w[2] >> 28 | w[3] << 36) & LV_M52;
+        limb[4][l] = w[3] >> 16;
+    }
+    for (int i = 0; i < X8_LIMBS; i++)
+        r->v[i] = lv_load(limb[i]);
+}
+
+/* out[i] = the 32-byte big-endian form of lane i of a (canonical). */
+static void x8_fe_to_bytes(uint8_t out[LV_LANES][32], const x8_fe *a)
+{
+    uint64_t limb[X8_LIMBS][LV_LANES];
+    for (int i = 0; i < X8_LIMBS; i++)
+        lv_store(limb[i], a->v[i]);
+    for (int l = 0; l < LV_LANES; l++) {
+        uint64_t w[4] = {
+            limb[0][l] | limb[1][l] << 52,
+            limb[1][l] >> 12 | limb[2][l] << 40,
+            limb[2][l] >> 24 | limb[3][l] << 28,
+            limb[3][l] >> 36 | limb[4][l] << 16,
+        };
+        for (int k = 0; k < 4; k++)
+            for (int j = 0; j < 8; j++)
+                out[l][31 - 8 * k - j] = (uint8_t)(w[k] >> (8 * j));
+    }
+    memset(limb, 0, sizeof limb);
+}
+
+static void x8_pt_select(x8_pt *r, lv mask, const x8_pt *a)
+{
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++)
+    {
+        r->x.v[i] = lv_select(mask, a->x.v[i], r->x.v[i]);
+        r->y.v[i] = lv_select(mask, a->y.v[i], r->y.v[i]);
+        r->z.v[i] = lv_select(mask, a->z.v[i], r->z.v[i]);
+    }
+}
+
+/* Complete addition, a = -3 (RCB 2016, algorithm 4): 12M + 2 mul by b.
+ * r may alias p or q. */
+static void x8_pt_add(x8_pt *r, const x8_pt *p, const x8_pt *q)
+{
+    x8_fe t0, t1, t2, t3, t4, x3, y3, z3;
+    x8_mul(&t0, &p->x, &q->x);
+    x8_mul(&t1, &p->y, &q->y);
+    x8_mul(&t2, &p->z, &q->z);
+    x8_add(&t3, &p->x, &p->y);
+    x8_add(&t4, &q->x, &q->y);
+    x8_mul(&t3, &t3, &t4);
+    x8_add(&t4, &t0, &t1);
+    x8_sub(&t3, &t3, &t4);
+    x8_add(&t4, &p->y, &p->z);
+    x8_add(&x3, &q->y, &q->z);
+    x8_mul(&t4, &t4, &x3);
+    x8_add(&x3, &t1, &t2);
+    x8_sub(&t4, &t4, &x3);
+    x8_add(&x3, &p->x, &p->z);
+    x8_add(&y3, &q->x, &q->z);
+    x8_mul(&x3, &x3, &y3);
+    x8_add(&y3, &t0, &t2);
+    x8_sub(&y3, &x3, &y3);
+    x8_mul_b(&z3, &t2);
+    x8_sub(&x3, &y3, &z3);
+    x8_add(&z3, &x3, &x3);
+    x8_add(&x3, &x3, &z3);
+    x8_sub(&z3, &t1, &x3);
+    x8_add(&x3, &t1, &x3);
+    x8_mul_b(&y3, &y3);
+    x8_add(&t1, &t2, &t2);
+    x8_add(&t2, &t1, &t2);
+    x8_sub(&y3, &y3, &t2);
+    x8_sub(&y3, &y3, &t0);
+    x8_add(&t1, &y3, &y3);
+    x8_add(&y3, &t1, &y3);
+    x8_add(&t1, &t0, &t0);
+    x8_add(&t0, &t1, &t0);
+    x8_sub(&t0, &t0, &t2);
+    x8_mul(&t1, &t4, &y3);
+    x8_mul(&t2, &t0, &y3);
+    x8_mul(&y3, &x3, &z3);
+    x8_add(&y3, &y3, &t2);
+    x8_mul(&x3, &t3, &x3);
+    x8_sub(&x3, &x3, &t1);
+    x8_mul(&z3, &t4, &z3);
+    x8_mul(&t1, &t3, &t0);
+    x8_add(&z3, &z3, &t1);
+    r->x = x3;
+    r->y = y3;
+    r->z = z3;
+}
+
+/* Complete doubling, a = -3 (RCB 2016, algorithm 6): 8M + 3S + 2 mul by b. */
+static void x8_pt_dbl(x8_pt *r, const x8_pt *p)
+{
+    x8_fe t0, t1, t2, t3, x3, y3, z3;
+    x8_sqr(&t0, &p->x);
+    x8_sqr(&t1, &p->y);
+    x8_sqr(&t2, &p->z);
+    x8_mul(&t3, &p->x, &p->y);
+    x8_add(&t3, &t3, &t3);
+    x8_mul(&z3, &p->x, &p->z);
+    x8_add(&z3, &z3, &z3);
+    x8_mul_b(&y3, &t2);
+    x8_sub(&y3, &y3, &z3);
+    x8_add(&x3, &y3, &y3);
+    x8_add(&y3, &x3, &y3);
+    x8_sub(&x3, &t1, &y3);
+    x8_add(&y3, &t1, &y3);
+    x8_mul(&y3, &x3, &y3);
+    x8_mul(&x3, &x3, &t3);
+    x8_add(&t3, &t2, &t2);
+    x8_add(&t2, &t2, &t3);
+    x8_mul_b(&z3, &z3);
+    x8_sub(&z3, &z3, &t2);
+    x8_sub(&z3, &z3, &t0);
+    x8_add(&t3, &z3, &z3);
+    x8_add(&z3, &z3, &t3);
+    x8_add(&t3, &t0, &t0);
+    x8_add(&t0, &t3, &t0);
+    x8_sub(&t0, &t0, &t2);
+    x8_mul(&t0, &t0, &z3);
+    x8_add(&y3, &y3, &t0);
+    x8_mul(&t0, &p->y, &p->z);
+    x8_add(&t0, &t0, &t0);
+    x8_mul(&z3, &t0, &z3);
+    x8_sub(&x3, &x3, &z3);
+    x8_mul(&z3, &t0, &t1);
+    x8_add(&z3, &z3, &z3);
+    x8_add(&z3, &z3, &z3);
+    r->x = x3;
+    r->y = y3;
+    r->z = z3;
+}
+
+/* The 4-bit window w (0 = least significant) of each lane's 32-byte
+ * big-endian scalar, as lane values. */
+static lv x8_window(const uint8_t k[LV_LANES][32], int w)
+{
+    uint64_t d[LV_LANES];
+    for (int l = 0; l < LV_LANES; l++)
+        d[l] = (uint64_t)(k[l][31 - w / 2] >> (4 * (w & 1))) & 15;
+    lv r = lv_load(d);
+    memset(d, 0, sizeof d);
+    return r;
+}
+
+typedef struct x8_mul_ws {
+    x8_pt table[16];
+    x8_pt acc, entry;
+} x8_mul_ws;
+
+/* xyz[i] = Jacobian coordinates (X Z, Y Z^2, Z: the affine point is
+ * (X/Z^2, Y/Z^3)) of k[i] (x[i], y[i]), each 32 bytes big-endian and
+ * canonical, 96 bytes a lane.  (x[i], y[i]) must be on the curve; k[i] is
+ * any 256-bit integer.  A lane whose product is the identity gives Z = 0.
+ * ws is wiped by the caller. */
+static void x8_scalar_mul(x8_mul_ws *ws, uint8_t xyz[LV_LANES][96],
+                          const uint8_t k[LV_LANES][32], const uint8_t x[LV_LANES][32],
+                          const uint8_t y[LV_LANES][32])
+{
+    x8_pt *tab = ws->table;
+    x8_fe_const(&tab[0].x, (const uint64_t[X8_LIMBS]){0});
+    x8_fe_const(&tab[0].y, x8_one);
+    x8_fe_const(&tab[0].z, (const uint64_t[X8_LIMBS]){0});
+    x8_fe_from_bytes(&tab[1].x, x);
+    x8_fe_from_bytes(&tab[1].y, y);
+    x8_to_mont(&tab[1].x, &tab[1].x);
+    x8_to_mont(&tab[1].y, &tab[1].y);
+    x8_fe_const(&tab[1].z, x8_one);
+    for (int i = 2; i < 16; i++) {
+        if (i & 1)
+            x8_pt_add(&tab[i], &tab[i - 1], &tab[1]);
+        else
+            x8_pt_dbl(&tab[i], &tab[i / 2]);
+    }
+
+    for (int w = 63; w >= 0; w--) {
+        if (w != 63) {
+            for (int j = 0; j < 4; j++)
+                x8_pt_dbl(&ws->acc, &ws->acc);
+        }
+        lv d = x8_window(k, w);
+        ws->entry = tab[0];
+        for (int i = 1; i < 16; i++)
+            x8_pt_select(&ws->entry, lv_eqmask(d, lv_set1((uint64_t)i)), &tab[i]);
+        if (w == 63)
+            ws->acc = ws->entry;
+        else
+            x8_pt_add(&ws->acc, &ws->acc, &ws->entry);
+    }
+
+    /* Projective to Jacobian: (X Z, Y Z^2, Z). */
+    x8_fe z2, jx, jy, jz;
+    x8_sqr(&z2, &ws->acc.z);
+    x8_mul(&jx, &ws->acc.x, &ws->acc.z);
+    x8_mul(&jy, &ws->acc.y, &z2);
+    x8_from_mont(&jx, &jx);
+    x8_from_mont(&jy, &jy);
+    x8_from_mont(&jz, &ws->acc.z);
+    uint8_t buf[LV_LANES][32];
+    x8_fe_to_bytes(buf, &jx);
+    for (int l = 0; l < LV_LANES; l++)
+        memcpy(xyz[l], buf[l], 32);
+    x8_fe_to_bytes(buf, &jy);
+    for (int l = 0; l < LV_LANES; l++)
+        memcpy(xyz[l] + 32, buf[l], 32);
+    x8_fe_to_bytes(buf, &jz);
+    for (int l = 0; l < LV_LANES; l++)
+        memcpy(xyz[l] + 64, buf[l], 32);
+    memset(buf, 0, sizeof buf);
+    memset(&z2, 0, sizeof z2);
+    memset(&jx, 0, sizeof jx);
+    memset(&jy, 0, sizeof jy);
+    memset(&jz, 0, sizeof jz);
+}
+
+/* Field operations on canonical big-endian values, for the tests. */
+static void x8_fe_op(uint8_t r[LV_LANES][32], const uint8_t a[LV_LANES][32],
+                     const uint8_t b[LV_LANES][32], int op)
+{
+    x8_fe fa, fb, fr;
+    x8_fe_from_bytes(&fa, a);
+    x8_fe_from_bytes(&fb, b);
+    x8_to_mont(&fa, &fa);
+    x8_to_mont(&fb, &fb);
+    switch (op) {
+    case 0: x8_mul(&fr, &fa, &fb); break;
+    case 1: x8_sqr(&fr, &fa); break;
+    case 2: x8_add(&fr, &fa, &fb); break;
+    default: x8_sub(&fr, &fa, &fb); break;
+    }
+    x8_from_mont(&fr, &fr);
+    x8_fe_to_bytes(r, &fr);
+}
+
+#endif /* PSI_P256_X8_IMPL_H */
