@@ -51,7 +51,12 @@ static const char psi_main_usage_text[] =
     "\n"
     "Options:\n"
     "  -h, --help     show this help\n"
-    "  --version      show the version\n"
+    "  --version      show the version and the arithmetic this CPU runs\n"
+    "  --arith auto|portable  before the command: 'auto' (the default) masks\n"
+    "                 eight values at a time with AVX-512 IFMA where the CPU\n"
+    "                 has it, 'portable' never (the same bytes either way;\n"
+    "                 the environment variable SHARDPSI_ARITH=portable does\n"
+    "                 the same)\n"
     "\n"
     "Exit status: 0 success, 1 failure (a check failed or an error at run\n"
     "time), 2 usage error or unusable input file.\n";
@@ -123,8 +128,19 @@ static int psi_main_dispatch(int argc, char **argv)
     }
     if (psi_app_is_help(argv[1]))
         return psi_main_help(1, argv + 1);
+    if (strcmp(argv[1], "--arith") == 0) {
+        const char *v = argc > 2 ? argv[2] : "";
+        if (strcmp(v, "auto") != 0 && strcmp(v, "portable") != 0) {
+            psi_app_error("--arith takes 'auto' or 'portable', not '%s'", v);
+            return PSI_APP_EXIT_USAGE;
+        }
+        psi_arith_set(strcmp(v, "auto") == 0 ? PSI_ARITH_AUTO : PSI_ARITH_PORTABLE);
+        return psi_main_dispatch(argc - 2, argv + 2);
+    }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("shardpsi %s\n", psi_version());
+        printf("shardpsi %s\narithmetic: %s\n", psi_version(),
+               psi_arith_get() == PSI_ARITH_IFMA ? "AVX-512 IFMA, eight values at a time"
+                                                  : "portable");
         return PSI_APP_EXIT_OK;
     }
     if ((c = psi_main_find(argv[1])) != NULL)

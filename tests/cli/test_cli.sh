@@ -108,6 +108,15 @@ test_help() {
     has_out '--shards N' && has_out '--threads T'
     run 0 --help && has_out '--shards N and --threads T'
     run 0 --version && has_out '^shardpsi [0-9]+\.[0-9]+' && empty_err
+    has_out '^arithmetic: (AVX-512 IFMA|portable)'
+    # --arith before the command; SHARDPSI_ARITH=portable does the same
+    run 0 --arith portable --version && has_out '^arithmetic: portable$'
+    SHARDPSI_ARITH=portable run 0 --version && has_out '^arithmetic: portable$'
+    SHARDPSI_ARITH=portable run 0 --arith auto --version && has_out '^arithmetic: '
+    if grep -q avx512ifma /proc/cpuinfo 2>/dev/null; then
+        run 0 --arith auto --version && has_out '^arithmetic: AVX-512 IFMA'
+    fi
+    run 0 --help && has_out '--arith auto\|portable'
     # Every command that reads --input explains the CSV guard and --lines.
     for args in server client setup request match; do
         run 0 "$args" --help && has_out '^  --lines  ' && has_out 'looks like CSV \(a' &&
@@ -118,6 +127,8 @@ test_help() {
 test_usage_errors() {
     local args
     run 2 && has_err 'missing command'
+    run 2 --arith && has_err "--arith takes 'auto' or 'portable'"
+    run 2 --arith fast demo && has_err "not 'fast'"
     run 2 bogus && has_err "unknown command 'bogus'"
     run 2 --bogus && has_err "unknown option '--bogus'"
     run 2 help bogus && has_err "unknown command 'bogus'"

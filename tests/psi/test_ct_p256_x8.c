@@ -1,0 +1,109 @@
+/* Constant time of the eight-lane P-256 code (psi/p256_x8_impl.h), checked
+ * with valgrind memcheck on its plain-C form, which is the same source as
+ * the IFMA form over lanes.h's loops (valgrind cannot run AVX-512): every
+ * scalar and coordinate is marked undefined (secret) before the call and
+ * only the coordinates that psi_p256_jacobian_compress turns into wire
+ * bytes are marked defined afterwards, so a branch or memory index that
+ * depends on a secret is reported (see test_ct_p256_internal.c).  The
+ * lanes mix the scalars that reach the formulas' special inputs: 0 and n
+ * (identity), n + 30 (a doubling in the last addition), 1, n - 1, and
+ * scalars with zero windows.  Without valgrind the program only checks its
+ * results against psi/p256.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include <valgrind/memcheck.h>
+
+#include "p256.h"
+#include "p256_x8.h"
+
+#define SECRET(p, n) VALGRIND_MAKE_MEM_UNDEFINED((p), (n))
+#define PUBLIC(p, n) VALGRIND_MAKE_MEM_DEFINED((p), (n))
+#define L PSI_X8_LANES
+
+static const uint8_t gx[32] = {
+    0x6b, 0x17, 0xd1, 0xf2, 0xe1, 0x2c, 0x42, 0x47, 0xf8, 0xbc, 0xe6, 0xe5, 0x63, 0xa4, 0x40, 0xf2,
+    0x77, 0x03, 0x7d, 0x81, 0x2d, 0xeb, 0x33, 0xa0, 0xf4, 0xa1, 0x39, 0x45, 0xd8, 0x98, 0xc2, 0x96};
+static const uint8_t gy[32] = {
+    0x4f, 0xe3, 0x42, 0xe2, 0xfe, 0x1a, 0x7f, 0x9b, 0x8e, 0xe7, 0xeb, 0x4a, 0x7c, 0x0f, 0x9e, 0x16,
+    0x2b, 0xce, 0x33, 0x57, 0x6b, 0x31, 0x5e, 0xce, 0xcb, 0xb6, 0x40, 0x68, 0x37, 0xbf, 0x51, 0xf5};
+static const uint8_t order[32] = {
+    0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51};
+
+/* r = n + d for a small d (no carry past byte 30 for these d) */
+static void n_plus(uint8_t r[32], int d)
+{
+    memcpy(r, order, 32);
+    int v = r[31] + d;
+    r[31] = (uint8_t)v;
+    r[30] = (uint8_t)(r[30] + (v >> 8));
+}
+
+int main(void)
+{
+    uint8_t k[L][32], x[L][32], y[L][32], xyz[L][96];
+    int failures = 0;
+    memset(k, 0, sizeof k); /* lane 0: k = 0, the identity */
+    n_plus(k[1], 0);         /* n: the identity */
+    n_plus(k[2], 30);        /* n + 30: the last addition doubles */
+    k[3][31] = 1;            /* 1 */
+    n_plus(k[4], -1);        /* n - 1 */
+    k[5][0] = 0x10;          /* 2^252: every window but the top one is zero */
+    for (int i = 0; i < 32; i++) {
+        k[6][i] = (uint8_t)(i * 37 + 11);
+        k[7][i] = (uint8_t)(0xf0 ^ (i * 91));
+    }
+    /* points: G, then the outputs of earlier lanes, decompressed */
+    for (int l = 0; l < L; l++) {
+        memcpy(x[l], gx, 32);
+        memcpy(y[l], gy, 32);
+    }
+    for (int round = 0; round < 2; round++) {
+        SECRET(k, sizeof k);
+        SECRET(x, sizeof x);
+        SECRET(y, sizeof y);
+        psi_p256_x8_mul_c(xyz, (const uint8_t(*)[32])k, (const uint8_t(*)[32])x,
+                          (const uint8_t(*)[32])y);
+        /* Whether a product is the identity is public (the engine reports
+         * it as an error); the coordinates become wire bytes once
+         * compressed. */
+        PUBLIC(xyz, sizeof xyz);
+        PUBLIC(k, sizeof k);
+        PUBLIC(x, sizeof x);
+        PUBLIC(y, sizeof y);
+        uint8_t got[L][33];
+        for (int l = 0; l < L; l++) {
+            static const uint8_t zero[32];
+            uint8_t want[33];
+            int identity = l < 2;
+            if (identity) {
+                if (memcmp(xyz[l] + 64, zero, 32) != 0) {
+                    fprintf(stderr, "ct_p256_x8: lane %d: not the identity\n", l);
+                    failures++;
+                }
+                continue;
+            }
+            psi_p256_jacobian_compress(got[l], xyz[l], 1);
+            uint8_t kr[32];
+            memcpy(kr, k[l], 32);
+            if (l == 2) {
+                memset(kr, 0, 32);
+                kr[31] = 30;
+            }
+            psi_p256_mul_compressed(want, kr, x[l], y[l]);
+            if (memcmp(got[l], want, 33) != 0) {
+                fprintf(stderr, "ct_p256_x8: round %d lane %d: differs from p256.c\n", round, l);
+                failures++;
+            }
+        }
+        /* the next round's points: the products of the lanes that have one */
+        for (int l = 2; l < L; l++) {
+            memcpy(x[(l + 1) % L], got[l] + 1, 32);
+            if (!psi_p256_decompress(y[(l + 1) % L], x[(l + 1) % L], got[l][0] & 1))
+                failures++;
+        }
+    }
+    printf("ct_p256_x8: %s\n", failures ? "FAILED" : "ok");
+    return failures != 0;
+}
