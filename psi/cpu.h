@@ -1,4 +1,4 @@
-/* Which arithmetic the engine runs (PROTOCOL.md §19): the eight-lane AVX-512
+/* Which arithmetic the engine runs (PROTOCOL.md §21): the eight-lane AVX-512
  * IFMA code where the CPU has it and the OS saves its registers, the
  * portable code elsewhere or when asked.  Not installed. */
 #ifndef PSI_CPU_H

@@ -64,6 +64,14 @@ int psi_ec_init(psi_ec *ec, const uint8_t *scalar);
 /* Frees and wipes everything, pending results included. */
 void psi_ec_release(psi_ec *ec);
 
+#ifdef PSI_HAVE_IFMA
+/* H(m) of PROTOCOL.md §3 for eight values at once, the roots on the IFMA
+ * lanes (PROTOCOL.md §21): (x[i], y[i]) = H(values[i]).  Call only where
+ * psi_cpu_ifma() says so.  Returns 8, or the first lane whose tries ran
+ * out (PSI_E_HASH_TO_CURVE for that value; never seen in practice). */
+int psi_h2c_x8(uint8_t x[8][32], uint8_t y[8][32], const psi_value values[8]);
+#endif
+
 /* H(m) of PROTOCOL.md §3 into ec->px, ec->py.  Returns PSI_OK or
  * PSI_E_HASH_TO_CURVE. */
 int psi_h2c(psi_ec *ec, const uint8_t *m, size_t len);
@@ -75,6 +83,9 @@ int psi_h2c_sswu(psi_ec *ec, const uint8_t *m, size_t len);
 
 /* Strict decode (§4.2) of one partner point into ec->px, ec->py. */
 int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len);
+/* psi_point_decode's checks before the square root: identity, length,
+ * prefix, x below p.  Returns PSI_OK or the error psi_point_decode gives. */
+int psi_point_precheck(const uint8_t *in, size_t len);
 
 /* Queues out = ser(scalar * (px, py)), 33 bytes: out holds it once
  * psi_ec_flush has returned PSI_OK (the portable build writes it at once).

@@ -1,4 +1,4 @@
-/* Eight 64-bit lanes, written once for two forms (PROTOCOL.md §19):
+/* Eight 64-bit lanes, written once for two forms (PROTOCOL.md §21):
  *
  *  - PSI_LANES_IFMA defined: one AVX-512 register (__m512i), the 52-bit
  *    multiply-adds being vpmadd52luq / vpmadd52huq.  The including file

@@ -133,7 +133,7 @@ static int ossl_finish(psi_ec *ec, size_t j, uint8_t out[PSI_ELEMENT_BYTES])
 }
 #endif
 
-/* Full groups of eight on the IFMA lanes (PROTOCOL.md §19) when enabled;
+/* Full groups of eight on the IFMA lanes (PROTOCOL.md §21) when enabled;
  * returns how many points it multiplied into xyz. */
 static size_t lanes_mul(psi_ec *ec)
 {
@@ -265,15 +265,54 @@ static int r255_scale(const psi_engine *e, const uint8_t *scalar, uint8_t *out,
  * BN_nnmod) is variable time in the coordinates.  Re-masking and
  * unmasking take the partner's public points and keep OpenSSL's faster
  * multiplication for what the lanes do not take. */
+/* The OpenMined hash of full groups of eight values on the IFMA lanes
+ * (psi_h2c_x8), queued for multiplication; *next is where the one-value
+ * loop goes on. */
+static int lanes_hash(const psi_engine *e, psi_ec *ec, uint8_t *out, const psi_value *values,
+                      size_t n, size_t *next)
+{
+    *next = 0;
+#if defined(PSI_HAVE_IFMA) && !defined(PSI_P256_PORTABLE)
+    if (!ec->lanes || e->settings.suite != PSI_SUITE_OPENMINED_P256)
+        return PSI_OK;
+    uint8_t x[PSI_X8_LANES][32], y[PSI_X8_LANES][32];
+    int rc = PSI_OK;
+    size_t g = 0;
+    for (; rc == PSI_OK && g + PSI_X8_LANES <= n; g += PSI_X8_LANES) {
+        int l = psi_h2c_x8(x, y, values + g);
+        if (l < PSI_X8_LANES) {
+            rc = psi_fail_at(PSI_E_HASH_TO_CURVE, "values", (int64_t)(g + (size_t)l), -1);
+            break;
+        }
+        for (l = 0; rc == PSI_OK && l < PSI_X8_LANES; l++) {
+            memcpy(ec->px, x[l], 32);
+            memcpy(ec->py, y[l], 32);
+            rc = psi_ec_mul_queue(ec, out + (g + (size_t)l) * PSI_ELEMENT_BYTES);
+            psi_report_progress(e, g + (size_t)l + 1, n);
+        }
+    }
+    sodium_memzero(x, sizeof x);
+    sodium_memzero(y, sizeof y);
+    *next = g;
+    return rc;
+#else
+    (void)e, (void)ec, (void)out, (void)values, (void)n;
+    return PSI_OK;
+#endif
+}
+
 static int p256_mask(const psi_engine *e, uint8_t *out, const psi_value *values, size_t n)
 {
     int sswu = e->settings.suite == PSI_SUITE_P256_SSWU;
     psi_ec ec;
+    size_t start = 0;
     int rc = psi_ec_init(&ec, e->secret->k);
 #ifndef PSI_P256_PORTABLE
     ec.ct_rest = sswu;
 #endif
-    for (size_t i = 0; rc == PSI_OK && i < n; i++) {
+    if (rc == PSI_OK)
+        rc = lanes_hash(e, &ec, out, values, n, &start);
+    for (size_t i = start; rc == PSI_OK && i < n; i++) {
         const psi_value *v = &values[i];
         rc = sswu ? psi_h2c_sswu(&ec, v->data, v->len) : psi_h2c(&ec, v->data, v->len);
         if (rc == PSI_E_HASH_TO_CURVE)
@@ -308,6 +347,52 @@ int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
     return batch_end(&ec, rc, out, out_len, n);
 }
 
+/* Decodes full groups of eight points with their square roots on the IFMA
+ * lanes and queues them; *next is where the one-point loop goes on.  A
+ * group with a point that fails the checks before the root is left to
+ * that loop, which reports the first error in order as before. */
+static int lanes_decode(const psi_engine *e, psi_ec *ec, uint8_t *out, const uint8_t *points,
+                        size_t n, size_t *next)
+{
+    *next = 0;
+#if defined(PSI_HAVE_IFMA) && !defined(PSI_P256_PORTABLE)
+    if (!ec->lanes)
+        return PSI_OK;
+    uint8_t x[PSI_X8_LANES][32], y[PSI_X8_LANES][32], odd[PSI_X8_LANES], ok[PSI_X8_LANES];
+    int rc = PSI_OK;
+    size_t g = 0;
+    for (; rc == PSI_OK && g + PSI_X8_LANES <= n; g += PSI_X8_LANES) {
+        const uint8_t *in = points + g * PSI_ELEMENT_BYTES;
+        int l;
+        for (l = 0; l < PSI_X8_LANES; l++) {
+            const uint8_t *pt = in + (size_t)l * PSI_ELEMENT_BYTES;
+            if (psi_point_precheck(pt, PSI_ELEMENT_BYTES) != PSI_OK)
+                break;
+            memcpy(x[l], pt + 1, 32);
+            odd[l] = pt[0] & 1;
+        }
+        if (l < PSI_X8_LANES)
+            break; /* the one-point loop takes this group and reports */
+        psi_p256_x8_decompress_ifma(y, ok, (const uint8_t(*)[32])x, odd);
+        for (l = 0; rc == PSI_OK && l < PSI_X8_LANES; l++) {
+            if (!ok[l]) {
+                rc = psi_fail_at(PSI_E_POINT_NOT_ON_CURVE, "points", (int64_t)(g + (size_t)l), -1);
+                break;
+            }
+            memcpy(ec->px, x[l], 32);
+            memcpy(ec->py, y[l], 32);
+            rc = psi_ec_mul_queue(ec, out + (g + (size_t)l) * PSI_ELEMENT_BYTES);
+            psi_report_progress(e, g + (size_t)l + 1, n);
+        }
+    }
+    *next = g;
+    return rc;
+#else
+    (void)e, (void)ec, (void)out, (void)points, (void)n;
+    return PSI_OK;
+#endif
+}
+
 /* Decodes each point strictly and multiplies it by `scalar`. */
 static int scale_points(const psi_engine *e, const uint8_t *scalar, uint8_t *out,
                         size_t *out_len, const uint8_t *points, size_t n)
@@ -323,7 +408,10 @@ static int scale_points(const psi_engine *e, const uint8_t *scalar, uint8_t *out
         return batch_end(&ec, rc, out, out_len, n);
     }
     rc = psi_ec_init(&ec, scalar);
-    for (size_t i = 0; rc == PSI_OK && i < n; i++) {
+    size_t start = 0;
+    if (rc == PSI_OK)
+        rc = lanes_decode(e, &ec, out, points, n, &start);
+    for (size_t i = start; rc == PSI_OK && i < n; i++) {
         rc = psi_point_decode(&ec, points + i * PSI_ELEMENT_BYTES, PSI_ELEMENT_BYTES);
         if (rc != PSI_OK)
             psi_fail_at(rc, "points", (int64_t)i, -1);

@@ -1,4 +1,4 @@
-/* P-256 scalar multiplication on eight lanes at once (PROTOCOL.md §19):
+/* P-256 scalar multiplication on eight lanes at once (PROTOCOL.md §21):
  * one form on AVX-512 IFMA, one in plain C, the same code (lanes.h,
  * p256_x8_impl.h) and the same bytes.  Not installed.
  *
@@ -19,6 +19,12 @@
 void psi_p256_x8_mul_c(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LANES][32],
                        const uint8_t x[PSI_X8_LANES][32], const uint8_t y[PSI_X8_LANES][32]);
 
+/* As psi_p256_decompress for each lane: y[i] = the root of
+ * x[i]^3 - 3 x[i] + b with the parity odd[i] (0 or 1) and ok[i] = 1 when
+ * x[i] is the abscissa of a curve point, else y[i] = 0 and ok[i] = 0. */
+void psi_p256_x8_decompress_c(uint8_t y[PSI_X8_LANES][32], uint8_t ok[PSI_X8_LANES],
+                              const uint8_t x[PSI_X8_LANES][32], const uint8_t odd[PSI_X8_LANES]);
+
 /* Field operations on canonical values, for the tests: op 0 r = a b,
  * 1 r = a^2, 2 r = a + b, 3 r = a - b, all mod p. */
 void psi_p256_x8_fe_op_c(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
@@ -28,6 +34,9 @@ void psi_p256_x8_fe_op_c(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LAN
 /* The same on AVX-512 IFMA; call only when psi_cpu_ifma() returns 1. */
 void psi_p256_x8_mul_ifma(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LANES][32],
                           const uint8_t x[PSI_X8_LANES][32], const uint8_t y[PSI_X8_LANES][32]);
+void psi_p256_x8_decompress_ifma(uint8_t y[PSI_X8_LANES][32], uint8_t ok[PSI_X8_LANES],
+                                 const uint8_t x[PSI_X8_LANES][32],
+                                 const uint8_t odd[PSI_X8_LANES]);
 void psi_p256_x8_fe_op_ifma(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
                             const uint8_t b[PSI_X8_LANES][32], int op);
 #endif

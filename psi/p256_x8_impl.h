@@ -48,6 +48,8 @@ static const uint64_t x8_r2[X8_LIMBS] = {0x300, 0xffffffff00000, 0xffffefffffffb
                                          0xfdfffffffffff, 0x4ffffff};
 static const uint64_t x8_one[X8_LIMBS] = {0x10, 0xf000000000000, 0xfffffffffffff,
                                           0xffeffffffffff, 0xfffff};
+static const uint64_t x8_three[X8_LIMBS] = {0x30, 0xd000000000000, 0xfffffffffffff,
+                                            0xffcffffffffff, 0x2fffff};
 static const uint64_t x8_b[X8_LIMBS] = {0xdf6229c4bddfd, 0xca8843090d89c, 0x212ed6acf005c,
                                         0x83415a220abf7, 0xc30061dd4874};
 
@@ -532,6 +534,111 @@ static void x8_scalar_mul(x8_mul_ws *ws, uint8_t xyz[LV_LANES][96],
     memset(&jx, 0, sizeof jx);
     memset(&jy, 0, sizeof jy);
     memset(&jz, 0, sizeof jz);
+}
+
+static void x8_sqr_n(x8_fe *r, const x8_fe *a, int n)
+{
+    x8_sqr(r, a);
+    for (int i = 1; i < n; i++)
+        x8_sqr(r, r);
+}
+
+/* x^(2^32 - 1) into x32 (the chain of p256_field_ops.h's fe_pow_ones). */
+static void x8_pow_ones(x8_fe *x32, const x8_fe *x)
+{
+    x8_fe x2, x3, x6, x12, x15, x30;
+    x8_sqr(&x2, x);
+    x8_mul(&x2, &x2, x);     /* 2^2 - 1 */
+    x8_sqr(&x3, &x2);
+    x8_mul(&x3, &x3, x);     /* 2^3 - 1 */
+    x8_sqr_n(&x6, &x3, 3);
+    x8_mul(&x6, &x6, &x3);   /* 2^6 - 1 */
+    x8_sqr_n(&x12, &x6, 6);
+    x8_mul(&x12, &x12, &x6); /* 2^12 - 1 */
+    x8_sqr_n(&x15, &x12, 3);
+    x8_mul(&x15, &x15, &x3); /* 2^15 - 1 */
+    x8_sqr_n(&x30, &x15, 15);
+    x8_mul(&x30, &x30, &x15); /* 2^30 - 1 */
+    x8_sqr_n(x32, &x30, 2);
+    x8_mul(x32, x32, &x2);   /* 2^32 - 1 */
+}
+
+/* r = a^((p+1)/4) = a^(2^254 - 2^222 + 2^190 + 2^94), as p256.c's
+ * fe_sqrt_pow. */
+static void x8_sqrt_pow(x8_fe *r, const x8_fe *a)
+{
+    x8_fe x32, t;
+    x8_pow_ones(&x32, a);
+    x8_sqr_n(&t, &x32, 32);
+    x8_mul(&t, &t, a);
+    x8_sqr_n(&t, &t, 96);
+    x8_mul(&t, &t, a);
+    x8_sqr_n(r, &t, 94);
+}
+
+/* r = a mod p, canonical, for a in [0, 2p). */
+static void x8_canon(x8_fe *r, const x8_fe *a)
+{
+    x8_fe s;
+    lv neg = x8_sub_const(&s, a, x8_p);
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++) r->v[i] = lv_select(neg, a->v[i], s.v[i]);
+}
+
+/* All ones in the lanes where a = b (mod p). */
+static lv x8_equal(const x8_fe *a, const x8_fe *b)
+{
+    x8_fe ca, cb;
+    x8_canon(&ca, a);
+    x8_canon(&cb, b);
+    lv eq = lv_set1(~(uint64_t)0);
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++) eq = lv_and(eq, lv_eqmask(ca.v[i], cb.v[i]));
+    return eq;
+}
+
+/* As psi_p256_decompress, lane by lane: y[i] = the root of
+ * x[i]^3 - 3 x[i] + b whose parity is odd[i] (0 or 1), and ok[i] = 1,
+ * when that is a non-zero square; else y[i] = 0 and ok[i] = 0.  x[i]
+ * below p.  Constant time in x and odd. */
+static void x8_decompress(uint8_t y[LV_LANES][32], uint8_t ok[LV_LANES],
+                          const uint8_t x[LV_LANES][32], const uint8_t odd[LV_LANES])
+{
+    x8_fe xm, t, r, r2, nr, c;
+    x8_fe_from_bytes(&xm, x);
+    x8_to_mont(&xm, &xm);
+    x8_sqr(&t, &xm);
+    x8_fe_const(&c, x8_three);
+    x8_sub(&t, &t, &c);
+    x8_mul(&t, &t, &xm);
+    x8_fe_const(&c, x8_b);
+    x8_add(&t, &t, &c); /* x^3 - 3x + b */
+    x8_sqrt_pow(&r, &t);
+    x8_sqr(&r2, &r);
+    lv good = x8_equal(&r2, &t);
+    good = lv_and(good, lv_xor(x8_is_zero(&t), lv_set1(~(uint64_t)0)));
+    x8_from_mont(&r, &r);
+    /* nr = p - r: canonical for r != 0 (r = 0 only when t = 0: not good) */
+    lv m52 = lv_set1(LV_M52), carry = lv_zero();
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++)
+    {
+        lv d = lv_add(lv_sub(lv_set1(x8_p[i]), r.v[i]), carry);
+        carry = lv_sar(d, 52);
+        nr.v[i] = lv_and(d, m52);
+    }
+    uint64_t want[LV_LANES];
+    for (int l = 0; l < LV_LANES; l++)
+        want[l] = odd[l] & 1;
+    lv flip = lv_xor(lv_eqmask(lv_and(r.v[0], lv_set1(1)), lv_load(want)), lv_set1(~(uint64_t)0));
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++)
+    {
+        r.v[i] = lv_select(flip, nr.v[i], r.v[i]);
+        r.v[i] = lv_and(r.v[i], good);
+    }
+    x8_fe_to_bytes(y, &r);
+    uint64_t g[LV_LANES];
+    lv_store(g, good);
+    for (int l = 0; l < LV_LANES; l++)
+        ok[l] = (uint8_t)(g[l] & 1);
+    memset(want, 0, sizeof want);
 }
 
 /* Field operations on canonical big-endian values, for the tests. */

@@ -14,7 +14,7 @@ static const uint8_t field_p[32] = {
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 };
 
-int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
+int psi_point_precheck(const uint8_t *in, size_t len)
 {
     if (len == 1 && in[0] == 0x00)
         return PSI_E_POINT_IDENTITY;
@@ -25,6 +25,14 @@ int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
     /* x is public (it came over the wire), so memcmp may compare it. */
     if (memcmp(in + 1, field_p, sizeof field_p) >= 0)
         return PSI_E_POINT_X_RANGE;
+    return PSI_OK;
+}
+
+int psi_point_decode(psi_ec *ec, const uint8_t *in, size_t len)
+{
+    int rc = psi_point_precheck(in, len);
+    if (rc != PSI_OK)
+        return rc;
     memcpy(ec->px, in + 1, sizeof ec->px);
     /* The root is checked (y^2 = x^3 - 3x + b), so the point is on the
      * curve and, being affine, not infinity. */

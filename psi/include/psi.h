@@ -232,7 +232,7 @@ PSI_API const char *psi_version(void);
 
 /* ------------------------------------------------------------- arithmetic */
 
-/** Which arithmetic masks, re-masks and unmasks (PROTOCOL.md §19).  Every
+/** Which arithmetic masks, re-masks and unmasks (PROTOCOL.md §21).  Every
  *  choice gives the same bytes; only the speed differs. */
 typedef enum psi_arith {
     /** Eight values at a time on AVX-512 IFMA where the CPU has it and the

@@ -24,6 +24,8 @@
 
 typedef void (*mul_fn)(uint8_t xyz[L][96], const uint8_t k[L][32], const uint8_t x[L][32],
                        const uint8_t y[L][32]);
+typedef void (*dec_fn)(uint8_t y[L][32], uint8_t ok[L], const uint8_t x[L][32],
+                       const uint8_t odd[L]);
 typedef void (*fe_fn)(uint8_t r[L][32], const uint8_t a[L][32], const uint8_t b[L][32], int op);
 
 static EC_GROUP *group;
@@ -213,6 +215,25 @@ static void check_mul(const char *name, mul_fn fn, long batches)
     BN_free(by);
 }
 
+/* Decompression against psi_p256_decompress: random x (about half of
+ * them abscissas), the edge values of field_value, both parities. */
+static void check_decompress(const char *name, dec_fn fn, long batches)
+{
+    uint8_t x[L][32], y[L][32], odd[L], ok[L], want[32];
+    for (long it = 0; it < batches; it++) {
+        for (int l = 0; l < L; l++) {
+            field_value(x[l], (unsigned)(it * L + l) * 3 + (it < 16 ? 0 : 8));
+            odd[l] = (uint8_t)((it + l) & 1);
+        }
+        fn(y, ok, x, odd);
+        for (int l = 0; l < L; l++) {
+            int w = psi_p256_decompress(want, x[l], odd[l]);
+            if (w != ok[l] || memcmp(want, y[l], 32) != 0)
+                fail(name, l, x[l], 32);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     long batches = argc > 1 ? atol(argv[1]) : 300;
@@ -228,13 +249,15 @@ int main(int argc, char **argv)
 
     check_field("plain C", psi_p256_x8_fe_op_c, field_batches);
     check_mul("plain C", psi_p256_x8_mul_c, batches);
-    printf("plain C: %ld multiplications, %ld field operations\n", batches * L,
+    check_decompress("plain C decompress", psi_p256_x8_decompress_c, batches);
+    printf("plain C: %ld multiplications and decompressions, %ld field operations\n", batches * L,
            field_batches * L * 4);
 #ifdef PSI_HAVE_IFMA
     if (psi_cpu_ifma_supported()) {
         check_field("IFMA", psi_p256_x8_fe_op_ifma, field_batches);
         check_mul("IFMA", psi_p256_x8_mul_ifma, batches);
-        printf("IFMA: %ld multiplications, %ld field operations\n", batches * L,
+        check_decompress("IFMA decompress", psi_p256_x8_decompress_ifma, batches);
+        printf("IFMA: %ld multiplications and decompressions, %ld field operations\n", batches * L,
                field_batches * L * 4);
     } else {
         printf("IFMA: SKIPPED, this CPU or OS has no AVX-512 IFMA\n");
