@@ -90,11 +90,13 @@ meson test -C build-portable --print-errorlogs --num-processes 2 --timeout-multi
 # which `vectors` runs once; demo), or check the headers and the export
 # list (headers: a sh script, whose dash leaks by valgrind's measure), or
 # start mpirun (mpi: Open MPI's own blocks would drown the report; the
-# portable build skips it too, its engine being covered by the others).
+# portable build skips it too, its engine being covered by the others), or
+# exist for the AVX-512 IFMA lanes (lanes: valgrind runs no AVX-512, so they
+# would only repeat, slowly, the plain-C form that ct_p256_x8 checks here).
 stage "valgrind"
 meson test -C build --setup valgrind --no-rebuild --print-errorlogs --num-processes 2 \
     --no-suite ctime --no-suite malloc_hooks --no-suite shard_matrix --no-suite demo \
-    --no-suite headers --no-suite mpi || status=1
+    --no-suite headers --no-suite mpi --no-suite lanes || status=1
 
 # The fuzz harnesses and the JavaScript package.  Each runner ends with "N
 # passed, M failed"; a runner that never gets that far counts as one failure.

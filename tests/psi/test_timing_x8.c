@@ -1,0 +1,173 @@
+/* A statistical timing test of the IFMA form of the eight-lane P-256 code
+ * (valgrind cannot run it; its plain-C twin is checked by ct_p256_x8):
+ * fixed against random secrets, in the manner of dudect (Reparaz, Balasch
+ * and Verbauwhede, 2017).  Calls of the two classes are interleaved in a
+ * random order, each timed with a monotonic clock, and Welch's t statistic
+ * compares the classes, on all measurements and on those below the 50th,
+ * 75th and 90th percentiles (cropping the long tail a shared machine
+ * adds).  The fixed class is the most special input there is: the scalar
+ * 1 (63 zero windows, the identity as accumulator until the last) on G,
+ * and G's x for decompression; the random class draws scalars, points and
+ * abscissas afresh.  Fails when |t| exceeds 10 (dudect's "definitely not
+ * constant time"); a run prints the largest |t| of each operation.
+ *
+ * Exit 77 (skipped) where the CPU or the build has no IFMA.
+ * Usage: test_timing_x8 [MEASUREMENTS] (default 6000 per operation). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "cpu.h"
+#include "p256.h"
+#include "p256_x8.h"
+
+#define L PSI_X8_LANES
+#define POOL 64
+
+static const uint8_t gx[32] = {
+    0x6b, 0x17, 0xd1, 0xf2, 0xe1, 0x2c, 0x42, 0x47, 0xf8, 0xbc, 0xe6, 0xe5, 0x63, 0xa4, 0x40, 0xf2,
+    0x77, 0x03, 0x7d, 0x81, 0x2d, 0xeb, 0x33, 0xa0, 0xf4, 0xa1, 0x39, 0x45, 0xd8, 0x98, 0xc2, 0x96};
+static const uint8_t gy[32] = {
+    0x4f, 0xe3, 0x42, 0xe2, 0xfe, 0x1a, 0x7f, 0x9b, 0x8e, 0xe7, 0xeb, 0x4a, 0x7c, 0x0f, 0x9e, 0x16,
+    0x2b, 0xce, 0x33, 0x57, 0x6b, 0x31, 0x5e, 0xce, 0xcb, 0xb6, 0x40, 0x68, 0x37, 0xbf, 0x51, 0xf5};
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Welch's t of the two classes over the measurements below `limit`. */
+static double welch(const double *t, const int *cls, int n, double limit)
+{
+    double s[2] = {0, 0}, ss[2] = {0, 0};
+    int c[2] = {0, 0};
+    for (int i = 0; i < n; i++) {
+        if (t[i] > limit)
+            continue;
+        s[cls[i]] += t[i];
+        ss[cls[i]] += t[i] * t[i];
+        c[cls[i]]++;
+    }
+    if (c[0] < 2 || c[1] < 2)
+        return 0;
+    double m0 = s[0] / c[0], m1 = s[1] / c[1];
+    double v0 = (ss[0] - c[0] * m0 * m0) / (c[0] - 1), v1 = (ss[1] - c[1] * m1 * m1) / (c[1] - 1);
+    double den = sqrt(v0 / c[0] + v1 / c[1]);
+    return den > 0 ? (m0 - m1) / den : 0;
+}
+
+static double max_t(const double *t, const int *cls, int n)
+{
+    double *sorted = malloc((size_t)n * sizeof *sorted);
+    if (sorted == NULL)
+        abort();
+    memcpy(sorted, t, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    double worst = fabs(welch(t, cls, n, INFINITY));
+    static const double pct[] = {0.50, 0.75, 0.90};
+    for (int i = 0; i < 3; i++) {
+        double w = fabs(welch(t, cls, n, sorted[(int)(pct[i] * (n - 1))]));
+        if (w > worst)
+            worst = w;
+    }
+    free(sorted);
+    return worst;
+}
+
+#ifdef PSI_HAVE_IFMA
+/* Random points: k G for random k, from the portable code. */
+static void random_point(uint8_t x[32], uint8_t y[32])
+{
+    uint8_t k[32], c[33];
+    do {
+        randombytes_buf(k, sizeof k);
+        k[0] &= 0x7f; /* below n */
+    } while (sodium_is_zero(k, 32));
+    psi_p256_mul_compressed(c, k, gx, gy);
+    memcpy(x, c + 1, 32);
+    if (!psi_p256_decompress(y, x, c[0] & 1))
+        abort();
+}
+
+static int run(int n)
+{
+    static uint8_t px[POOL][32], py[POOL][32];
+    for (int i = 0; i < POOL; i++)
+        random_point(px[i], py[i]);
+    double *t = malloc((size_t)n * sizeof *t);
+    int *cls = malloc((size_t)n * sizeof *cls);
+    if (t == NULL || cls == NULL)
+        abort();
+    uint8_t k[L][32], x[L][32], y[L][32], xyz[L][96], odd[L], ok[L], r[L][32];
+    int failed = 0;
+
+    for (int op = 0; op < 2; op++) {
+        for (int i = 0; i < n; i++) {
+            cls[i] = (int)(randombytes_random() & 1);
+            for (int l = 0; l < L; l++) {
+                if (cls[i] == 0) {
+                    memset(k[l], 0, 32);
+                    k[l][31] = 1;
+                    memcpy(x[l], gx, 32);
+                    memcpy(y[l], gy, 32);
+                } else {
+                    unsigned j = randombytes_uniform(POOL);
+                    randombytes_buf(k[l], 32);
+                    memcpy(x[l], op == 0 ? px[j] : px[j], 32);
+                    if (op == 1)
+                        randombytes_buf(x[l] + 16, 16); /* about half not on the curve */
+                    memcpy(y[l], py[j], 32);
+                }
+                odd[l] = (uint8_t)(cls[i] ? randombytes_random() & 1 : 0);
+            }
+            double t0 = now_ns();
+            if (op == 0)
+                psi_p256_x8_mul_ifma(xyz, (const uint8_t(*)[32])k, (const uint8_t(*)[32])x,
+                                     (const uint8_t(*)[32])y);
+            else
+                psi_p256_x8_decompress_ifma(r, ok, (const uint8_t(*)[32])x, odd);
+            t[i] = now_ns() - t0;
+        }
+        double w = max_t(t, cls, n);
+        printf("timing_x8: %s: largest |t| %.2f over %d measurements\n",
+               op == 0 ? "scalar multiplication" : "decompression", w, n);
+        if (w > 10) {
+            printf("timing_x8: FAILED: the classes' times differ\n");
+            failed = 1;
+        }
+    }
+    free(t);
+    free(cls);
+    return failed;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 6000;
+    if (sodium_init() < 0)
+        return 1;
+#ifdef PSI_HAVE_IFMA
+    if (!psi_cpu_ifma_supported()) {
+        printf("timing_x8: SKIPPED, this CPU or OS has no AVX-512 IFMA\n");
+        return 77;
+    }
+    return run(n);
+#else
+    (void)n;
+    printf("timing_x8: SKIPPED, this build has no IFMA code\n");
+    return 77;
+#endif
+}
