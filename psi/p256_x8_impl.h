@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "lanes.h"
 
 #define X8_LIMBS 5
@@ -271,7 +273,7 @@ static void x8_fe_to_bytes(uint8_t out[LV_LANES][32], const x8_fe *a)
             for (int j = 0; j < 8; j++)
                 out[l][31 - 8 * k - j] = (uint8_t)(w[k] >> (8 * j));
     }
-    memset(limb, 0, sizeof limb);
+    sodium_memzero(limb, sizeof limb);
 }
 
 static void x8_pt_select(x8_pt *r, lv mask, const x8_pt *a)
@@ -460,7 +462,7 @@ static lv x8_window(const uint8_t k[LV_LANES][32], int w)
     for (int l = 0; l < LV_LANES; l++)
         d[l] = (uint64_t)(k[l][31 - w / 2] >> (4 * (w & 1))) & 15;
     lv r = lv_load(d);
-    memset(d, 0, sizeof d);
+    sodium_memzero(d, sizeof d);
     return r;
 }
 
@@ -529,11 +531,11 @@ static void x8_scalar_mul(x8_mul_ws *ws, uint8_t xyz[LV_LANES][96],
     x8_fe_to_bytes(buf, &jz);
     for (int l = 0; l < LV_LANES; l++)
         memcpy(xyz[l] + 64, buf[l], 32);
-    memset(buf, 0, sizeof buf);
-    memset(&z2, 0, sizeof z2);
-    memset(&jx, 0, sizeof jx);
-    memset(&jy, 0, sizeof jy);
-    memset(&jz, 0, sizeof jz);
+    sodium_memzero(buf, sizeof buf);
+    sodium_memzero(&z2, sizeof z2);
+    sodium_memzero(&jx, sizeof jx);
+    sodium_memzero(&jy, sizeof jy);
+    sodium_memzero(&jz, sizeof jz);
 }
 
 static void x8_sqr_n(x8_fe *r, const x8_fe *a, int n)
@@ -638,7 +640,22 @@ static void x8_decompress(uint8_t y[LV_LANES][32], uint8_t ok[LV_LANES],
     lv_store(g, good);
     for (int l = 0; l < LV_LANES; l++)
         ok[l] = (uint8_t)(g[l] & 1);
-    memset(want, 0, sizeof want);
+    sodium_memzero(want, sizeof want);
+}
+
+#if defined(__GNUC__)
+#define X8_NOINLINE __attribute__((noinline))
+#else
+#define X8_NOINLINE
+#endif
+
+/* The lane functions leave secret temporaries in their dead stack frames
+ * (a field element is 320 bytes, a point 960); the exported functions call
+ * this after each computation, at the depth it ran at, to overwrite them. */
+static X8_NOINLINE void x8_burn_stack(void)
+{
+    uint8_t buf[32768];
+    sodium_memzero(buf, sizeof buf);
 }
 
 /* Field operations on canonical big-endian values, for the tests. */
