@@ -70,6 +70,10 @@ void psi_ec_release(psi_ec *ec);
  * psi_cpu_ifma() says so.  Returns 8, or the first lane whose tries ran
  * out (PSI_E_HASH_TO_CURVE for that value; never seen in practice). */
 int psi_h2c_x8(uint8_t x[8][32], uint8_t y[8][32], const psi_value values[8]);
+/* The same for the p256-sswu suite's H(m) (§16.2): hash_to_field by the
+ * one-value code, both maps, the sum and its inversion on the lanes.
+ * Returns 8, or the first lane whose sum is the identity. */
+int psi_h2c_sswu_x8(uint8_t x[8][32], uint8_t y[8][32], const psi_value values[8]);
 #endif
 
 /* H(m) of PROTOCOL.md §3 into ec->px, ec->py.  Returns PSI_OK or

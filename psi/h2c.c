@@ -110,3 +110,34 @@ int psi_h2c_sswu(psi_ec *ec, const uint8_t *m, size_t len)
     PSI_DECLASSIFY(&ok, sizeof ok);
     return ok ? PSI_OK : PSI_E_HASH_TO_CURVE;
 }
+
+#ifdef PSI_HAVE_IFMA
+int psi_h2c_sswu_x8(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32],
+                    const psi_value values[PSI_X8_LANES])
+{
+    static const uint8_t none[1];
+    uint8_t u[2][PSI_X8_LANES][32], uniform[96], wide[64] = {0}, inf[PSI_X8_LANES];
+    int refused = 0;
+    for (int l = 0; l < PSI_X8_LANES; l++) {
+        const psi_value *v = &values[l];
+        /* hash_to_field (RFC 9380 §5.2, L = 48): each 48-byte half, zero
+         * padded to the 64 bytes psi_p256_reduce_wide takes, mod p */
+        refused |= !psi_p256_expand_xmd(uniform, sizeof uniform, v->len > 0 ? v->data : none,
+                                        v->len, (const uint8_t *)sswu_dst, sizeof sswu_dst - 1);
+        for (int i = 0; i < 2; i++) {
+            memcpy(wide + 16, uniform + 48 * i, 48);
+            psi_p256_reduce_wide(u[i][l], wide);
+        }
+    }
+    psi_p256_x8_sswu_ifma(x, y, inf, (const uint8_t(*)[32])u[0], (const uint8_t(*)[32])u[1]);
+    sodium_memzero(u, sizeof u);
+    sodium_memzero(uniform, sizeof uniform);
+    sodium_memzero(wide, sizeof wide);
+    // Public: the point at infinity never occurs and would be an error.
+    PSI_DECLASSIFY(inf, sizeof inf);
+    for (int l = 0; l < PSI_X8_LANES; l++)
+        if (inf[l] || refused)
+            return l; /* the DST is fixed and accepted: refused cannot happen */
+    return PSI_X8_LANES;
+}
+#endif

@@ -265,21 +265,22 @@ static int r255_scale(const psi_engine *e, const uint8_t *scalar, uint8_t *out,
  * BN_nnmod) is variable time in the coordinates.  Re-masking and
  * unmasking take the partner's public points and keep OpenSSL's faster
  * multiplication for what the lanes do not take. */
-/* The OpenMined hash of full groups of eight values on the IFMA lanes
- * (psi_h2c_x8), queued for multiplication; *next is where the one-value
- * loop goes on. */
+/* The hash of full groups of eight values on the IFMA lanes (psi_h2c_x8,
+ * or psi_h2c_sswu_x8 for p256-sswu), queued for multiplication; *next is
+ * where the one-value loop goes on. */
 static int lanes_hash(const psi_engine *e, psi_ec *ec, uint8_t *out, const psi_value *values,
                       size_t n, size_t *next)
 {
     *next = 0;
 #if defined(PSI_HAVE_IFMA) && !defined(PSI_P256_PORTABLE)
-    if (!ec->lanes || e->settings.suite != PSI_SUITE_OPENMINED_P256)
+    if (!ec->lanes)
         return PSI_OK;
+    int sswu = e->settings.suite == PSI_SUITE_P256_SSWU;
     uint8_t x[PSI_X8_LANES][32], y[PSI_X8_LANES][32];
     int rc = PSI_OK;
     size_t g = 0;
     for (; rc == PSI_OK && g + PSI_X8_LANES <= n; g += PSI_X8_LANES) {
-        int l = psi_h2c_x8(x, y, values + g);
+        int l = sswu ? psi_h2c_sswu_x8(x, y, values + g) : psi_h2c_x8(x, y, values + g);
         if (l < PSI_X8_LANES) {
             rc = psi_fail_at(PSI_E_HASH_TO_CURVE, "values", (int64_t)(g + (size_t)l), -1);
             break;

@@ -25,6 +25,14 @@ void psi_p256_x8_mul_c(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LAN
 void psi_p256_x8_decompress_c(uint8_t y[PSI_X8_LANES][32], uint8_t ok[PSI_X8_LANES],
                               const uint8_t x[PSI_X8_LANES][32], const uint8_t odd[PSI_X8_LANES]);
 
+/* RFC 9380 hash_to_curve for P256_XMD:SHA-256_SSWU_RO_ from its two field
+ * elements: (x[i], y[i]) = map(u0[i]) + map(u1[i]), affine, as
+ * psi_p256_sswu_hash after hash_to_field (u0, u1 canonical).  inf[i] = 1
+ * (and x[i], y[i] zero) where the sum is the identity, else 0. */
+void psi_p256_x8_sswu_c(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32],
+                        uint8_t inf[PSI_X8_LANES], const uint8_t u0[PSI_X8_LANES][32],
+                        const uint8_t u1[PSI_X8_LANES][32]);
+
 /* Field operations on canonical values, for the tests: op 0 r = a b,
  * 1 r = a^2, 2 r = a + b, 3 r = a - b, all mod p. */
 void psi_p256_x8_fe_op_c(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
@@ -37,6 +45,9 @@ void psi_p256_x8_mul_ifma(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_
 void psi_p256_x8_decompress_ifma(uint8_t y[PSI_X8_LANES][32], uint8_t ok[PSI_X8_LANES],
                                  const uint8_t x[PSI_X8_LANES][32],
                                  const uint8_t odd[PSI_X8_LANES]);
+void psi_p256_x8_sswu_ifma(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32],
+                           uint8_t inf[PSI_X8_LANES], const uint8_t u0[PSI_X8_LANES][32],
+                           const uint8_t u1[PSI_X8_LANES][32]);
 void psi_p256_x8_fe_op_ifma(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
                             const uint8_t b[PSI_X8_LANES][32], int op);
 #endif

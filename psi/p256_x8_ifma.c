@@ -25,6 +25,14 @@ void psi_p256_x8_decompress_ifma(uint8_t y[PSI_X8_LANES][32], uint8_t ok[PSI_X8_
     x8_burn_stack();
 }
 
+void psi_p256_x8_sswu_ifma(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32],
+                        uint8_t inf[PSI_X8_LANES], const uint8_t u0[PSI_X8_LANES][32],
+                        const uint8_t u1[PSI_X8_LANES][32])
+{
+    x8_sswu_hash(x, y, inf, u0, u1);
+    x8_burn_stack();
+}
+
 void psi_p256_x8_fe_op_ifma(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
                             const uint8_t b[PSI_X8_LANES][32], int op)
 {

@@ -545,10 +545,11 @@ static void x8_sqr_n(x8_fe *r, const x8_fe *a, int n)
         x8_sqr(r, r);
 }
 
-/* x^(2^32 - 1) into x32 (the chain of p256_field_ops.h's fe_pow_ones). */
-static void x8_pow_ones(x8_fe *x32, const x8_fe *x)
+/* x^(2^32 - 1) into x32 and x^(2^30 - 1) into x30 (the chain of
+ * p256_field_ops.h's fe_pow_ones). */
+static void x8_pow_ones(x8_fe *x32, x8_fe *x30, const x8_fe *x)
 {
-    x8_fe x2, x3, x6, x12, x15, x30;
+    x8_fe x2, x3, x6, x12, x15;
     x8_sqr(&x2, x);
     x8_mul(&x2, &x2, x);     /* 2^2 - 1 */
     x8_sqr(&x3, &x2);
@@ -559,9 +560,9 @@ static void x8_pow_ones(x8_fe *x32, const x8_fe *x)
     x8_mul(&x12, &x12, &x6); /* 2^12 - 1 */
     x8_sqr_n(&x15, &x12, 3);
     x8_mul(&x15, &x15, &x3); /* 2^15 - 1 */
-    x8_sqr_n(&x30, &x15, 15);
-    x8_mul(&x30, &x30, &x15); /* 2^30 - 1 */
-    x8_sqr_n(x32, &x30, 2);
+    x8_sqr_n(x30, &x15, 15);
+    x8_mul(x30, x30, &x15);  /* 2^30 - 1 */
+    x8_sqr_n(x32, x30, 2);
     x8_mul(x32, x32, &x2);   /* 2^32 - 1 */
 }
 
@@ -569,8 +570,8 @@ static void x8_pow_ones(x8_fe *x32, const x8_fe *x)
  * fe_sqrt_pow. */
 static void x8_sqrt_pow(x8_fe *r, const x8_fe *a)
 {
-    x8_fe x32, t;
-    x8_pow_ones(&x32, a);
+    x8_fe x32, x30, t;
+    x8_pow_ones(&x32, &x30, a);
     x8_sqr_n(&t, &x32, 32);
     x8_mul(&t, &t, a);
     x8_sqr_n(&t, &t, 96);
@@ -641,6 +642,151 @@ static void x8_decompress(uint8_t y[LV_LANES][32], uint8_t ok[LV_LANES],
     for (int l = 0; l < LV_LANES; l++)
         ok[l] = (uint8_t)(g[l] & 1);
     sodium_memzero(want, sizeof want);
+}
+
+/* r = a^(p-2), the inverse (0 for 0), as p256_field_ops.h's fe_inv. */
+static void x8_inv(x8_fe *r, const x8_fe *a)
+{
+    x8_fe x32, x30, t;
+    x8_pow_ones(&x32, &x30, a);
+    x8_sqr_n(&t, &x32, 32);
+    x8_mul(&t, &t, a);
+    x8_sqr_n(&t, &t, 128);
+    x8_mul(&t, &t, &x32);
+    x8_sqr_n(&t, &t, 32);
+    x8_mul(&t, &t, &x32);
+    x8_sqr_n(&t, &t, 30);
+    x8_mul(&t, &t, &x30);
+    x8_sqr_n(&t, &t, 2);
+    x8_mul(r, &t, a);
+}
+
+/* r = a^((p-3)/4), as p256_sswu.c's fe_pow_c1. */
+static void x8_pow_c1(x8_fe *r, const x8_fe *a)
+{
+    x8_fe x32, x30, t;
+    x8_pow_ones(&x32, &x30, a);
+    x8_sqr_n(&t, &x32, 32);
+    x8_mul(&t, &t, a);
+    x8_sqr_n(&t, &t, 128);
+    x8_mul(&t, &t, &x32);
+    x8_sqr_n(&t, &t, 32);
+    x8_mul(&t, &t, &x32);
+    x8_sqr_n(&t, &t, 30);
+    x8_mul(r, &t, &x30);
+}
+
+/* The RFC 9380 map's constants in Montgomery form: Z = -10, sqrt(10),
+ * A = -3 (p256_sswu.c). */
+static const uint64_t x8_sswu_z[X8_LIMBS] = {0xfffffffffff5f, 0xa0fffffffffff, 0x0,
+                                             0xa1000000000, 0xffffff5f0000};
+static const uint64_t x8_sswu_c2[X8_LIMBS] = {0x38ee98a195fd9, 0x6b23dcf70a1fd, 0xa8dfee78400ad,
+                                              0x303d913c88f9e, 0x51d26ea2a8f};
+static const uint64_t x8_sswu_a[X8_LIMBS] = {0xfffffffffffcf, 0x30fffffffffff, 0x0,
+                                             0x31000000000, 0xffffffcf0000};
+
+static void x8_select(x8_fe *r, lv mask, const x8_fe *a, const x8_fe *b)
+{
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++) r->v[i] = lv_select(mask, a->v[i], b->v[i]);
+}
+
+/* All ones where the canonical value of a is odd (sgn0). */
+static lv x8_sgn0(const x8_fe *a)
+{
+    x8_fe t;
+    x8_from_mont(&t, a);
+    return lv_sub(lv_zero(), lv_and(t.v[0], lv_set1(1)));
+}
+
+/* sqrt_ratio(u, v) for q = 3 mod 4 (RFC 9380 F.2.1.2), v != 0, as
+ * p256_sswu.c's: the mask of the lanes where u / v is a square, and y. */
+static lv x8_sqrt_ratio(x8_fe *y, const x8_fe *u, const x8_fe *v)
+{
+    x8_fe t1, t2, t3, y1, y2, c2;
+    x8_sqr(&t1, v);
+    x8_mul(&t2, u, v);
+    x8_mul(&t1, &t1, &t2);
+    x8_pow_c1(&y1, &t1);
+    x8_mul(&y1, &y1, &t2);
+    x8_fe_const(&c2, x8_sswu_c2);
+    x8_mul(&y2, &y1, &c2);
+    x8_sqr(&t3, &y1);
+    x8_mul(&t3, &t3, v);
+    lv is_qr = x8_equal(&t3, u);
+    x8_select(y, is_qr, &y1, &y2);
+    return is_qr;
+}
+
+/* q = map_to_curve_simple_swu(u) (RFC 9380 F.2), step for step as
+ * p256_sswu.c's sswu_map, projective (x : y tv4 : tv4). */
+static void x8_sswu_map(x8_pt *q, const x8_fe *u)
+{
+    x8_fe tv1, tv2, tv3, tv4, tv5, tv6, x, y, y1, z, a, one, b, zero;
+    x8_fe_const(&z, x8_sswu_z);
+    x8_fe_const(&a, x8_sswu_a);
+    x8_fe_const(&one, x8_one);
+    x8_fe_const(&b, x8_b);
+    x8_fe_const(&zero, (const uint64_t[X8_LIMBS]){0});
+    x8_sqr(&tv1, u);
+    x8_mul(&tv1, &z, &tv1);
+    x8_sqr(&tv2, &tv1);
+    x8_add(&tv2, &tv2, &tv1);
+    x8_add(&tv3, &tv2, &one);
+    x8_mul(&tv3, &b, &tv3);
+    x8_sub(&tv5, &zero, &tv2);
+    x8_select(&tv4, x8_is_zero(&tv2), &z, &tv5); /* CMOV(Z, -tv2, tv2 != 0) */
+    x8_mul(&tv4, &a, &tv4);
+    x8_sqr(&tv2, &tv3);
+    x8_sqr(&tv6, &tv4);
+    x8_mul(&tv5, &a, &tv6);
+    x8_add(&tv2, &tv2, &tv5);
+    x8_mul(&tv2, &tv2, &tv3);
+    x8_mul(&tv6, &tv6, &tv4);
+    x8_mul(&tv5, &b, &tv6);
+    x8_add(&tv2, &tv2, &tv5); /* gx1 tv4^3 */
+    x8_mul(&x, &tv1, &tv3);
+    lv is_square = x8_sqrt_ratio(&y1, &tv2, &tv6);
+    x8_mul(&y, &tv1, u);
+    x8_mul(&y, &y, &y1);
+    x8_select(&x, is_square, &tv3, &x);
+    x8_select(&y, is_square, &y1, &y);
+    x8_sub(&tv5, &zero, &y);
+    x8_select(&y, lv_xor(x8_sgn0(u), x8_sgn0(&y)), &tv5, &y); /* sgn0(y) = sgn0(u) */
+    q->x = x;
+    x8_mul(&q->y, &y, &tv4);
+    q->z = tv4;
+}
+
+/* (x[i], y[i]) = map(u0[i]) + map(u1[i]) in affine big-endian bytes (RFC
+ * 9380 hash_to_curve once the field elements are drawn: u0, u1 canonical),
+ * and the mask of the lanes where the sum is the identity (then x and y
+ * are 0). */
+static void x8_sswu_hash(uint8_t x[LV_LANES][32], uint8_t y[LV_LANES][32], uint8_t inf[LV_LANES],
+                         const uint8_t u0[LV_LANES][32], const uint8_t u1[LV_LANES][32])
+{
+    x8_fe u, zi, t;
+    x8_pt q0, q1;
+    x8_fe_from_bytes(&u, u0);
+    x8_to_mont(&u, &u);
+    x8_sswu_map(&q0, &u);
+    x8_fe_from_bytes(&u, u1);
+    x8_to_mont(&u, &u);
+    x8_sswu_map(&q1, &u);
+    x8_pt_add(&q0, &q0, &q1);
+    x8_inv(&zi, &q0.z);
+    x8_mul(&t, &q0.x, &zi);
+    x8_from_mont(&t, &t);
+    x8_fe_to_bytes(x, &t);
+    x8_mul(&t, &q0.y, &zi);
+    x8_from_mont(&t, &t);
+    x8_fe_to_bytes(y, &t);
+    uint64_t z[LV_LANES];
+    lv_store(z, x8_is_zero(&q0.z));
+    for (int l = 0; l < LV_LANES; l++)
+        inf[l] = (uint8_t)(z[l] & 1);
+    sodium_memzero(&u, sizeof u);
+    sodium_memzero(&q0, sizeof q0);
+    sodium_memzero(&q1, sizeof q1);
 }
 
 #if defined(__GNUC__)

@@ -8,7 +8,8 @@
  * lanes mix the scalars that reach the formulas' special inputs: 0 and n
  * (identity), n + 30 (a doubling in the last addition), 1, n - 1, and
  * scalars with zero windows.  Without valgrind the program only checks its
- * results against psi/p256.c.  Decompression (the square root of point
+ * results against psi/p256.c.  The RFC 9380 hash (its field elements
+ * secret) likewise.  Decompression (the square root of point
  * decoding and of the OpenMined hash) likewise, x and parity secret. */
 #include <stdio.h>
 #include <string.h>
@@ -126,6 +127,35 @@ int main(void)
         int w = psi_p256_decompress(want, dx[l], odd[l]);
         if (w != ok[l] || memcmp(want, dy[l], 32) != 0) {
             fprintf(stderr, "ct_p256_x8: decompress lane %d differs from p256.c\n", l);
+            failures++;
+        }
+    }
+    /* The RFC 9380 hash from its field elements, which are secret (the
+     * p256-sswu suite hashes in constant time): eight messages, and u = 0
+     * (the map's exceptional case) in lane 0. */
+    static const uint8_t dst[] = "shardpsi-ct-P256_XMD:SHA-256_SSWU_RO_";
+    uint8_t u0[L][32], u1[L][32], hx[L][32], hy[L][32], inf[L], msg[L][3];
+    for (int l = 0; l < L; l++) {
+        uint8_t uniform[96], wide[64] = {0};
+        msg[l][0] = 'm', msg[l][1] = (uint8_t)('0' + l), msg[l][2] = 0;
+        psi_p256_expand_xmd(uniform, 96, msg[l], 2, dst, sizeof dst - 1);
+        memcpy(wide + 16, uniform, 48);
+        psi_p256_reduce_wide(u0[l], wide);
+        memcpy(wide + 16, uniform + 48, 48);
+        psi_p256_reduce_wide(u1[l], wide);
+    }
+    memset(u0[0], 0, 32);
+    SECRET(u0, sizeof u0);
+    SECRET(u1, sizeof u1);
+    psi_p256_x8_sswu_c(hx, hy, inf, (const uint8_t(*)[32])u0, (const uint8_t(*)[32])u1);
+    PUBLIC(hx, sizeof hx); /* the hashed point is multiplied, then sent */
+    PUBLIC(hy, sizeof hy);
+    PUBLIC(inf, sizeof inf);
+    for (int l = 1; l < L; l++) {
+        uint8_t wx[32], wy[32];
+        int ok = psi_p256_sswu_hash(wx, wy, msg[l], 2, dst, sizeof dst - 1);
+        if (!ok || inf[l] || memcmp(wx, hx[l], 32) != 0 || memcmp(wy, hy[l], 32) != 0) {
+            fprintf(stderr, "ct_p256_x8: sswu lane %d differs from p256_sswu.c\n", l);
             failures++;
         }
     }

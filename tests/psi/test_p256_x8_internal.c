@@ -26,6 +26,8 @@ typedef void (*mul_fn)(uint8_t xyz[L][96], const uint8_t k[L][32], const uint8_t
                        const uint8_t y[L][32]);
 typedef void (*dec_fn)(uint8_t y[L][32], uint8_t ok[L], const uint8_t x[L][32],
                        const uint8_t odd[L]);
+typedef void (*sswu_fn)(uint8_t x[L][32], uint8_t y[L][32], uint8_t inf[L],
+                        const uint8_t u0[L][32], const uint8_t u1[L][32]);
 typedef void (*fe_fn)(uint8_t r[L][32], const uint8_t a[L][32], const uint8_t b[L][32], int op);
 
 static EC_GROUP *group;
@@ -234,6 +236,52 @@ static void check_decompress(const char *name, dec_fn fn, long batches)
     }
 }
 
+/* The RFC 9380 hash against psi_p256_sswu_hash: messages of every length
+ * up to 63 bytes, and field elements 0, 1, p - 1 (the map's exceptional
+ * case is u = 0; its result must still match the one-value code). */
+static void check_sswu(const char *name, sswu_fn fn, long batches)
+{
+    static const uint8_t dst[] = "shardpsi-test-P256_XMD:SHA-256_SSWU_RO_";
+    uint8_t msg[L][64], u0[L][32], u1[L][32], x[L][32], y[L][32], inf[L], wx[32], wy[32];
+    size_t mlen[L];
+    for (long it = 0; it < batches; it++) {
+        for (int l = 0; l < L; l++) {
+            uint8_t uniform[96], wide[64] = {0};
+            mlen[l] = (size_t)((it * L + l) % 64);
+            randombytes_buf(msg[l], sizeof msg[l]);
+            psi_p256_expand_xmd(uniform, 96, msg[l], mlen[l], dst, sizeof dst - 1);
+            memcpy(wide + 16, uniform, 48);
+            psi_p256_reduce_wide(u0[l], wide);
+            memcpy(wide + 16, uniform + 48, 48);
+            psi_p256_reduce_wide(u1[l], wide);
+        }
+        fn(x, y, inf, u0, u1);
+        for (int l = 0; l < L; l++) {
+            int ok = psi_p256_sswu_hash(wx, wy, msg[l], mlen[l], dst, sizeof dst - 1);
+            if (ok == inf[l] || memcmp(wx, x[l], 32) != 0 || memcmp(wy, y[l], 32) != 0)
+                fail(name, l, msg[l], mlen[l]);
+        }
+    }
+    /* the map at u = 0, 1, p - 1 against encode: the sum map(u0) + map(u1) with
+     * u0 = u1 is a doubling, checked against OpenSSL */
+    for (int l = 0; l < L; l++) {
+        field_value(u0[l], (unsigned)l % 5);
+        memcpy(u1[l], u0[l], 32);
+    }
+    fn(x, y, inf, u0, u1);
+    for (int l = 0; l < L; l++) {
+        BIGNUM *bx = BN_new(), *by = BN_new();
+        EC_POINT *pt = EC_POINT_new(group);
+        BN_bin2bn(x[l], 32, bx);
+        BN_bin2bn(y[l], 32, by);
+        if (inf[l] || !EC_POINT_set_affine_coordinates(group, pt, bx, by, bn))
+            fail(name, l, u0[l], 32); /* 2 map(u) is never the identity, and is on the curve */
+        EC_POINT_free(pt);
+        BN_free(bx);
+        BN_free(by);
+    }
+}
+
 int main(int argc, char **argv)
 {
     long batches = argc > 1 ? atol(argv[1]) : 300;
@@ -250,6 +298,7 @@ int main(int argc, char **argv)
     check_field("plain C", psi_p256_x8_fe_op_c, field_batches);
     check_mul("plain C", psi_p256_x8_mul_c, batches);
     check_decompress("plain C decompress", psi_p256_x8_decompress_c, batches);
+    check_sswu("plain C sswu", psi_p256_x8_sswu_c, batches / 4 + 1);
     printf("plain C: %ld multiplications and decompressions, %ld field operations\n", batches * L,
            field_batches * L * 4);
 #ifdef PSI_HAVE_IFMA
@@ -257,6 +306,7 @@ int main(int argc, char **argv)
         check_field("IFMA", psi_p256_x8_fe_op_ifma, field_batches);
         check_mul("IFMA", psi_p256_x8_mul_ifma, batches);
         check_decompress("IFMA decompress", psi_p256_x8_decompress_ifma, batches);
+        check_sswu("IFMA sswu", psi_p256_x8_sswu_ifma, batches);
         printf("IFMA: %ld multiplications and decompressions, %ld field operations\n", batches * L,
                field_batches * L * 4);
     } else {
