@@ -96,7 +96,9 @@ if [ ${#need[@]} -gt 0 ]; then
     || die "apt-get install ${need[*]} failed"
 fi
 
-EMCC_VERSION=$(emcc --version 2>/dev/null | head -1) || die "emcc --version failed"
+# sed reads to the end: with head, emcc could die of SIGPIPE and pipefail
+# turn a working emcc into a failure (seen here, intermittently)
+EMCC_VERSION=$(emcc --version 2>/dev/null | sed -n 1p) || die "emcc --version failed"
 [ -n "$EMCC_VERSION" ] || die "emcc --version printed nothing"
 
 # ------------------------------------------------------------- cache key ----
