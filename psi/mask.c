@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "p256.h"
 #include "p256_x8.h"
+#include "r255_x8.h"
 #include "suite.h"
 
 #ifdef PSI_P256_PORTABLE
@@ -228,11 +229,38 @@ static int batch_end(psi_ec *ec, int rc, uint8_t *out, size_t *out_len, size_t n
 
 /* The ristretto255 suite's batches (§16.3): libsodium works on encodings,
  * so there is no workspace; each result fills the first 32 bytes of its
- * slot and batch_begin zeroed the 33rd. */
+ * slot and batch_begin zeroed the 33rd.  Full groups of eight go to the
+ * IFMA lanes (PROTOCOL.md §21) when psi_cpu_ifma() allows, with the same
+ * bytes, codes and details; the rest to libsodium. */
 static int r255_mask(const psi_engine *e, uint8_t *out, const psi_value *values, size_t n)
 {
     int rc = PSI_OK;
-    for (size_t i = 0; rc == PSI_OK && i < n; i++) {
+    size_t i = 0;
+#ifdef PSI_HAVE_IFMA
+    if (psi_cpu_ifma()) {
+        uint8_t k8[PSI_X8_LANES][32], h[PSI_X8_LANES][64], r[PSI_X8_LANES][32];
+        for (size_t l = 0; l < PSI_X8_LANES; l++)
+            memcpy(k8[l], e->secret->k, 32);
+        for (; rc == PSI_OK && i + PSI_X8_LANES <= n; i += PSI_X8_LANES) {
+            for (size_t l = 0; l < PSI_X8_LANES; l++)
+                psi_r255_hash_value(h[l], values[i + l].data, values[i + l].len);
+            int failed = psi_r255_x8_mask_ifma(r, (const uint8_t(*)[32])k8,
+                                               (const uint8_t(*)[64])h);
+            // Public: k * H(m) is never the identity (psi_r255_mask_value).
+            PSI_DECLASSIFY(&failed, sizeof failed);
+            if (failed)
+                rc = PSI_E_CRYPTO;
+            for (size_t l = 0; rc == PSI_OK && l < PSI_X8_LANES; l++) {
+                memcpy(out + (i + l) * PSI_ELEMENT_BYTES, r[l], PSI_R255_BYTES);
+                psi_report_progress(e, i + l + 1, n);
+            }
+        }
+        sodium_memzero(k8, sizeof k8);
+        sodium_memzero(h, sizeof h);
+        sodium_memzero(r, sizeof r);
+    }
+#endif
+    for (; rc == PSI_OK && i < n; i++) {
         rc = psi_r255_mask_value(out + i * PSI_ELEMENT_BYTES, e->secret->k, values[i].data,
                                  values[i].len);
         psi_report_progress(e, i + 1, n);
@@ -240,11 +268,56 @@ static int r255_mask(const psi_engine *e, uint8_t *out, const psi_value *values,
     return rc;
 }
 
+/* psi_r255_check's verdict on slot p before its decoding: the 33rd byte,
+ * the identity, bit 255.  PSI_OK leaves the decoding to decide. */
+static int r255_precheck(const uint8_t *p)
+{
+    if (p[PSI_R255_BYTES] != 0)
+        return PSI_E_POINT_ENCODING;
+    if (sodium_is_zero(p, PSI_R255_BYTES))
+        return PSI_E_POINT_IDENTITY;
+    return p[PSI_R255_BYTES - 1] & 0x80 ? PSI_E_POINT_ENCODING : PSI_OK;
+}
+
 static int r255_scale(const psi_engine *e, const uint8_t *scalar, uint8_t *out,
                       const uint8_t *points, size_t n)
 {
     int rc = PSI_OK;
-    for (size_t i = 0; rc == PSI_OK && i < n; i++) {
+    size_t i = 0;
+#ifdef PSI_HAVE_IFMA
+    if (psi_cpu_ifma()) {
+        uint8_t k8[PSI_X8_LANES][32], in[PSI_X8_LANES][32], r[PSI_X8_LANES][32];
+        for (size_t l = 0; l < PSI_X8_LANES; l++)
+            memcpy(k8[l], scalar, 32);
+        for (; rc == PSI_OK && i + PSI_X8_LANES <= n; i += PSI_X8_LANES) {
+            size_t l;
+            for (l = 0; l < PSI_X8_LANES; l++) {
+                const uint8_t *p = points + (i + l) * PSI_ELEMENT_BYTES;
+                if (r255_precheck(p) != PSI_OK)
+                    break;
+                memcpy(in[l], p, 32);
+            }
+            if (l < PSI_X8_LANES)
+                break; /* the one-point loop takes this group and reports */
+            int failed = psi_r255_x8_mul_ifma(r, (const uint8_t(*)[32])k8,
+                                              (const uint8_t(*)[32])in);
+            /* A lane fails where its point does not decode (a checked point
+             * times k != 0 is never the identity): the first such is the
+             * error crypto_core_ristretto255_is_valid_point would give. */
+            for (l = 0; rc == PSI_OK && l < PSI_X8_LANES; l++) {
+                if (failed & (1 << l)) {
+                    rc = psi_fail_at(PSI_E_POINT_ENCODING, "points", (int64_t)(i + l), -1);
+                    break;
+                }
+                memcpy(out + (i + l) * PSI_ELEMENT_BYTES, r[l], PSI_R255_BYTES);
+                psi_report_progress(e, i + l + 1, n);
+            }
+        }
+        sodium_memzero(k8, sizeof k8);
+        sodium_memzero(r, sizeof r);
+    }
+#endif
+    for (; rc == PSI_OK && i < n; i++) {
         const uint8_t *p = points + i * PSI_ELEMENT_BYTES;
         /* A slot's 33rd byte is zero in this suite (psi.h). */
         rc = p[PSI_R255_BYTES] != 0 ? PSI_E_POINT_ENCODING : psi_r255_check(p, PSI_R255_BYTES);

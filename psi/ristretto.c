@@ -60,17 +60,23 @@ int psi_r255_check(const uint8_t *in, size_t len)
     return PSI_OK;
 }
 
-int psi_r255_mask_value(uint8_t out[PSI_R255_BYTES], const uint8_t k[PSI_R255_BYTES],
-                        const uint8_t *m, size_t len)
+void psi_r255_hash_value(uint8_t digest[64], const uint8_t *m, size_t len)
 {
-    uint8_t digest[crypto_hash_sha512_BYTES];
-    uint8_t point[crypto_core_ristretto255_BYTES];
     crypto_hash_sha512_state sha;
     crypto_hash_sha512_init(&sha);
     crypto_hash_sha512_update(&sha, (const uint8_t *)h2g_prefix, sizeof h2g_prefix - 1);
     if (len > 0)
         crypto_hash_sha512_update(&sha, m, len);
     crypto_hash_sha512_final(&sha, digest);
+    sodium_memzero(&sha, sizeof sha);
+}
+
+int psi_r255_mask_value(uint8_t out[PSI_R255_BYTES], const uint8_t k[PSI_R255_BYTES],
+                        const uint8_t *m, size_t len)
+{
+    uint8_t digest[crypto_hash_sha512_BYTES];
+    uint8_t point[crypto_core_ristretto255_BYTES];
+    psi_r255_hash_value(digest, m, len);
     crypto_core_ristretto255_from_hash(point, digest);
     /* Fails only for the identity, which k * H(m) is not (prime order,
      * k != 0, and H(m) is the identity with probability about 2^-252);
@@ -78,7 +84,6 @@ int psi_r255_mask_value(uint8_t out[PSI_R255_BYTES], const uint8_t k[PSI_R255_BY
     int failed = crypto_scalarmult_ristretto255(out, k, point);
     PSI_DECLASSIFY(&failed, sizeof failed);
     int rc = failed == 0 ? PSI_OK : PSI_E_CRYPTO;
-    sodium_memzero(&sha, sizeof sha);
     sodium_memzero(digest, sizeof digest);
     sodium_memzero(point, sizeof point);
     return rc;

@@ -66,7 +66,8 @@ static void same(const char *what, int suite, size_t n, const psi_engine *e, int
 int main(void)
 {
     static const size_t sizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 72, 100, MAXN};
-    static const int suites[] = {PSI_SUITE_OPENMINED_P256, PSI_SUITE_P256_SSWU};
+    static const int suites[] = {PSI_SUITE_OPENMINED_P256, PSI_SUITE_P256_SSWU,
+                                 PSI_SUITE_RISTRETTO255};
     static uint8_t bufs[MAXN][16], pts[MAXN * EB], bad[MAXN * EB];
     psi_value v[MAXN];
     for (size_t i = 0; i < MAXN; i++) {
@@ -89,6 +90,8 @@ int main(void)
         uint8_t key[32];
         for (int i = 0; i < 32; i++)
             key[i] = (uint8_t)(0x5a ^ (i * 29));
+        key[31] &= 0x0f; /* below l for ristretto255 (little-endian), below n for P-256 */
+        key[0] &= 0x7f;
         if (psi_engine_create_from_key(&e, &st, key, sizeof key) != PSI_OK)
             abort();
         size_t len = sizeof pts;
@@ -101,25 +104,47 @@ int main(void)
             same("remask", suites[s], n, e, 1, NULL, pts);
             same("unmask", suites[s], n, e, 2, NULL, pts);
         }
-        /* An x that is not an abscissa: x = t, t = 1, 2, ... */
-        uint8_t off[EB] = {0x02};
-        for (int t = 1; t < 256; t++) {
-            off[EB - 1] = (uint8_t)t;
-            if (psi_point_check(suites[s], off, EB) == PSI_E_POINT_NOT_ON_CURVE)
+        /* A point that does not decode: P-256, an x that is not an
+         * abscissa (x = t, t = 1, 2, ...); ristretto255, s = t that is not
+         * an encoding (even, canonical, no point). */
+        int r255 = suites[s] == PSI_SUITE_RISTRETTO255;
+        uint8_t off[EB] = {0};
+        int found = 0;
+        for (int t = 2; t < 256; t += r255 ? 2 : 1) {
+            memset(off, 0, sizeof off);
+            if (r255) {
+                off[0] = (uint8_t)t;
+            } else {
+                off[0] = 0x02;
+                off[EB - 1] = (uint8_t)t;
+            }
+            int want = r255 ? PSI_E_POINT_ENCODING : PSI_E_POINT_NOT_ON_CURVE;
+            if ((found = psi_point_check(suites[s], off, r255 ? 32 : EB) == want))
                 break;
         }
+        CHECK(found, "suite %d: no point that fails to decode", suites[s]);
         static const size_t places[] = {0, 3, 7, 8, 13, 23, 64, 70, 99};
         for (size_t k = 0; k < sizeof places / sizeof places[0]; k++) {
-            for (int kind = 0; kind < 4; kind++) {
+            for (int kind = 0; kind < 5; kind++) {
                 memcpy(bad, pts, sizeof bad);
                 uint8_t *p = bad + places[k] * EB;
                 switch (kind) {
-                case 0: memcpy(p, off, EB); break;    /* not on the curve */
-                case 1: p[0] = 0x04; break;           /* prefix */
-                case 2: memset(p + 1, 0xff, 32); break; /* x >= p */
-                default:                              /* two: off curve first, bad prefix later */
+                case 0: memcpy(p, off, EB); break; /* does not decode */
+                case 1:                            /* P-256 prefix; r255 33rd byte */
+                    p[r255 ? 32 : 0] = 0x04;
+                    break;
+                case 2: /* P-256 x >= p; r255 the identity */
+                    memset(p + (r255 ? 0 : 1), r255 ? 0 : 0xff, 32);
+                    break;
+                case 3: /* r255: bit 255; P-256: another point off the curve */
+                    if (r255)
+                        p[31] |= 0x80;
+                    else
+                        memcpy(p, off, EB);
+                    break;
+                default: /* two: one that does not decode, a byte error later */
                     memcpy(p, off, EB);
-                    bad[(places[k] + 5) * EB] = 0x05;
+                    bad[(places[k] + 5) * EB + (r255 ? 32 : 0)] = 0x05;
                     break;
                 }
                 same("bad point", suites[s], 100, e, 1, NULL, bad);
