@@ -72,9 +72,12 @@ example sharded shardpsi-shard "10000 values: the sharded setup (350004 bytes) e
 
 # The installed command: found through its RUNPATH, from any directory.
 bin=$prefix/bin
+# Two lines: the version, then the arithmetic this CPU runs (PROTOCOL.md §21).
 ver=$(cd "$tmp" && env -u LD_LIBRARY_PATH "$bin/shardpsi" --version 2>&1)
-[[ $ver == "shardpsi $(pkg-config --modversion shardpsi)" ]] &&
-    pass "installed shardpsi --version: $ver" || fail "installed shardpsi --version: $ver"
+[[ ${ver%%$'\n'*} == "shardpsi $(pkg-config --modversion shardpsi)" &&
+   ${ver#*$'\n'} == "arithmetic: "* ]] &&
+    pass "installed shardpsi --version: ${ver//$'\n'/; }" ||
+    fail "installed shardpsi --version: ${ver//$'\n'/; }"
 if [[ -x $bin/shardpsi-mpi ]]; then    # built where meson found Open MPI
     rp=$(readelf -d "$bin/shardpsi-mpi" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
     [[ $rp == '$ORIGIN/../'* ]] && pass "installed shardpsi-mpi has RUNPATH $rp" ||
