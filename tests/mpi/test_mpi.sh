@@ -14,7 +14,9 @@
 #      fourth case only (TEST_MPI_STRIDE; 1 = all): an mpirun of shardpsi-mpi
 #      costs ~0.15 s of CPU and ~0.2 s here with the start-up settings
 #      below (0.3-0.5 s without), and there are ~590 runs a layout, too many
-#      for all three (this choice: ~890 runs, ~1.5 minutes on 2 cores).
+#      for all three (this choice: ~890 runs; measured 2026-12-04: about 4
+#      minutes of both cores alone; parts a, c and d took 7.5 within CI's
+#      meson test, beside the other tests).
 #      Cases run TEST_MPI_JOBS (3) at a time, each case's mpiruns in a
 #      session directory of their own.
 #      psi's messages and match results are also compared with the
