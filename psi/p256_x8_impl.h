@@ -217,15 +217,22 @@ static void x8_mul_b(x8_fe *r, const x8_fe *a)
     x8_mul(r, &b, a);
 }
 
+/* r = a mod p, canonical, for a in [0, 2p). */
+static void x8_canon(x8_fe *r, const x8_fe *a)
+{
+    x8_fe s;
+    lv neg = x8_sub_const(&s, a, x8_p);
+    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++) r->v[i] = lv_select(neg, a->v[i], s.v[i]);
+}
+
 /* Canonical value (below p) of a Montgomery-form element, out of that form. */
 static void x8_from_mont(x8_fe *r, const x8_fe *a)
 {
     static const uint64_t one[X8_LIMBS] = {1, 0, 0, 0, 0};
-    x8_fe u, t, s;
+    x8_fe u, t;
     x8_fe_const(&u, one);
     x8_mul(&t, a, &u); /* (a + m p) / R <= p */
-    lv neg = x8_sub_const(&s, &t, x8_p);
-    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++) r->v[i] = lv_select(neg, t.v[i], s.v[i]);
+    x8_canon(r, &t);
 }
 
 static void x8_to_mont(x8_fe *r, const x8_fe *a)
@@ -577,14 +584,6 @@ static void x8_sqrt_pow(x8_fe *r, const x8_fe *a)
     x8_sqr_n(&t, &t, 96);
     x8_mul(&t, &t, a);
     x8_sqr_n(r, &t, 94);
-}
-
-/* r = a mod p, canonical, for a in [0, 2p). */
-static void x8_canon(x8_fe *r, const x8_fe *a)
-{
-    x8_fe s;
-    lv neg = x8_sub_const(&s, a, x8_p);
-    LV_UNROLL for (int i = 0; i < X8_LIMBS; i++) r->v[i] = lv_select(neg, a->v[i], s.v[i]);
 }
 
 /* All ones in the lanes where a = b (mod p). */
