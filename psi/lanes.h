@@ -11,11 +11,13 @@
  * Every operation is branch-free and the same work in every lane; no
  * memory index depends on a lane's value.  Multiply-adds use the low 52
  * bits of each factor, as the instructions do.  Included by the lane
- * arithmetic files only (p256_x8_impl.h). */
+ * arithmetic files only (p256_x8_impl.h, r255_x8_impl.h). */
 #ifndef PSI_LANES_H
 #define PSI_LANES_H
 
 #include <stdint.h>
+
+#include <sodium.h>
 
 #define LV_LANES 8
 #define LV_M52 ((uint64_t)0xfffffffffffff)
@@ -143,6 +145,19 @@ LV_INLINE lv lv_eqmask(lv a, lv b)
     LV_MAP(((((a.l[i_] ^ b.l[i_]) | ((uint64_t)0 - (a.l[i_] ^ b.l[i_]))) >> 63) - 1));
 }
 #endif
+
+/* The lane functions leave secret temporaries in their dead stack frames
+ * (a field element is 320 bytes, a point 960, a window table 15 KiB); the
+ * exported functions of both suites call this after each computation, at
+ * the depth it ran at, to overwrite them. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void lv_burn_stack(void)
+{
+    uint8_t buf[32768];
+    sodium_memzero(buf, sizeof buf);
+}
 
 /* mask ? a : b, lane by lane, for a mask of all ones or zero */
 LV_INLINE lv lv_select(lv mask, lv a, lv b) { return lv_xor(b, lv_and(mask, lv_xor(a, b))); }

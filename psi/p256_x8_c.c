@@ -12,14 +12,14 @@ void psi_p256_x8_mul_c(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LAN
     x8_mul_ws ws;
     x8_scalar_mul(&ws, xyz, k, x, y);
     sodium_memzero(&ws, sizeof ws);
-    x8_burn_stack();
+    lv_burn_stack();
 }
 
 void psi_p256_x8_decompress_c(uint8_t y[PSI_X8_LANES][32], uint8_t ok[PSI_X8_LANES],
                               const uint8_t x[PSI_X8_LANES][32], const uint8_t odd[PSI_X8_LANES])
 {
     x8_decompress(y, ok, x, odd);
-    x8_burn_stack();
+    lv_burn_stack();
 }
 
 void psi_p256_x8_sswu_c(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32],
@@ -27,7 +27,7 @@ void psi_p256_x8_sswu_c(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32]
                         const uint8_t u1[PSI_X8_LANES][32])
 {
     x8_sswu_hash(x, y, inf, u0, u1);
-    x8_burn_stack();
+    lv_burn_stack();
 }
 
 void psi_p256_x8_fe_op_c(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],

@@ -15,14 +15,14 @@ void psi_p256_x8_mul_ifma(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_
     x8_mul_ws ws;
     x8_scalar_mul(&ws, xyz, k, x, y);
     sodium_memzero(&ws, sizeof ws);
-    x8_burn_stack();
+    lv_burn_stack();
 }
 
 void psi_p256_x8_decompress_ifma(uint8_t y[PSI_X8_LANES][32], uint8_t ok[PSI_X8_LANES],
                               const uint8_t x[PSI_X8_LANES][32], const uint8_t odd[PSI_X8_LANES])
 {
     x8_decompress(y, ok, x, odd);
-    x8_burn_stack();
+    lv_burn_stack();
 }
 
 void psi_p256_x8_sswu_ifma(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32],
@@ -30,7 +30,7 @@ void psi_p256_x8_sswu_ifma(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][
                         const uint8_t u1[PSI_X8_LANES][32])
 {
     x8_sswu_hash(x, y, inf, u0, u1);
-    x8_burn_stack();
+    lv_burn_stack();
 }
 
 void psi_p256_x8_fe_op_ifma(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],

@@ -788,21 +788,6 @@ static void x8_sswu_hash(uint8_t x[LV_LANES][32], uint8_t y[LV_LANES][32], uint8
     sodium_memzero(&q1, sizeof q1);
 }
 
-#if defined(__GNUC__)
-#define X8_NOINLINE __attribute__((noinline))
-#else
-#define X8_NOINLINE
-#endif
-
-/* The lane functions leave secret temporaries in their dead stack frames
- * (a field element is 320 bytes, a point 960); the exported functions call
- * this after each computation, at the depth it ran at, to overwrite them. */
-static X8_NOINLINE void x8_burn_stack(void)
-{
-    uint8_t buf[32768];
-    sodium_memzero(buf, sizeof buf);
-}
-
 /* Field operations on canonical big-endian values, for the tests. */
 static void x8_fe_op(uint8_t r[LV_LANES][32], const uint8_t a[LV_LANES][32],
                      const uint8_t b[LV_LANES][32], int op)

@@ -589,22 +589,6 @@ static int r255_x8_mask(uint8_t out[LV_LANES][32], const uint8_t k[LV_LANES][32]
     return (int)r255_zero_lanes((const uint8_t(*)[32])out);
 }
 
-#if defined(__GNUC__)
-#define R255_NOINLINE __attribute__((noinline))
-#else
-#define R255_NOINLINE
-#endif
-
-/* The lane functions leave secret temporaries (the window table, the
- * accumulator, field elements of five 64-byte limbs) in their dead stack
- * frames; the exported functions call this after each computation, at the
- * depth it ran at, to overwrite them. */
-static R255_NOINLINE void r255_burn_stack(void)
-{
-    uint8_t buf[32768];
-    sodium_memzero(buf, sizeof buf);
-}
-
 static void r255_x8_fe_mul(uint8_t r[LV_LANES][32], const uint8_t a[LV_LANES][32],
                            const uint8_t b[LV_LANES][32])
 {
