@@ -268,15 +268,12 @@ static int r255_mask(const psi_engine *e, uint8_t *out, const psi_value *values,
     return rc;
 }
 
-/* psi_r255_check's verdict on slot p before its decoding: the 33rd byte,
- * the identity, bit 255.  PSI_OK leaves the decoding to decide. */
+/* The checks of slot p before its decoding: its 33rd byte, zero in this
+ * suite (psi.h), then psi_r255_precheck's.  PSI_OK leaves the decoding to
+ * decide. */
 static int r255_precheck(const uint8_t *p)
 {
-    if (p[PSI_R255_BYTES] != 0)
-        return PSI_E_POINT_ENCODING;
-    if (sodium_is_zero(p, PSI_R255_BYTES))
-        return PSI_E_POINT_IDENTITY;
-    return p[PSI_R255_BYTES - 1] & 0x80 ? PSI_E_POINT_ENCODING : PSI_OK;
+    return p[PSI_R255_BYTES] != 0 ? PSI_E_POINT_ENCODING : psi_r255_precheck(p, PSI_R255_BYTES);
 }
 
 static int r255_scale(const psi_engine *e, const uint8_t *scalar, uint8_t *out,

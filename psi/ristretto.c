@@ -39,7 +39,7 @@ int psi_r255_key_set(uint8_t k[PSI_R255_BYTES], uint8_t kinv[PSI_R255_BYTES],
     return rc == 0 ? PSI_OK : PSI_E_CRYPTO;
 }
 
-int psi_r255_check(const uint8_t *in, size_t len)
+int psi_r255_precheck(const uint8_t *in, size_t len)
 {
     if (len != PSI_R255_BYTES)
         return PSI_E_POINT_LENGTH;
@@ -53,6 +53,14 @@ int psi_r255_check(const uint8_t *in, size_t len)
      * elements; found by fuzz_point, whose re-encoding check failed. */
     if (in[PSI_R255_BYTES - 1] & 0x80)
         return PSI_E_POINT_ENCODING;
+    return PSI_OK;
+}
+
+int psi_r255_check(const uint8_t *in, size_t len)
+{
+    int rc = psi_r255_precheck(in, len);
+    if (rc != PSI_OK)
+        return rc;
     /* Decodes: refuses a non-canonical field element, a negative s, and
      * any string that is not the encoding of a group element. */
     if (!crypto_core_ristretto255_is_valid_point(in))

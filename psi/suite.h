@@ -30,6 +30,9 @@ int psi_r255_key_set(uint8_t k[PSI_R255_BYTES], uint8_t kinv[PSI_R255_BYTES],
 /* Strict decoding of a partner element: PSI_OK, PSI_E_POINT_LENGTH,
  * PSI_E_POINT_IDENTITY, PSI_E_POINT_ENCODING. */
 int psi_r255_check(const uint8_t *in, size_t len);
+/* psi_r255_check's checks before decoding: length, identity, bit 255.
+ * Returns PSI_OK or the error psi_r255_check gives for them. */
+int psi_r255_precheck(const uint8_t *in, size_t len);
 /* digest = SHA-512(prefix || m), the input of H's from_hash (§16.3). */
 void psi_r255_hash_value(uint8_t digest[64], const uint8_t *m, size_t len);
 /* out = enc(k * H(m)), H(m) = from_hash(SHA-512(prefix || m)).  Constant
