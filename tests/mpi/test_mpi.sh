@@ -11,12 +11,17 @@
 #      raw; request, with --count-only when the case is not reveal; response;
 #      match: rows and --indices, or --count-only) under `shardpsi` and under
 #      `mpirun -np 4 shardpsi-mpi` for every case, and -np 1 and -np 2 on every
-#      fourth case only (TEST_MPI_STRIDE; 1 = all): an mpirun of shardpsi-mpi
-#      costs ~0.15 s of CPU and ~0.2 s here with the start-up settings
-#      below (0.3-0.5 s without), and there are ~590 runs a layout, too many
-#      for all three (this choice: ~890 runs; measured 2026-12-04: about 4
-#      minutes of both cores alone; parts a, c and d took 7.5 within CI's
-#      meson test, beside the other tests).
+#      fourth case only (TEST_MPI_STRIDE; 1 = all).  Which cases:
+#      TEST_MPI_CASES=kinds (the default) takes the first case of each
+#      suite, structure and reveal setting and the first of each group of
+#      cases (basic, empty-server, duplicates-200, unicode, ...): 47 of the
+#      124, every kind of input and output the runner handles, in about 80 s
+#      of both cores; TEST_MPI_CASES=all takes every case, ~890 mpiruns and
+#      about 4 minutes alone, 7.5 within CI's meson test (measured
+#      2026-12-04), which put CI past its hour: run it after changing mpi/.
+#      An mpirun of shardpsi-mpi costs ~0.15 s of CPU and ~0.2 s here with
+#      the start-up settings below (0.3-0.5 s without), most of a small
+#      case's time.
 #      Cases run TEST_MPI_JOBS (3) at a time, each case's mpiruns in a
 #      session directory of their own.
 #      psi's messages and match results are also compared with the
@@ -120,6 +125,11 @@ mkdir -p "$ompi_tmp" || exit 2
 export OMPI_MCA_orte_tmpdir_base=$ompi_tmp
 parts=${TEST_MPI_PARTS:-acd}
 njobs=${TEST_MPI_JOBS:-3}
+cases=${TEST_MPI_CASES:-kinds}
+case $cases in
+all | kinds) ;;
+*) echo "test_mpi: TEST_MPI_CASES must be all or kinds, not $cases" >&2; exit 2 ;;
+esac
 stride=${TEST_MPI_STRIDE:-4}
 big_n=${TEST_MPI_BIG_N:-1000000}
 client_n=${TEST_MPI_CLIENT_N:-100000}
@@ -297,6 +307,17 @@ part_a() {
         "representable one per line)"
     checks=$((checks + 1))
     [ "$n_cases" -gt 0 ] || fail "no vector cases in $vectors"
+    if [ "$cases" = kinds ]; then
+        # the first case of each suite, structure and reveal setting, and
+        # the first of each group (the name between "file:" and the first
+        # "/": basic, empty-server, ...), in the manifest's order
+        awk -F '\t' '{ g = $7; sub(/^[^:]*:/, "", g); sub(/\/.*/, "", g)
+                        a = !kind[$2 FS $3 FS $6]++; b = !group[g]++ }
+                      a || b' "$v/manifest" >"$v/manifest.kinds" &&
+            mv "$v/manifest.kinds" "$v/manifest"
+        echo "test_mpi: vectors: TEST_MPI_CASES=kinds: $(wc -l <"$v/manifest" | tr -d ' ')" \
+            "of $n_cases cases (one of each suite, structure and reveal setting, one of each group)"
+    fi
     while IFS=$'\t' read -r c su st fpr nc rv name; do
         nps=4
         [ $((i % stride)) -eq 0 ] && nps="1 2 4"
@@ -306,7 +327,8 @@ part_a() {
             >"$v/cases/$c/fails" 2>&1 &
     done <"$v/manifest"
     wait
-    for c in "$v"/cases/*/; do
+    while IFS=$'\t' read -r c _; do
+        c=$v/cases/$c
         cat "$c/fails"
         if [ -f "$c/counts" ]; then
             read -r n f <"$c/counts"
@@ -316,7 +338,7 @@ part_a() {
             checks=$((checks + 1))
             fail "vector case $c did not finish"
         fi
-    done
+    done <"$v/manifest"
 }
 
 # ------------------------------------------------------------ generated sets
