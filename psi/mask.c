@@ -156,6 +156,21 @@ static size_t lanes_mul(psi_ec *ec)
 #endif
 }
 
+/* psi_p256_jacobian_compress of the nl points lanes_mul made, on the
+ * lanes (nl is a multiple of 8, 0 without them). */
+static int lanes_compress(uint8_t *out, const uint8_t *xyz, size_t nl)
+{
+#ifdef PSI_HAVE_IFMA
+    _Static_assert(PSI_EC_BATCH <= PSI_X8_COMPRESS_MAX, "a batch is one lane compression");
+    return nl == 0 ? 1 : psi_p256_x8_compress_ifma(out, xyz, nl);
+#else
+    (void)out;
+    (void)xyz;
+    (void)nl;
+    return 1;
+#endif
+}
+
 static int flush_batch(psi_ec *ec, uint8_t out[PSI_EC_BATCH][PSI_ELEMENT_BYTES])
 {
     size_t n = ec->batch_n, nl = lanes_mul(ec);
@@ -170,11 +185,14 @@ static int flush_batch(psi_ec *ec, uint8_t out[PSI_EC_BATCH][PSI_ELEMENT_BYTES])
         if (rc != PSI_OK)
             return rc;
     }
-    /* xyz holds the lanes' products, and OpenSSL's where it gave them */
+    /* xyz holds the lanes' products, and OpenSSL's where it gave them:
+     * the lanes' own compressed on the lanes, the rest by p256.c */
     size_t nj = ec->ct_rest || !OSSL_JACOBIAN ? nl : n;
     if (nj == 0)
         return PSI_OK;
-    int finite = psi_p256_jacobian_compress(&out[0][0], &ec->xyz[0][0], nj);
+    int finite = lanes_compress(&out[0][0], &ec->xyz[0][0], nl);
+    if (nj > nl)
+        finite &= psi_p256_jacobian_compress(out[nl], ec->xyz[nl], nj - nl);
     // Public: infinity cannot occur (§4.1), and would be reported as an error.
     PSI_DECLASSIFY(&finite, sizeof finite);
     if (!finite)

@@ -33,6 +33,14 @@ void psi_p256_x8_sswu_c(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32]
                         uint8_t inf[PSI_X8_LANES], const uint8_t u0[PSI_X8_LANES][32],
                         const uint8_t u1[PSI_X8_LANES][32]);
 
+/* As psi_p256_jacobian_compress for n points, n a multiple of 8 up to
+ * PSI_X8_COMPRESS_MAX (other n: returns 0 and leaves out alone): the
+ * batch inversion runs lane by lane (point 8 g + l in lane l), one lane
+ * inversion for the n points.  Returns 1, or 0 with out zeroed when some Z
+ * is 0. */
+#define PSI_X8_COMPRESS_MAX 64
+int psi_p256_x8_compress_c(uint8_t *out, const uint8_t *xyz, size_t n);
+
 /* Field operations on canonical values, for the tests: op 0 r = a b,
  * 1 r = a^2, 2 r = a + b, 3 r = a - b, all mod p. */
 void psi_p256_x8_fe_op_c(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
@@ -48,6 +56,7 @@ void psi_p256_x8_decompress_ifma(uint8_t y[PSI_X8_LANES][32], uint8_t ok[PSI_X8_
 void psi_p256_x8_sswu_ifma(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32],
                            uint8_t inf[PSI_X8_LANES], const uint8_t u0[PSI_X8_LANES][32],
                            const uint8_t u1[PSI_X8_LANES][32]);
+int psi_p256_x8_compress_ifma(uint8_t *out, const uint8_t *xyz, size_t n);
 void psi_p256_x8_fe_op_ifma(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
                             const uint8_t b[PSI_X8_LANES][32], int op);
 #endif

@@ -6,6 +6,9 @@
 #include "p256_x8.h"
 #include "p256_x8_impl.h"
 
+_Static_assert(PSI_X8_COMPRESS_MAX == X8_COMPRESS_GROUPS * PSI_X8_LANES,
+               "p256_x8.h and p256_x8_impl.h agree on the batch");
+
 void psi_p256_x8_mul_c(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LANES][32],
                        const uint8_t x[PSI_X8_LANES][32], const uint8_t y[PSI_X8_LANES][32])
 {
@@ -28,6 +31,19 @@ void psi_p256_x8_sswu_c(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32]
 {
     x8_sswu_hash(x, y, inf, u0, u1);
     lv_burn_stack();
+}
+
+int psi_p256_x8_compress_c(uint8_t *out, const uint8_t *xyz, size_t n)
+{
+    if (n % PSI_X8_LANES != 0 || n > PSI_X8_COMPRESS_MAX)
+        return 0;
+    if (n == 0)
+        return 1;
+    x8_compress_ws ws;
+    int r = x8_compress(&ws, out, xyz, n / PSI_X8_LANES);
+    sodium_memzero(&ws, sizeof ws);
+    lv_burn_stack();
+    return r;
 }
 
 void psi_p256_x8_fe_op_c(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],

@@ -788,6 +788,77 @@ static void x8_sswu_hash(uint8_t x[LV_LANES][32], uint8_t y[LV_LANES][32], uint8
     sodium_memzero(&q1, sizeof q1);
 }
 
+/* Up to X8_COMPRESS_GROUPS groups of eight Jacobian points (96 bytes
+ * each, as psi_p256_jacobian_compress takes them; point 8 g + l in lane l
+ * of group g) to 33-byte encodings with Montgomery's trick across the
+ * groups, lane by lane: one lane inversion serves them all.  Returns 1, or
+ * 0 with out zeroed when some Z is 0, as psi_p256_jacobian_compress. */
+#define X8_COMPRESS_GROUPS 8
+typedef struct {
+    x8_fe z[X8_COMPRESS_GROUPS], pre[X8_COMPRESS_GROUPS];
+    x8_fe inv, zi, zi2, x, y;
+    uint8_t buf[LV_LANES][32];
+    uint64_t odd[LV_LANES], bad[LV_LANES];
+} x8_compress_ws;
+
+/* Lane l of r from bytes [off, off + 32) of point l of group g. */
+static void x8_gather(x8_compress_ws *s, x8_fe *r, const uint8_t *xyz, size_t g, size_t off)
+{
+    for (int l = 0; l < LV_LANES; l++)
+        memcpy(s->buf[l], xyz + 96 * (LV_LANES * g + (size_t)l) + off, 32);
+    x8_fe_from_bytes(r, (const uint8_t(*)[32])s->buf);
+}
+
+static int x8_compress(x8_compress_ws *s, uint8_t *out, const uint8_t *xyz, size_t groups)
+{
+    if (groups - 1 >= X8_COMPRESS_GROUPS) /* none, or too many for s */
+        return groups == 0;
+    for (size_t g = 0; g < groups; g++) {
+        x8_gather(s, &s->z[g], xyz, g, 64);
+        x8_to_mont(&s->z[g], &s->z[g]);
+        if (g == 0)
+            s->pre[0] = s->z[0];
+        else
+            x8_mul(&s->pre[g], &s->pre[g - 1], &s->z[g]);
+    }
+    /* a zero Z zeroes its lane's product (the engine never makes one) */
+    lv_store(s->bad, x8_is_zero(&s->pre[groups - 1]));
+    x8_inv(&s->inv, &s->pre[groups - 1]);
+    for (size_t g = groups; g-- > 0;) {
+        if (g > 0) {
+            x8_mul(&s->zi, &s->inv, &s->pre[g - 1]);
+            x8_mul(&s->inv, &s->inv, &s->z[g]);
+        } else {
+            s->zi = s->inv;
+        }
+        x8_sqr(&s->zi2, &s->zi);
+        /* X, Y plain and zi, zi2 in Montgomery form: each product's 1/R
+         * cancels zi's R, x = X zi^2 and y = Y zi^3, in [0, 2p) */
+        x8_gather(s, &s->x, xyz, g, 0);
+        x8_gather(s, &s->y, xyz, g, 32);
+        x8_mul(&s->x, &s->x, &s->zi2);
+        x8_mul(&s->y, &s->y, &s->zi2);
+        x8_mul(&s->y, &s->y, &s->zi);
+        x8_canon(&s->x, &s->x);
+        x8_canon(&s->y, &s->y);
+        lv_store(s->odd, s->y.v[0]);
+        x8_fe_to_bytes(s->buf, &s->x);
+        for (int l = 0; l < LV_LANES; l++) {
+            uint8_t *o = out + 33 * (LV_LANES * g + (size_t)l);
+            o[0] = (uint8_t)(0x02 | (s->odd[l] & 1));
+            memcpy(o + 1, s->buf[l], 32);
+        }
+    }
+    /* Without a branch: whether a Z was 0 is the caller's to reveal. */
+    uint64_t bad = 0;
+    for (int l = 0; l < LV_LANES; l++)
+        bad |= s->bad[l];
+    uint8_t keep = (uint8_t)~(bad & 0xff);
+    for (size_t i = 0; i < 33 * LV_LANES * groups; i++)
+        out[i] &= keep;
+    return (int)(~bad & 1);
+}
+
 /* Field operations on canonical big-endian values, for the tests. */
 static void x8_fe_op(uint8_t r[LV_LANES][32], const uint8_t a[LV_LANES][32],
                      const uint8_t b[LV_LANES][32], int op)

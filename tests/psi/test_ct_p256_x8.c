@@ -10,7 +10,8 @@
  * scalars with zero windows.  Without valgrind the program only checks its
  * results against psi/p256.c.  The RFC 9380 hash (its field elements
  * secret) likewise.  Decompression (the square root of point
- * decoding and of the OpenMined hash) likewise, x and parity secret. */
+ * decoding and of the OpenMined hash) likewise, x and parity secret, and
+ * the batch compression, the Jacobian coordinates secret. */
 #include <stdio.h>
 #include <string.h>
 
@@ -99,6 +100,26 @@ int main(void)
             memcpy(x[(l + 1) % L], got[l] + 1, 32);
             if (!psi_p256_decompress(y[(l + 1) % L], x[(l + 1) % L], got[l][0] & 1))
                 failures++;
+        }
+    }
+    /* The batch compression on the lanes, its 16 Jacobian points secret:
+     * the last round's finite products, each twice; then one with a zero
+     * Z, whose refusal is public only once it is returned. */
+    uint8_t jac[2 * L][96], cz[2 * L][33], cw[2 * L][33];
+    for (int i = 0; i < 2 * L; i++)
+        memcpy(jac[i], xyz[2 + i % (L - 2)], 96);
+    for (int zero_z = 0; zero_z < 2; zero_z++) {
+        if (zero_z)
+            memset(jac[11] + 64, 0, 32);
+        int want_ok = psi_p256_jacobian_compress(&cw[0][0], &jac[0][0], 2 * L);
+        SECRET(jac, sizeof jac);
+        int ok_c = psi_p256_x8_compress_c(&cz[0][0], &jac[0][0], 2 * L);
+        PUBLIC(&ok_c, sizeof ok_c);
+        PUBLIC(cz, sizeof cz); /* wire bytes */
+        PUBLIC(jac, sizeof jac);
+        if (ok_c != want_ok || ok_c != !zero_z || memcmp(cz, cw, sizeof cz) != 0) {
+            fprintf(stderr, "ct_p256_x8: compression (zero Z: %d) differs from p256.c\n", zero_z);
+            failures++;
         }
     }
     /* Decompression with x and the parity secret: lanes with and without

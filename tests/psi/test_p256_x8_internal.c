@@ -2,7 +2,7 @@
  * its forms: plain C always, AVX-512 IFMA where the CPU has it (said
  * plainly when skipped).  Field operations over random and edge values;
  * scalar multiplications over random and edge scalars and points, lanes
- * of one batch mixing them.
+ * of one batch mixing them; the batch compression against p256.c's.
  *
  * Usage: test_p256_x8 [BATCHES [FIELD_BATCHES]] (defaults 300 and 20000:
  * 2,400 multiplications and 160,000 field operations per form; the closing
@@ -282,6 +282,61 @@ static void check_sswu(const char *name, sswu_fn fn, long batches)
     }
 }
 
+/* Jacobian points for compression: point_value's affine points with Z
+ * random, 1, p - 1 or small, X = x Z^2 and Y = y Z^3. */
+static void jacobian_value(uint8_t xyz[96], unsigned pick)
+{
+    uint8_t x[32], y[32];
+    point_value(x, y, pick);
+    BIGNUM *bz = BN_new(), *t = BN_new(), *u = BN_new();
+    switch (pick % 4) {
+    case 0: BN_one(bz); break;
+    case 1: BN_sub(bz, bn_p, BN_value_one()); break;
+    case 2: BN_set_word(bz, 2 + pick % 7); break;
+    default: BN_rand_range(bz, bn_p); if (BN_is_zero(bz)) BN_one(bz); break;
+    }
+    BN_mod_sqr(t, bz, bn_p, bn);
+    BN_bin2bn(x, 32, u);
+    BN_mod_mul(u, u, t, bn_p, bn);
+    be32(xyz, u);
+    BN_mod_mul(t, t, bz, bn_p, bn);
+    BN_bin2bn(y, 32, u);
+    BN_mod_mul(u, u, t, bn_p, bn);
+    be32(xyz + 32, u);
+    be32(xyz + 64, bz);
+    BN_free(bz);
+    BN_free(t);
+    BN_free(u);
+}
+
+typedef int (*compress_fn)(uint8_t *out, const uint8_t *xyz, size_t n);
+
+/* The lanes' batch compression against psi_p256_jacobian_compress for
+ * every n from 8 to 64 in steps of 8; a zero Z in any one point makes
+ * both return 0 with out zeroed; other n are refused. */
+static void check_compress(const char *name, compress_fn fn, long rounds)
+{
+    enum { N = PSI_X8_COMPRESS_MAX };
+    static uint8_t xyz[N][96], got[N][33], want[N][33];
+    static const uint8_t zero[N][33];
+    for (long it = 0; it < rounds; it++) {
+        size_t n = L * (size_t)(1 + it % (N / L));
+        for (size_t i = 0; i < n; i++)
+            jacobian_value(xyz[i], (unsigned)(it * N + (long)i));
+        int w = psi_p256_jacobian_compress(&want[0][0], &xyz[0][0], n);
+        if (!w || fn(&got[0][0], &xyz[0][0], n) != 1 || memcmp(got, want, 33 * n) != 0)
+            fail(name, (int)n, &xyz[0][0], 96);
+        size_t at = (size_t)randombytes_uniform((uint32_t)n);
+        memset(xyz[at] + 64, 0, 32);
+        if (fn(&got[0][0], &xyz[0][0], n) != 0 || memcmp(got, zero, 33 * n) != 0)
+            fail(name, (int)at, xyz[at], 96);
+    }
+    memset(got, 0xa5, sizeof got);
+    if (fn(&got[0][0], &xyz[0][0], 12) != 0 || fn(&got[0][0], &xyz[0][0], N + L) != 0 ||
+        got[0][0] != 0xa5 || fn(&got[0][0], &xyz[0][0], 0) != 1)
+        fail(name, -1, &got[0][0], 1);
+}
+
 int main(int argc, char **argv)
 {
     long batches = argc > 1 ? atol(argv[1]) : 300;
@@ -299,6 +354,7 @@ int main(int argc, char **argv)
     check_mul("plain C", psi_p256_x8_mul_c, batches);
     check_decompress("plain C decompress", psi_p256_x8_decompress_c, batches);
     check_sswu("plain C sswu", psi_p256_x8_sswu_c, batches / 4 + 1);
+    check_compress("plain C compress", psi_p256_x8_compress_c, batches / 4 + 8);
     printf("plain C: %ld multiplications and decompressions, %ld field operations\n", batches * L,
            field_batches * L * 4);
 #ifdef PSI_HAVE_IFMA
@@ -307,6 +363,7 @@ int main(int argc, char **argv)
         check_mul("IFMA", psi_p256_x8_mul_ifma, batches);
         check_decompress("IFMA decompress", psi_p256_x8_decompress_ifma, batches);
         check_sswu("IFMA sswu", psi_p256_x8_sswu_ifma, batches);
+        check_compress("IFMA compress", psi_p256_x8_compress_ifma, batches);
         printf("IFMA: %ld multiplications and decompressions, %ld field operations\n", batches * L,
                field_batches * L * 4);
     } else {
