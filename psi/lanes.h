@@ -36,6 +36,14 @@
 #define LV_INLINE static inline
 #endif
 
+/* The public name of a function in this form: f_ifma or f_c.  The lane
+ * files define their entry points once, as LV_FORM(psi_..._x8_...). */
+#ifdef PSI_LANES_IFMA
+#define LV_FORM(f) f##_ifma
+#else
+#define LV_FORM(f) f##_c
+#endif
+
 #ifdef PSI_LANES_IFMA
 #include <immintrin.h>
 

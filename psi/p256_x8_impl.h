@@ -30,6 +30,7 @@
 #include <sodium.h>
 
 #include "lanes.h"
+#include "p256_x8.h"
 
 #define X8_LIMBS 5
 
@@ -876,6 +877,55 @@ static void x8_fe_op(uint8_t r[LV_LANES][32], const uint8_t a[LV_LANES][32],
     }
     x8_from_mont(&fr, &fr);
     x8_fe_to_bytes(r, &fr);
+}
+
+/* The entry points of p256_x8.h, in this file's form (lanes.h's LV_FORM):
+ * psi_p256_x8_*_c or psi_p256_x8_*_ifma, from the one source. */
+_Static_assert(PSI_X8_COMPRESS_MAX == X8_COMPRESS_GROUPS * PSI_X8_LANES,
+               "p256_x8.h and p256_x8_impl.h agree on the batch");
+
+void LV_FORM(psi_p256_x8_mul)(uint8_t xyz[PSI_X8_LANES][96], const uint8_t k[PSI_X8_LANES][32],
+                              const uint8_t x[PSI_X8_LANES][32], const uint8_t y[PSI_X8_LANES][32])
+{
+    x8_mul_ws ws;
+    x8_scalar_mul(&ws, xyz, k, x, y);
+    sodium_memzero(&ws, sizeof ws);
+    lv_burn_stack();
+}
+
+void LV_FORM(psi_p256_x8_decompress)(uint8_t y[PSI_X8_LANES][32], uint8_t ok[PSI_X8_LANES],
+                                     const uint8_t x[PSI_X8_LANES][32],
+                                     const uint8_t odd[PSI_X8_LANES])
+{
+    x8_decompress(y, ok, x, odd);
+    lv_burn_stack();
+}
+
+void LV_FORM(psi_p256_x8_sswu)(uint8_t x[PSI_X8_LANES][32], uint8_t y[PSI_X8_LANES][32],
+                               uint8_t inf[PSI_X8_LANES], const uint8_t u0[PSI_X8_LANES][32],
+                               const uint8_t u1[PSI_X8_LANES][32])
+{
+    x8_sswu_hash(x, y, inf, u0, u1);
+    lv_burn_stack();
+}
+
+int LV_FORM(psi_p256_x8_compress)(uint8_t *out, const uint8_t *xyz, size_t n)
+{
+    if (n % PSI_X8_LANES != 0 || n > PSI_X8_COMPRESS_MAX)
+        return 0;
+    if (n == 0)
+        return 1;
+    x8_compress_ws ws;
+    int r = x8_compress(&ws, out, xyz, n / PSI_X8_LANES);
+    sodium_memzero(&ws, sizeof ws);
+    lv_burn_stack();
+    return r;
+}
+
+void LV_FORM(psi_p256_x8_fe_op)(uint8_t r[PSI_X8_LANES][32], const uint8_t a[PSI_X8_LANES][32],
+                                const uint8_t b[PSI_X8_LANES][32], int op)
+{
+    x8_fe_op(r, a, b, op);
 }
 
 #endif /* PSI_P256_X8_IMPL_H */

@@ -605,4 +605,33 @@ static void r255_x8_from_hash(uint8_t out[LV_LANES][32], const uint8_t h[LV_LANE
     r255_encode(out, r255_from_hash(h));
 }
 
+/* The entry points of r255_x8.h, in this file's form (lanes.h's LV_FORM):
+ * psi_r255_x8_*_c or psi_r255_x8_*_ifma, from the one source. */
+int LV_FORM(psi_r255_x8_mul)(uint8_t out[8][32], const uint8_t k[8][32], const uint8_t p[8][32])
+{
+    int failed = r255_x8_mul(out, k, p);
+    lv_burn_stack();
+    return failed;
+}
+
+int LV_FORM(psi_r255_x8_mask)(uint8_t out[8][32], const uint8_t k[8][32], const uint8_t h[8][64])
+{
+    int failed = r255_x8_mask(out, k, h);
+    lv_burn_stack();
+    return failed;
+}
+
+void LV_FORM(psi_r255_x8_from_hash)(uint8_t out[8][32], const uint8_t h[8][64])
+{
+    r255_x8_from_hash(out, h);
+    lv_burn_stack();
+}
+
+void LV_FORM(psi_r255_x8_fe_mul)(uint8_t r[8][32], const uint8_t a[8][32], const uint8_t b[8][32])
+{
+    r255_x8_fe_mul(r, a, b);
+}
+
+void LV_FORM(psi_r255_x8_fe_sqr)(uint8_t r[8][32], const uint8_t a[8][32]) { r255_x8_fe_sqr(r, a); }
+
 #endif /* PSI_R255_X8_IMPL_H */
