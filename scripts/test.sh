@@ -2,7 +2,8 @@
 # The whole test suite: sets up (scripts/setup.sh), runs every meson test in
 # the normal build, then again under AddressSanitizer + UndefinedBehavior-
 # Sanitizer, then the sharding layer's tests under ThreadSanitizer, then
-# every suite on the portable P-256 arithmetic of the wasm build, and
+# every suite but the command line's on the portable P-256 arithmetic of
+# the wasm build, and
 # then the WebAssembly package: its Node tests (wasm/test/run.sh, which builds
 # the wasm32 dependencies once into a cache outside the clone, then the
 # module), its browser test in headless Chromium
@@ -45,9 +46,12 @@ ninja -C build-tsan tests/shard/test_pool tests/shard/test_shard tests/shard/tes
     tests/shard/test_shard_fault >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
 
 # The portable P-256 arithmetic the wasm build uses (psi/p256.c,
-# -Dp256=portable), natively: every suite again on that engine, compiled as
-# emcc compiles it (clang, -O3), so that the constant-time test under
-# valgrind (ct_p256) sees the code clang makes of it.
+# -Dp256=portable), natively: every suite again on that engine but the
+# command line's (cli: its engine calls are the library's, which the unit,
+# kat and shard suites check on this engine, and its own code ran in the
+# normal build; its network and spill tests took 3.5 minutes here),
+# compiled as emcc compiles it (clang, -O3), so that the constant-time test
+# under valgrind (ct_p256) sees the code clang makes of it.
 if [[ ! -f build-portable/build.ninja ]]; then
     CC=clang-14 meson setup build-portable --buildtype=release -Dp256=portable -Dbench=false >/dev/null ||
         { echo "0 passed, 1 failed"; exit 1; }
@@ -84,7 +88,7 @@ meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 2 \
     --timeout-multiplier 4 "${tsan_tests[@]}" || status=1
 stage "portable P-256"
 meson test -C build-portable --print-errorlogs --num-processes 2 --timeout-multiplier 2 \
-    --no-suite mpi || status=1
+    --no-suite mpi --no-suite cli || status=1
 # valgrind memcheck over the normal build: every suite but those that run
 # valgrind themselves (ctime), replace malloc themselves (malloc_hooks: the
 # key hygiene test, run above unwrapped), only repeat others at more shard
