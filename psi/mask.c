@@ -157,7 +157,8 @@ static size_t lanes_mul(psi_ec *ec)
 }
 
 /* psi_p256_jacobian_compress of the nl points lanes_mul made, on the
- * lanes (nl is a multiple of 8, 0 without them). */
+ * lanes (nl is a multiple of 8, 0 without them: then the IFMA code is not
+ * called, as the CPU may not have it). */
 static int lanes_compress(uint8_t *out, const uint8_t *xyz, size_t nl)
 {
 #ifdef PSI_HAVE_IFMA
