@@ -157,6 +157,7 @@ typedef struct psi_app_input_stream {
     uint64_t values;         // handed out before the current chunk
     uint64_t consumed;       // input bytes before the current chunk
     uint64_t size;           // a regular file's size (0: not known)
+    uint64_t left;           // bytes of the range still to read (UINT64_MAX: to the end)
     psi_app_input chunk;     // the current chunk; data points into buf
 } psi_app_input_stream;
 
@@ -165,6 +166,16 @@ typedef struct psi_app_input_stream {
 int psi_app_input_stream_open(psi_app_input_stream *s, const char *path, const char *column,
                               int lines, size_t block_bytes, size_t max_values,
                               size_t record_max, char *err, size_t err_len);
+
+/** Limits an open stream of a regular file, before its first chunk, to
+ *  the bytes [start, end), which must begin a line (start 0, or just after
+ *  a '\n'): the part of the file one MPI rank reads (PROTOCOL.md §18.1).
+ *  A range that does not start the file has no first line: no guard, no
+ *  byte order mark, and its chunks' values are counted from the range's
+ *  start.  Returns: PSI_APP_INPUT_OK, or PSI_APP_INPUT_EREAD with its
+ *  message (the file cannot be positioned). */
+int psi_app_input_stream_range(psi_app_input_stream *s, uint64_t start, uint64_t end,
+                               char *err, size_t err_len);
 
 /** Reads the next chunk into s->chunk (valid until the next call):
  *  s->chunk.n == 0 when the input has no more values.  Value i of the chunk

@@ -27,6 +27,7 @@ int psi_app_input_stream_open(psi_app_input_stream *s, const char *path, const c
     s->lines = lines;
     s->first = 1;
     s->line = 1;
+    s->left = UINT64_MAX;
     s->block_bytes = block_bytes < 64 ? 64 : block_bytes;
     s->max_values = max_values < 1 ? 1 : max_values;
     s->record_max = record_max < s->block_bytes ? s->block_bytes : record_max;
@@ -52,6 +53,22 @@ int psi_app_input_stream_open(psi_app_input_stream *s, const char *path, const c
     return PSI_APP_INPUT_OK;
 }
 
+int psi_app_input_stream_range(psi_app_input_stream *s, uint64_t start, uint64_t end,
+                               char *err, size_t err_len)
+{
+    input_ctx c = {s->label, err, err_len, 0};
+
+    if (end < start || s->buf != NULL || s->fd <= 0 ||
+        lseek(s->fd, (off_t)start, SEEK_SET) != (off_t)start)
+        return app_input_fail(&c, PSI_APP_INPUT_EREAD, "cannot read from byte %llu: %s",
+                              (unsigned long long)start,
+                              errno ? strerror(errno) : "not a regular file");
+    s->left = end - start;
+    s->size = end - start;
+    s->first = start == 0;
+    return PSI_APP_INPUT_OK;
+}
+
 /* Frees the current chunk's arrays (its data is the stream's buffer). */
 static void stream_release(psi_app_input_stream *s)
 {
@@ -66,7 +83,10 @@ static void stream_release(psi_app_input_stream *s)
 static int stream_fill(psi_app_input_stream *s, const input_ctx *c, size_t want)
 {
     while (!s->eof && s->len - s->start < want && s->len < s->cap) {
-        ssize_t r = read(s->fd, s->buf + s->len, s->cap - s->len);
+        size_t room = s->cap - s->len;
+        if (room > s->left)
+            room = (size_t)s->left;
+        ssize_t r = room > 0 ? read(s->fd, s->buf + s->len, room) : 0;
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -74,6 +94,8 @@ static int stream_fill(psi_app_input_stream *s, const input_ctx *c, size_t want)
         if (r == 0)
             s->eof = 1;
         s->len += (size_t)r;
+        if (s->left != UINT64_MAX)
+            s->left -= (uint64_t)r;
     }
     return PSI_APP_INPUT_OK;
 }

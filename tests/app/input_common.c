@@ -115,6 +115,64 @@ static void stream_matches(const char *path, const char *column, int lines, int 
     }
 }
 
+/* Reads [start, end) of path in chunks of 2 values from blocks of 64 bytes
+ * (psi_app_input_stream_range), checking its values against whole's from
+ * *at on.  Returns: the values read. */
+static size_t range_values(const char *path, uint64_t start, uint64_t end,
+                           const psi_app_input *whole, size_t at)
+{
+    psi_app_input_stream st;
+    char err[256];
+    size_t got = 0;
+    int rc = psi_app_input_stream_open(&st, path, NULL, 1, 64, 2, (size_t)1 << 20, err,
+                                       sizeof err);
+
+    if (rc == PSI_APP_INPUT_OK)
+        rc = psi_app_input_stream_range(&st, start, end, err, sizeof err);
+    while (rc == PSI_APP_INPUT_OK &&
+           (rc = psi_app_input_stream_next(&st, err, sizeof err)) == PSI_APP_INPUT_OK &&
+           st.chunk.n > 0) {
+        for (size_t i = 0; i < st.chunk.n; i++, got++) {
+            assert_true(at + got < whole->n);
+            assert_int_equal(st.chunk.values[i].len, whole->values[at + got].len);
+            assert_memory_equal(st.chunk.values[i].data, whole->values[at + got].data,
+                                st.chunk.values[i].len);
+        }
+    }
+    psi_app_input_stream_close(&st);
+    if (rc != PSI_APP_INPUT_OK) {
+        print_error("range [%llu, %llu): %s\n", (unsigned long long)start,
+                    (unsigned long long)end, err);
+        fail();
+    }
+    return got;
+}
+
+/* A file cut into two byte ranges at the start of any line (as shardpsi-mpi
+ * cuts it among ranks, PROTOCOL.md §18.1) gives, range after range, the
+ * values of the whole read: the byte order mark only in the first. */
+static void ranges_match(const char *path, const uint8_t *content, size_t len,
+                         const psi_app_input *whole)
+{
+    size_t lines = 0, step, k = 0;
+
+    for (size_t i = 0; i < len; i++)
+        lines += content[i] == '\n';
+    step = lines / 40 + 1; // about 40 cuts however long the file
+    for (size_t cut = 0; cut <= len; cut++) {
+        if (cut > 0 && content[cut - 1] != '\n' && cut != len)
+            continue;
+        if (k++ % step != 0 && cut != len)
+            continue;
+        size_t a = range_values(path, 0, cut, whole, 0);
+        size_t b = range_values(path, cut, len, whole, a);
+        if (a + b != whole->n) {
+            print_error("cut at %zu: %zu + %zu values, whole %zu\n", cut, a, b, whole->n);
+            fail();
+        }
+    }
+}
+
 void read_ok(psi_app_input *in, const char *content, size_t len,
                     const char *column)
 {
@@ -128,6 +186,8 @@ void read_ok(psi_app_input *in, const char *content, size_t len,
     }
     assert_string_equal(err, "");
     stream_matches(tpath("in.txt"), column, column == NULL, rc, err, in);
+    if (column == NULL)
+        ranges_match(tpath("in.txt"), (const uint8_t *)content, len, in);
 }
 
 /* The input as a string read in that mode must fail with code and a
