@@ -13,11 +13,18 @@
 
 #include "psi.h"
 
+static const char *app_program = "shardpsi";
+
+void psi_app_set_program(const char *name)
+{
+    app_program = name;
+}
+
 void psi_app_error(const char *fmt, ...)
 {
     va_list ap;
 
-    fputs("shardpsi: ", stderr);
+    fprintf(stderr, "%s: ", app_program);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);

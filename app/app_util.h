@@ -17,7 +17,11 @@
 #define PSI_APP_STR(x) PSI_APP_STR_(x)
 #define PSI_APP_STR_(x) #x
 
-/** Prints "shardpsi: <message>\n" on stderr. */
+/** The program that psi_app_error names ("shardpsi" unless set): set once,
+ *  before any other thread starts, by a program sharing app/ (shardpsi-mpi). */
+void psi_app_set_program(const char *name);
+
+/** Prints "<program>: <message>\n" on stderr. */
 void psi_app_error(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
