@@ -215,11 +215,11 @@ int psi_mpi_match(psi_mpi_run *r)
     uint8_t *resp = NULL;
     size_t n = 0;
     uint64_t total = 0;
-    uint64_t budget = r->s.o.memory != 0 ? r->s.o.memory : psi_app_memory_default();
+    uint64_t budget = r->b.bytes;
     int count = r->s.o.mode == PSI_APP_OFFLINE_COUNT;
     const char *what = count ? "cannot count the intersection"
                              : "cannot compute the intersection";
-    char files[512], dir[1024];
+    char files[512];
     int rc, prc, status = 0;
 
     memset(&mp, 0, sizeof mp);
@@ -227,8 +227,7 @@ int psi_mpi_match(psi_mpi_run *r)
     memset(&o, 0, sizeof o);
     // Rank 0's matched indices go to sorted runs in --temp-dir (else
     // $TMPDIR, else the output's directory), a sixteenth of the budget.
-    psi_app_output_dir(dir, sizeof dir, r->s.o.output);
-    psi_app_index_runs_init(&runs, psi_app_temp_dir(r->s.o.temp_dir, dir), budget / 16);
+    psi_app_index_runs_init(&runs, r->temp_dir, budget / 16);
     snprintf(files, sizeof files, "setup %s, response %s", r->s.o.setup, r->s.o.response);
     if ((rc = psi_mpi_share_key(r)) != 0 || (rc = psi_mpi_read_input(r)) != 0)
         goto done;
@@ -246,7 +245,7 @@ int psi_mpi_match(psi_mpi_run *r)
     rc = psi_mpi_plan_begin(r, &mp, PSI_ROLE_CLIENT, !count, &a, r->counts, what, files);
     if (rc != 0 ||
         (rc = psi_mpi_read_elements(r, r->s.o.response, what, 0, r->counts, &resp, &n, &total,
-                                NULL)) != 0 ||
+                                NULL, NULL)) != 0 ||
         (rc = psi_mpi_open(r, &r->s.out, r->s.o.output)) != 0 ||
         (rc = psi_mpi_shards(r, PSI_ROLE_CLIENT, !count)) != 0)
         goto done;

@@ -74,6 +74,84 @@ int psi_mpi_plan_run(psi_mpi_run *r, psi_mpi_plan *mp, const char *step,
     return psi_mpi_agree(r, prc != PSI_OK ? PSI_APP_EXIT_FAIL : 0);
 }
 
+int psi_mpi_plan_chunk(psi_mpi_run *r, psi_mpi_plan *mp, const psi_value *values,
+                       const uint8_t *points, size_t n, uint64_t base, const char *what,
+                       const char *file)
+{
+    int indexed = plan_indexed(mp->st.kind), prc;
+    psi_op_args a = {.op = PSI_OP_STEP, .step = mp->st.kind, .values = values, .n_values = n,
+                     .message = points, .message_len = points != NULL ? n * PSI_ELEMENT_BYTES : 0};
+    psi_op_output o = {.len = n * PSI_ELEMENT_BYTES};
+
+    if (!mp->spilled) {
+        // The first chunk: the runs' file (created by the first put) and
+        // the chunk's buffers.
+        psi_app_spill_init(&mp->sp, r->temp_dir);
+        mp->spilled = 1;
+        mp->chunk_out = psi_app_alloc(r->b.chunk_values, PSI_ELEMENT_BYTES);
+        mp->chunk_idx = psi_app_alloc(r->b.chunk_values, sizeof *mp->chunk_idx);
+        if (mp->chunk_out == NULL || mp->chunk_idx == NULL) {
+            psi_app_offline_fail(&r->s, "out of memory for a chunk of %zu values",
+                                 r->b.chunk_values);
+            return PSI_APP_EXIT_FAIL;
+        }
+    }
+    if (n == 0)
+        return 0;
+    if (n > r->b.chunk_values) {
+        psi_app_offline_fail(&r->s, "a chunk of %zu values, more than the budget's %zu", n,
+                             r->b.chunk_values);
+        return PSI_APP_EXIT_FAIL;
+    }
+    o.bytes = mp->chunk_out;
+    o.perm = indexed ? mp->chunk_idx : NULL;
+    r->s.prog.base = base;
+    prc = psi_shards_run_op(r->s.g, &a, &o);
+    if (prc != PSI_OK) {
+        // Counted in the slice, as the step on the whole slice counts.
+        psi_error_detail d;
+        psi_error_detail_get(&d);
+        if (d.code == prc && d.index >= 0) {
+            d.index += (int64_t)base;
+            psi_error_detail_set(&d);
+        }
+        psi_app_offline_fail_psi(&r->s, what, file, prc);
+        return PSI_APP_EXIT_FAIL;
+    }
+    if (psi_app_spill_put(&mp->sp, mp->chunk_out, indexed ? mp->chunk_idx : NULL, (size_t)base,
+                          n) != 0) {
+        psi_app_offline_fail(&r->s, "%s", mp->sp.err);
+        return PSI_APP_EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* Prepares reading a spilled slice back: one slice of the plan, its runs
+ * merged in the plan's order as they are read (app_spill.h), with the
+ * budget's share for reading.  Returns: 0, or -1 with a message. */
+static int plan_spill_begin(psi_mpi_run *r, psi_mpi_plan *mp)
+{
+    free(mp->chunk_out);
+    free(mp->chunk_idx);
+    mp->chunk_out = NULL;
+    mp->chunk_idx = NULL;
+    if (psi_app_spill_read_begin(&mp->sp, r->b.read_bytes, 1, plan_indexed(mp->st.kind)) != 0) {
+        psi_app_offline_fail(&r->s, "%s", mp->sp.err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Gives up the job after a rank could not read its runs back: the other
+ * ranks wait in the merge for chunks it cannot send. */
+static void plan_spill_abort(psi_mpi_run *r, psi_mpi_plan *mp)
+{
+    fprintf(stderr, "%s: error: rank %d: %s\n", r->label, r->rank,
+            mp->sp.err[0] ? mp->sp.err : r->s.err);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, PSI_APP_EXIT_FAIL);
+}
+
 /* Rank 0's view of the other ranks' outputs: what each has still to send,
  * and one chunk's buffer each.  A chunk is [c indices][c elements] for an
  * indexed step (the indices first, so that they are aligned), else the c
@@ -84,6 +162,7 @@ typedef struct plan_src {
     size_t each;      // bytes per element in a chunk
     size_t *left;     // elements rank k has still to send (rank 0: to hand over)
     uint8_t **buf;    // rank k's chunk
+    uint64_t done;    // elements handed to the merge, for progress
 } plan_src;
 
 /* Receives rank k's next chunk into its buffer.  Returns: its elements. */
@@ -107,6 +186,18 @@ static int plan_source(void *arg, size_t k, const uint8_t **elements, const size
 
     if (k >= (size_t)s->r->size || s->left[k] == 0)
         return PSI_E_INVALID_ARG;
+    if (k == 0 && s->mp->spilled) {
+        // Rank 0's own runs, merged as they are read (its slice starts at 0).
+        int prc = psi_app_spill_source(&s->mp->sp, 0, elements, index, count);
+        if (prc != PSI_OK)
+            return prc;
+        if (!indexed)
+            *index = NULL;
+        s->left[0] -= *count;
+        s->done += *count;
+        psi_app_progress_update(&s->r->s.prog, s->done, s->r->total);
+        return PSI_OK;
+    }
     if (k == 0) {
         *elements = s->mp->out;
         *index = s->mp->idx;
@@ -115,26 +206,55 @@ static int plan_source(void *arg, size_t k, const uint8_t **elements, const size
         return PSI_OK;
     }
     *count = plan_recv(s, k);
+    s->done += *count;
+    psi_app_progress_update(&s->r->s.prog, s->done, s->r->total);
     *index = indexed ? (const size_t *)(void *)s->buf[k] : NULL;
     *elements = s->buf[k] + (indexed ? *count * sizeof(size_t) : 0);
     return PSI_OK;
 }
 
-/* A rank's side: its outputs to rank 0 in chunks, in order. */
-static void plan_send(psi_mpi_run *r, const psi_mpi_plan *mp)
+/* A rank's side: its outputs to rank 0 in chunks of r->chunk, in order
+ * (from its runs when they are spilled), with its indices counted in the
+ * whole input. */
+static void plan_send(psi_mpi_run *r, psi_mpi_plan *mp)
 {
     size_t n = mp->st.count, skip = plan_indexed(mp->st.kind) ? sizeof(size_t) : 0;
     uint8_t *buf = n > 0 ? malloc(r->chunk * (PSI_ELEMENT_BYTES + skip)) : NULL;
+    const uint8_t *pe = NULL;
+    const size_t *pi = NULL;
+    size_t have = 0; // of the runs' current piece, from pe and pi
 
-    if (n > 0 && buf == NULL) // a few MiB: give up the whole job
+    if (n > 0 && buf == NULL) // a few MiB at most: give up the whole job
         MPI_Abort(MPI_COMM_WORLD, PSI_APP_EXIT_FAIL);
-    for (size_t i = 0; i < n; i += r->chunk) {
+    if (n > 0 && mp->spilled && plan_spill_begin(r, mp) != 0)
+        plan_spill_abort(r, mp);
+    for (size_t i = 0; i < n;) {
         size_t c = n - i < r->chunk ? n - i : r->chunk;
-        if (skip > 0)
-            memcpy(buf, mp->idx + i, c * skip);
-        memcpy(buf + c * skip, mp->out + i * PSI_ELEMENT_BYTES, c * PSI_ELEMENT_BYTES);
+        size_t *ib = (size_t *)(void *)buf;
+        uint8_t *eb = buf + c * skip;
+        for (size_t j = 0; j < c;) {
+            size_t t;
+            if (!mp->spilled) {
+                pe = mp->out + (i + j) * PSI_ELEMENT_BYTES;
+                pi = mp->idx != NULL ? mp->idx + i + j : NULL;
+                have = c - j;
+            } else if (have == 0 &&
+                       psi_app_spill_source(&mp->sp, 0, &pe, &pi, &have) != PSI_OK) {
+                plan_spill_abort(r, mp);
+            }
+            t = have < c - j ? have : c - j;
+            memcpy(eb + j * PSI_ELEMENT_BYTES, pe, t * PSI_ELEMENT_BYTES);
+            for (size_t q = 0; skip > 0 && q < t; q++)
+                ib[j + q] = pi[q] + (mp->spilled ? mp->st.offset : 0);
+            pe += t * PSI_ELEMENT_BYTES;
+            if (pi != NULL)
+                pi += t;
+            have -= t;
+            j += t;
+        }
         MPI_Send(buf, (int)(c * (PSI_ELEMENT_BYTES + skip)), MPI_BYTE, 0, PSI_MPI_TAG_CHUNK,
                  MPI_COMM_WORLD);
+        i += c;
     }
     free(buf);
 }
@@ -142,7 +262,7 @@ static void plan_send(psi_mpi_run *r, const psi_mpi_plan *mp)
 int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, psi_op_output *o)
 {
     plan_src s = {r, mp, PSI_ELEMENT_BYTES + (plan_indexed(mp->st.kind) ? sizeof(size_t) : 0),
-                  NULL, NULL};
+                  NULL, NULL, 0};
     psi_step st;
     int prc;
 
@@ -161,9 +281,14 @@ int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, psi_op_output *o)
         if (k > 0 && st.count > 0 && (s.buf[k] = malloc(r->chunk * s.each)) == NULL)
             MPI_Abort(MPI_COMM_WORLD, PSI_APP_EXIT_FAIL);
     }
-    prc = psi_plan_source(mp->p, plan_source, &s);
+    // Rank 0's own runs failing to be read back is PSI_E_IO with mp->sp.err.
+    prc = mp->spilled && mp->st.count > 0 && plan_spill_begin(r, mp) != 0 ? PSI_E_IO : PSI_OK;
+    if (prc == PSI_OK)
+        prc = psi_plan_source(mp->p, plan_source, &s);
+    psi_app_progress_begin(&r->s.prog, "merging the ranks' parts", r->total);
     if (prc == PSI_OK)
         prc = psi_plan_finish(mp->p, o);
+    psi_app_progress_end(&r->s.prog);
     // A finish that stopped early (a write failed) still takes every chunk,
     // so that no sender waits forever.
     for (int k = 1; k < r->size; k++)
@@ -176,11 +301,27 @@ int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, psi_op_output *o)
     return prc;
 }
 
+void psi_mpi_plan_spilled(psi_mpi_run *r, const psi_mpi_plan *mp, char *note, size_t len)
+{
+    uint64_t mine[2] = {(uint64_t)(mp->spilled != 0), mp->spilled ? mp->sp.n_runs : 0};
+    uint64_t all[2] = {0, 0};
+
+    MPI_Reduce(mine, all, 2, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    note[0] = '\0';
+    if (all[0] > 0)
+        snprintf(note, len, "; %llu of %d ranks past their budget, through %llu runs on disk",
+                 (unsigned long long)all[0], r->size, (unsigned long long)all[1]);
+}
+
 void psi_mpi_plan_free(psi_mpi_plan *mp)
 {
     psi_plan_free(mp->p);
     psi_engine_free(mp->e);
     free(mp->out);
     free(mp->idx);
+    if (mp->spilled)
+        psi_app_spill_close(&mp->sp);
+    free(mp->chunk_out);
+    free(mp->chunk_idx);
     memset(mp, 0, sizeof *mp);
 }

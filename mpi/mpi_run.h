@@ -18,11 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app_input.h"
 #include "app_offline.h"
+#include "app_spill.h"
 
 /* Message tags. */
 #define PSI_MPI_TAG_CHUNK 11  // a chunk of a stream to rank 0
 #define PSI_MPI_TAG_LIST 12   // rank 0 to a rank: a list of indices
+
+typedef struct psi_mpi_plan psi_mpi_plan; // mpi_plan.c
 
 typedef struct psi_mpi_run {
     int rank, size;          // this rank, ranks in the job
@@ -33,6 +37,8 @@ typedef struct psi_mpi_run {
     uint64_t total;          // values over all ranks
     size_t chunk;            // elements per chunk of a stream
     int *status;             // size entries, for psi_mpi_agree
+    psi_app_budget b;        // this rank's memory budget (--memory, PROTOCOL.md §20)
+    char temp_dir[4096];     // where its runs go (--temp-dir, $TMPDIR, the output's)
 } psi_mpi_run;
 
 /** Prints "<label>: <message>" on rank 0 (a step's closing line). */
@@ -67,31 +73,79 @@ int psi_mpi_share_counts(psi_mpi_run *r, uint64_t n);
  *  Returns: as psi_mpi_agree. */
 int psi_mpi_read_input(psi_mpi_run *r);
 
+/** pread of exactly len bytes at off.  Returns: 0, or -1 with errno (0:
+ *  the file ended first). */
+int psi_mpi_pread(int fd, uint8_t *buf, size_t len, uint64_t off);
+
+/** Opens path, which must be a regular file (`what` names it in messages).
+ *  Returns: the fd, or -1 with the message in r->s.err.  Out: *size. */
+int psi_mpi_open_regular(psi_mpi_run *r, const char *what, const char *path, uint64_t *size);
+
+/** Not collective.  This rank's byte range of the input file, cut at line
+ *  boundaries, after rank 0's check of the first line (as shardpsi's).
+ *  Returns: 0, or an exit code with the message in r->s.err. */
+int psi_mpi_input_range(psi_mpi_run *r, uint64_t *start, uint64_t *end);
+
+/* ---- mpi_message.c ---- */
+
+/** Where this rank's records of a message file of canonical layout are,
+ *  for a part too large to hold: read again and masked a chunk at a time
+ *  by psi_mpi_records_run. */
+typedef struct psi_mpi_records {
+    int held;                 // 1: the elements were returned whole instead
+    const char *path;
+    uint64_t at;              // file offset of its first record
+    uint64_t count;           // its records
+    size_t rec;               // bytes a record
+    int suite, is_request;
+    psi_message_kind kind;
+} psi_mpi_records;
+
 /** Collective.  Reads a Request (is_request) or Response message file:
  *  rank 0 checks its suite header (and the reveal field of a request); for
  *  a file of canonical layout each rank reads and decodes only its
  *  elements, with the library; otherwise rank 0 decodes the whole file
  *  with the library and sends each rank its elements.  Elements are split
  *  by `counts` when the message holds sum(counts) elements, else by
- *  psi_shard_plan.  Out: *elems (malloc'd, *n * PSI_ELEMENT_BYTES), *n,
- *  *total (elements of the whole message), *reveal (request only).
- *  Returns: as psi_mpi_agree. */
+ *  psi_shard_plan.  With `rec` (not NULL) a canonical part of more than
+ *  r->b.chunk_values elements is only checked, in pieces, and described in
+ *  *rec (rec->held 0, *elems NULL); and a file of another layout that
+ *  rank 0 cannot decode within the budget is refused, with the size it
+ *  needs.  Out: *elems (malloc'd, *n * PSI_ELEMENT_BYTES), *n, *total
+ *  (elements of the whole message), *reveal (request only).  Returns: as
+ *  psi_mpi_agree. */
 int psi_mpi_read_elements(psi_mpi_run *r, const char *path, const char *what, int is_request,
                       const uint64_t *counts, uint8_t **elems, size_t *n,
-                      uint64_t *total, int *reveal);
+                      uint64_t *total, int *reveal, psi_mpi_records *rec);
+
+/** Collective.  Runs the plan's step of this rank on its part: `elems`
+ *  when rec->held (psi_mpi_plan_run), else the records of *rec, read
+ *  again and decoded a chunk of the budget at a time into runs on disk,
+ *  with progress `step`; a failed step is `what` of `file`.  Returns: as
+ *  psi_mpi_agree. */
+int psi_mpi_records_run(psi_mpi_run *r, psi_mpi_plan *mp, const psi_mpi_records *rec,
+                        const uint8_t *elems, const char *step, const char *what,
+                        const char *file);
 
 /* ---- mpi_plan.c ---- */
 
 /** This rank's part of an external plan of the library (psi.h, "plans of
  *  steps", PROTOCOL.md §19): every rank begins the same plan, one slice a
  *  rank, and runs its slice's step where its inputs are. */
-typedef struct psi_mpi_plan {
+struct psi_mpi_plan {
     psi_engine *e;    // the key with the operation's role and reveal flag
     psi_plan *p;      // the plan, on every rank
     psi_step st;      // this rank's slice: its step kind, offset and count
-    uint8_t *out;     // the step's outputs, st.count elements
+    uint8_t *out;     // the step's outputs, st.count elements (in memory)
     size_t *idx;      // their indices in the whole input (indexed steps), else NULL
-} psi_mpi_plan;
+    // A slice past the rank's budget: its step run a chunk at a time, each
+    // chunk's outputs a run on disk (indices counted in the slice), read
+    // back merged in the plan's order when rank 0's merge asks for them.
+    int spilled;
+    psi_app_spill sp;
+    uint8_t *chunk_out;   // a chunk's outputs, r->b.chunk_values elements
+    size_t *chunk_idx;    // and indices
+};
 
 /** Collective.  Begins the external plan of `a` (the fields external,
  *  slices and slice_counts are set here: one slice a rank, rank k's with
@@ -110,17 +164,59 @@ int psi_mpi_plan_run(psi_mpi_run *r, psi_mpi_plan *mp, const char *step,
                      const psi_value *values, const uint8_t *points, const char *what,
                      const char *file);
 
+/** Not collective.  Runs this rank's step on one chunk of its inputs (n
+ *  values or points; base: the chunk's first index in the slice) and
+ *  spills its outputs as a run (mp->spilled from then on).  Returns: 0, or
+ *  an exit code with the message in r->s.err (`what` of `file` for a
+ *  failed step, whose index is counted in the slice). */
+int psi_mpi_plan_chunk(psi_mpi_run *r, psi_mpi_plan *mp, const psi_value *values,
+                       const uint8_t *points, size_t n, uint64_t base, const char *what,
+                       const char *file);
+
 /** Collective.  Ranks other than 0 send their outputs to rank 0 in chunks
  *  of r->chunk elements; rank 0 runs the plan's finish into `o` (a
  *  message's sink, or the result's buffers), which asks for each rank's
  *  next chunk only when its merge reaches it.  Every chunk is received
- *  even when the finish fails.  Returns: on rank 0 the finish's code
- *  (PSI_E_IO: the sink refused), PSI_OK on the others. */
+ *  even when the finish fails.  A spilled slice is read back from its
+ *  runs; a rank other than 0 that cannot read its runs prints why and
+ *  aborts the job (rank 0 waits for its chunks).  Returns: on rank 0 the
+ *  finish's code (PSI_E_IO: the sink refused, or rank 0's runs could not
+ *  be read: mp->sp.err), PSI_OK on the others. */
 int psi_mpi_plan_finish(psi_mpi_run *r, psi_mpi_plan *mp, psi_op_output *o);
 
-/** Frees what psi_mpi_plan_begin and psi_mpi_plan_run made.  A zeroed *mp
- *  is fine. */
+/** Collective.  On rank 0, note gets "; K of R ranks past their budget,
+ *  through N runs on disk", or "" when no rank spilled. */
+void psi_mpi_plan_spilled(psi_mpi_run *r, const psi_mpi_plan *mp, char *note, size_t len);
+
+/** Frees what psi_mpi_plan_begin, psi_mpi_plan_run and psi_mpi_plan_chunk
+ *  made (closing the runs' file).  A zeroed *mp is fine. */
 void psi_mpi_plan_free(psi_mpi_plan *mp);
+
+/* ---- mpi_part.c ---- */
+
+/** This rank's part of the input file, read a chunk of the budget at a
+ *  time: a part of one chunk is held (and stepped) whole; a larger one is
+ *  counted in a first pass and masked chunk by chunk in a second, so that
+ *  no rank holds more than a chunk of values (PROTOCOL.md §18.5, §20). */
+typedef struct psi_mpi_part {
+    uint64_t start, end;          // its bytes in the file
+    int whole;                    // the first chunk is all of it
+    uint64_t n;                   // its values
+    psi_app_input_stream in;      // whole: holds the values
+} psi_mpi_part;
+
+/** Collective.  Cuts the input file, checks its first line (rank 0),
+ *  reads this rank's first chunk (and counts the rest), and shares the
+ *  counts (r->counts, r->offsets, r->total).  Returns: as psi_mpi_agree;
+ *  free with psi_mpi_part_free either way. */
+int psi_mpi_part_open(psi_mpi_run *r, psi_mpi_part *pt);
+
+/** Collective.  Runs the plan's step of this rank on its part: in memory,
+ *  or a chunk at a time into runs on disk.  Returns: as psi_mpi_agree. */
+int psi_mpi_part_run(psi_mpi_run *r, psi_mpi_plan *mp, psi_mpi_part *pt, const char *step,
+                     const char *what);
+
+void psi_mpi_part_free(psi_mpi_part *pt);
 
 /* ---- mpi_stream.c ---- */
 

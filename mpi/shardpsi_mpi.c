@@ -39,7 +39,10 @@ static void psi_mpi_usage(FILE *out)
           "--shards count per rank (default threads: the node's online CPUs shared\n"
           "among its ranks, at most the CPUs the rank is bound to: Open MPI binds\n"
           "each rank to one core when it starts one or two, so use mpirun --bind-to\n"
-          "none to give one rank every core).\n"
+          "none to give one rank every core), and so does --memory (default: a\n"
+          "quarter of the node's memory shared among its ranks): a rank whose part\n"
+          "is more than a chunk of its budget masks it a chunk at a time into\n"
+          "sorted runs in --temp-dir, which rank 0 merges (PROTOCOL.md §18.5).\n"
           "Make keys with 'shardpsi keygen'.\n", out);
 }
 
@@ -76,8 +79,6 @@ static int psi_mpi_parse(psi_mpi_run *r, int argc, char **argv)
         rc = -1;
     if (r->s.o.column != NULL)
         rc = -2;
-    if ((r->s.o.memory != 0 || r->s.o.temp_dir != NULL) && strcmp(r->s.o.cmd, "match") != 0)
-        rc = -3;
     if (r->s.o.mode == PSI_APP_OFFLINE_ASSOCIATION)
         rc = -4;
     if (rc != 0 && r->rank == 0)
@@ -85,32 +86,35 @@ static int psi_mpi_parse(psi_mpi_run *r, int argc, char **argv)
                                  "or the count; run shardpsi match for the association table"
                       : rc == -1 ? "%s: --input must be a file (every rank reads its own part "
                                  "of it), not stdin"
-                      : rc == -2 ? "%s: --column: shardpsi-mpi reads one value per line only (a "
+                                 : "%s: --column: shardpsi-mpi reads one value per line only (a "
                                    "CSV record may span lines, so the file cannot be cut at "
-                                   "line boundaries)"
-                                 : "%s: --memory, --temp-dir: only shardpsi-mpi match takes "
-                                   "them (rank 0's runs of matched indices); the other steps "
-                                   "hold on each rank its part of the input, and rank 0 a "
-                                   "bounded amount more (PROTOCOL.md §18.5, §20)", r->label);
+                                   "line boundaries)", r->label);
     return rc != 0 ? -1 : 0;
 }
 
-/* Default threads: the node's online CPUs over the ranks on the node, and
- * no more than the CPUs this rank may run on (mpirun binds each rank to one
- * core when it starts at most two: then one thread). */
-static size_t psi_mpi_default_threads(void)
+/* The ranks on this node. */
+static int psi_mpi_local_ranks(void)
 {
     MPI_Comm node;
-    cpu_set_t set;
     int local = 1;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t t;
 
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
         MPI_SUCCESS) {
         MPI_Comm_size(node, &local);
         MPI_Comm_free(&node);
     }
+    return local > 0 ? local : 1;
+}
+
+/* Default threads: the node's online CPUs over the ranks on the node, and
+ * no more than the CPUs this rank may run on (mpirun binds each rank to one
+ * core when it starts at most two: then one thread). */
+static size_t psi_mpi_default_threads(int local)
+{
+    cpu_set_t set;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t t;
+
     if (cpus < 1)
         cpus = 1;
     t = (size_t)cpus / (size_t)local > 0 ? (size_t)cpus / (size_t)local : 1;
@@ -128,7 +132,10 @@ static int psi_mpi_main(psi_mpi_run *r, int argc, char **argv)
     } cmds[] = {{"setup", psi_mpi_setup}, {"request", psi_mpi_request}, {"response", psi_mpi_response},
                 {"match", psi_mpi_match}};
     int (*run)(psi_mpi_run *r) = NULL;
-    size_t threads = psi_mpi_default_threads(), chunk;
+    int local = psi_mpi_local_ranks();
+    size_t threads = psi_mpi_default_threads(local), chunk;
+    uint64_t budget, merge;
+    char out_dir[1024];
     int rc;
 
     if (argc < 2 || psi_app_is_help(argv[1])) {
@@ -156,7 +163,17 @@ static int psi_mpi_main(psi_mpi_run *r, int argc, char **argv)
     psi_app_progress_init(&r->s.prog, r->s.who, r->rank == 0 ? r->s.o.progress : 0);
     if (r->rank == 0)
         psi_app_output_cleanup_on_signal();
-    chunk = MPI_MERGE_BYTES / (PSI_ELEMENT_BYTES + sizeof(uint64_t)) / (size_t)r->size;
+    // The budget is each rank's: by default the node's share (§18.5).
+    budget = r->s.o.memory != 0 ? r->s.o.memory : psi_app_memory_default() / (uint64_t)local;
+    if (budget < PSI_APP_MEMORY_MIN)
+        budget = PSI_APP_MEMORY_MIN;
+    psi_app_budget_init(&r->b, budget);
+    psi_app_output_dir(out_dir, sizeof out_dir, r->s.o.output);
+    snprintf(r->temp_dir, sizeof r->temp_dir, "%s", psi_app_temp_dir(r->s.o.temp_dir, out_dir));
+    // Rank 0's merge buffers, a chunk a rank: at most 64 MiB, and an
+    // eighth of the budget.
+    merge = budget / 8 < MPI_MERGE_BYTES ? budget / 8 : MPI_MERGE_BYTES;
+    chunk = (size_t)merge / (PSI_ELEMENT_BYTES + sizeof(uint64_t)) / (size_t)r->size;
     r->chunk = chunk > MPI_CHUNK_MAX ? MPI_CHUNK_MAX : chunk < MPI_CHUNK_MIN ? MPI_CHUNK_MIN
                                                                            : chunk;
     return run(r);
@@ -168,6 +185,7 @@ int main(int argc, char **argv)
     int provided = 0, rc;
 
     psi_app_malloc_setup(); // a spilled step's peak must not grow with its chunks
+    psi_app_set_program("shardpsi-mpi"); // the options' messages name it
     // Before OpenSSL's first allocation, as psi does (psi.h).
     if (psi_openssl_wipe_on_free() != PSI_OK || sodium_init() < 0) {
         fprintf(stderr, "shardpsi-mpi: cannot set up the crypto libraries\n");

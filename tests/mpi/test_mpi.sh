@@ -53,18 +53,24 @@
 #      count-only) answered by plain shardpsi response and matched by psi; a
 #      shardpsi-mpi setup served by `shardpsi server --setup` to a plain `shardpsi client`
 #      over loopback; two valid requests of a non-canonical layout answered
-#      as psi does.
+#      as psi does.  Then every step past its budget (part_c_budget): setup
+#      (raw with its permutation, GCS, Bloom), request and response (reveal
+#      and count-only) at 4K (8 values a chunk; 256K for GCS and Bloom)
+#      under -np 1 and 3, the same bytes as psi's and nothing left in the
+#      temporary directory; a non-canonical request refused past the budget
+#      (with the size it needs) and answered within 1M; a GCS setup past
+#      rank 0's budget refused; a --temp-dir that is not there.
 #   d. Faults, each with its exit status, a message naming the command
 #      (and its cause) and no output or <output>.tmp.* file left: a missing
 #      input; --input -; --column; a header line read as lines without
 #      --lines (also with rank 0's slice empty), and --lines reading it as
-#      psi does; a key file readable by others; a
-#      truncated request; a request whose only bad point is its last
+#      psi does; --memory below 4K (the message names shardpsi-mpi); a key
+#      file readable by others; a truncated request; a request whose only bad point is its last
 #      element (in rank 3's slice under -np 4: the message must name
-#      rank 3), once more with an existing file at the output path (left
-#      untouched); rank 1 killed (SIGKILL) during a setup of the big input
-#      under -np 2: mpirun exits non-zero within 120 s, no output, no rank
-#      left running.
+#      rank 3), once more past the budget (the same message), once more
+#      with an existing file at the output path (left untouched); rank 1
+#      killed (SIGKILL) during a setup of the big input under -np 2: mpirun
+#      exits non-zero within 120 s, no output, no rank left running.
 #
 # Usage: tests/mpi/test_mpi.sh PSI PSI_MPI VECTORS_DIR
 # Prints one line per failed check, the number of skipped vector cases, and
@@ -641,6 +647,84 @@ open(sys.argv[3], "wb").write(d[:37] + b"\x18\x05" + d[37:])' \
             --request "$d/$v.req" --reveal --output "$d/$v.m" &&
             expect_same "interop: shardpsi-mpi -np 3 response to $v vs psi" "$d/$v.m" "$d/$v.p"
     done
+    part_c_budget
+}
+
+# Every step past its budget (PROTOCOL.md §18.5): each rank masks its part
+# a few values at a time into sorted runs in --temp-dir (4K: 8 values a
+# chunk; 256K for GCS and Bloom, whose structure rank 0 holds: 512), rank 0
+# merges them.  The same bytes as shardpsi's, under -np 1 and 3, and
+# nothing left in the temporary directory.  Uses part_c's files.
+part_c_budget() {
+    local d=$tmp/interop np st L mem
+    local S=(--key-file "$d/sk") C=(--key-file "$d/ck") B=(--temp-dir "$d/bruns")
+    mkdir -p "$d/bruns"
+    run "budget: shardpsi raw setup" 0 "$d/err" "$psi" setup "${S[@]}" --input "$d/server.txt" \
+        --structure raw --permutation "$d/b.perm" --output "$d/b.raw"
+    run "budget: shardpsi bloom setup" 0 "$d/err" "$psi" setup "${S[@]}" \
+        --input "$d/server.txt" --structure bloom --num-client-inputs 2500 --output "$d/b.bloom"
+    cp "$d/p.gsetup" "$d/b.gcs"
+    run "budget: shardpsi count-only request" 0 "$d/err" "$psi" request "${C[@]}" \
+        --input "$d/client.txt" --count-only --output "$d/b.creq"
+    run "budget: shardpsi response" 0 "$d/err" "$psi" response "${S[@]}" --request "$d/p.req" \
+        --reveal --output "$d/b.resp"
+    run "budget: shardpsi count-only response" 0 "$d/err" "$psi" response "${S[@]}" \
+        --request "$d/b.creq" --output "$d/b.cresp"
+    for np in 1 3; do
+        L="budget: shardpsi-mpi -np $np"
+        for st in raw gcs bloom; do
+            local po=(--num-client-inputs 2500) mem=256K
+            [ "$st" = raw ] && po=(--permutation "$d/bm.perm") mem=4K
+            run "$L $st setup at $mem" 0 "$d/err" mpi "$np" 60 setup "${S[@]}" "${B[@]}" \
+                --input "$d/server.txt" --structure "$st" "${po[@]}" --memory "$mem" \
+                --progress --output "$d/bm.$st" &&
+                expect_same "$L $st setup at $mem" "$d/bm.$st" "$d/b.$st" &&
+                expect_grep "$L $st setup at $mem: spilled" "$np of $np ranks past their budget" \
+                    "$d/err"
+            [ "$st" = raw ] && expect_same "$L raw setup at 4K: permutation" "$d/bm.perm" \
+                "$d/b.perm"
+        done
+        run "$L request at 4K" 0 "$d/err" mpi "$np" 60 request "${C[@]}" "${B[@]}" \
+            --input "$d/client.txt" --memory 4K --output "$d/bm.req" &&
+            expect_same "$L request at 4K" "$d/bm.req" "$d/p.req"
+        run "$L count-only request at 4K" 0 "$d/err" mpi "$np" 60 request "${C[@]}" "${B[@]}" \
+            --input "$d/client.txt" --count-only --memory 4K --output "$d/bm.creq" &&
+            expect_same "$L count-only request at 4K" "$d/bm.creq" "$d/b.creq"
+        run "$L response at 4K" 0 "$d/err" mpi "$np" 60 response "${S[@]}" "${B[@]}" \
+            --request "$d/p.req" --reveal --memory 4K --output "$d/bm.resp" &&
+            expect_same "$L response at 4K" "$d/bm.resp" "$d/b.resp" &&
+            expect_grep "$L response at 4K: spilled" "$np of $np ranks past their budget" \
+                "$d/err"
+        run "$L count-only response at 4K" 0 "$d/err" mpi "$np" 60 response "${S[@]}" \
+            "${B[@]}" --request "$d/b.creq" --memory 4K --output "$d/bm.cresp" &&
+            expect_same "$L count-only response at 4K" "$d/bm.cresp" "$d/b.cresp"
+    done
+    # A request of another layout is decoded whole by rank 0: refused when
+    # that does not fit the budget, with the size it needs, and answered as
+    # psi does when it fits.
+    run "budget: non-canonical request past the budget" 1 "$d/err" mpi 2 60 response \
+        "${S[@]}" "${B[@]}" --request "$d/nc1.req" --reveal --memory 4K --output "$d/bm.nc" &&
+        expect_grep "budget: non-canonical request: message" \
+            "is not of the canonical layout.*raise --memory to at least" "$d/err"
+    expect_no_output "budget: non-canonical request past the budget" "$d/bm.nc"
+    run "budget: non-canonical request within 1M" 0 "$d/err" mpi 2 60 response "${S[@]}" \
+        "${B[@]}" --request "$d/nc1.req" --reveal --memory 1M --output "$d/bm.nc" &&
+        expect_same "budget: non-canonical request within 1M" "$d/bm.nc" "$d/b.resp"
+    # GCS and Bloom hold their structure on rank 0: refused up front past it.
+    run "budget: gcs setup past the budget" 1 "$d/err" mpi 2 60 setup "${S[@]}" "${B[@]}" \
+        --input "$d/server.txt" --structure gcs --num-client-inputs 2500 --memory 16K \
+        --output "$d/bm.g16" &&
+        expect_grep "budget: gcs setup past the budget: message" \
+            "holds [0-9]* bytes on rank 0 while it is built" "$d/err"
+    expect_no_output "budget: gcs setup past the budget" "$d/bm.g16"
+    # A temporary directory that is not there: the first rank's message, no output.
+    run "budget: missing --temp-dir" 1 "$d/err" mpi 2 60 setup "${S[@]}" --input \
+        "$d/server.txt" --structure raw --memory 4K --temp-dir "$d/nowhere" \
+        --output "$d/bm.nodir" &&
+        expect_grep "budget: missing --temp-dir: message" "nowhere" "$d/err"
+    expect_no_output "budget: missing --temp-dir" "$d/bm.nodir"
+    checks=$((checks + 1))
+    [ -z "$(ls -A "$d/bruns")" ] || fail "budget: left in --temp-dir: $(ls -A "$d/bruns")"
 }
 
 # ------------------------------------------------------------ d. faults
@@ -694,8 +778,12 @@ part_d() {
         >"$d/client.csv"
     fault "--column" 2 "column" "$f/o3" 2 request "${C[@]}" --input "$d/client.csv" \
         --column name --output "$f/o3"
-    fault "--memory on setup" 2 "only shardpsi-mpi match takes them" "$f/o4" 2 setup \
-        "${S[@]}" --input "$d/server.txt" --structure raw --memory 64M --output "$f/o4"
+    # The options' messages (app/) name shardpsi-mpi too.
+    run "--memory below the least" 2 "$f/err" mpi 2 30 setup "${S[@]}" --input \
+        "$d/server.txt" --structure raw --memory 1K --output "$f/o4" &&
+        expect_grep "--memory below the least: message" \
+            "^shardpsi-mpi: setup: --memory 1K: at least 4096 bytes" "$f/err"
+    expect_no_output "--memory below the least" "$f/o4"
     fault "--association on match" 2 "run shardpsi match for the association table" \
         "$f/o5" 2 match "${C[@]}" --input "$d/client.txt" --setup "$f/none" \
         --response "$f/none" --association --permutation "$f/none" --output "$f/o5"
@@ -732,6 +820,16 @@ part_d() {
     fault "bad point in rank 3's slice" 1 "rank 3" "$f/o6" 4 response "${S[@]}" \
         --request "$f/bad.req" --reveal --output "$f/o6"
     expect_grep "bad point in rank 3's slice: cause" "PSI_E_POINT_X_RANGE" "$f/err"
+    # The same request past the budget (250 elements a rank, 8 a chunk): the
+    # same message, its index counted in the slice as in memory.
+    grep "error: rank 3" "$f/err" >"$f/bad.mem"
+    if run "bad point in rank 3's spilled slice" 1 "$f/err" mpi 4 60 response "${S[@]}" \
+        --request "$f/bad.req" --reveal --memory 4K --temp-dir "$f" --output "$f/o6"; then
+        grep "error: rank 3" "$f/err" >"$f/bad.spill"
+        expect_same "bad point in rank 3's spilled slice: the in-memory message" \
+            "$f/bad.spill" "$f/bad.mem"
+    fi
+    expect_no_output "bad point in rank 3's spilled slice" "$f/o6"
     echo "an existing file" >"$f/o7"
     cp "$f/o7" "$f/o7.orig"
     run "bad point over an existing file" 1 "$f/err" mpi 4 60 response "${S[@]}" \
