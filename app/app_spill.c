@@ -82,6 +82,23 @@ bad:
     return -1;
 }
 
+int psi_app_setup_need(uint64_t *need, int suite, const psi_setup_params *p, uint64_t n)
+{
+    size_t cap = 0;
+    int prc = psi_setup_bound(&cap, suite, p, (size_t)n);
+
+    *need = p->structure == PSI_STRUCTURE_RAW ? 0
+            : (uint64_t)cap + (p->structure == PSI_STRUCTURE_GCS ? n * 8 : 0);
+    return prc;
+}
+
+const char *psi_app_setup_need_what(psi_structure structure)
+{
+    return structure == PSI_STRUCTURE_GCS ? "8 bytes a value for the sorted hashes, and the "
+                                            "bit stream"
+                                          : "the filter's bit array";
+}
+
 void psi_app_budget_init(psi_app_budget *b, uint64_t bytes)
 {
     // Half for the chunk's values and step, a quarter for its input bytes,

@@ -38,6 +38,15 @@
 /* Bytes a value takes in a run file: element and 64-bit index. */
 #define PSI_APP_SPILL_RECORD (PSI_ELEMENT_BYTES + 8)
 
+/** What a setup of n values holds in memory while the plan's finish builds
+ *  it (PROTOCOL.md §20): a Bloom filter's bit array (at most the message),
+ *  or a GCS's hashes, 8 bytes a value, and its bit stream (at most the
+ *  message); 0 for raw.  Returns: psi_setup_bound's code.  Out: *need. */
+int psi_app_setup_need(uint64_t *need, int suite, const psi_setup_params *p, uint64_t n);
+
+/** What psi_app_setup_need counts, in words, for messages. */
+const char *psi_app_setup_need_what(psi_structure structure);
+
 /** The budget when --memory is not given: a quarter of the machine's
  *  physical memory, at least 64 MiB. */
 uint64_t psi_app_memory_default(void);

@@ -129,22 +129,6 @@ static int steps_setup_whole(psi_app_offline *s, const psi_app_input *in,
     return 0;
 }
 
-/* The setup of a set past the budget: masked (and for raw sorted) a chunk
- * at a time, then merged from the runs by the library, which builds a GCS
- * or Bloom structure as the elements pass (§20): refused when what that
- * structure holds does not fit the budget. */
-/* What a GCS or Bloom setup of n values holds in memory while it is built
- * (§20): the filter's bit array (at most the message), or the GCS's hashes,
- * 8 bytes a value, and its bit stream (at most the message).  Out: *need. */
-static int steps_setup_need(psi_app_offline *s, const psi_setup_params *p, uint64_t n,
-                            uint64_t *need)
-{
-    size_t cap = 0;
-    int prc = psi_setup_bound(&cap, s->o.suite, p, (size_t)n);
-    *need = (uint64_t)cap + (p->structure == PSI_STRUCTURE_GCS ? n * 8 : 0);
-    return prc;
-}
-
 /* Refuses a GCS or Bloom setup whose structure does not fit the budget. */
 static int steps_setup_refuse(psi_app_offline *s, spill *x, const psi_setup_params *p,
                               uint64_t n, uint64_t need, const char *about)
@@ -154,10 +138,7 @@ static int steps_setup_refuse(psi_app_offline *s, spill *x, const psi_setup_para
                                 "--memory %" PRIu64 ": raise --memory to at least %s%" PRIu64
                                 ", or use the raw structure (PROTOCOL.md §20)",
                                 psi_app_structure_name(s->o.structure), about, n, about, need,
-                                p->structure == PSI_STRUCTURE_GCS
-                                    ? "8 bytes a value for the sorted hashes, and the bit "
-                                      "stream"
-                                    : "the filter's bit array",
+                                psi_app_setup_need_what(p->structure),
                                 psi_cli_spill_budget(x)->bytes, about, need);
 }
 
@@ -174,7 +155,7 @@ static int steps_setup_spill(psi_app_offline *s, psi_app_input_stream *in, spill
     psi_op_args a;
 
     n = psi_app_input_stream_estimate(in);
-    if (!raw && in->size != 0 && steps_setup_need(s, p, n, &need) == PSI_OK && need > budget)
+    if (!raw && in->size != 0 && psi_app_setup_need(&need, s->o.suite, p, n) == PSI_OK && need > budget)
         return steps_setup_refuse(s, x, p, n, need, "about ");
     int rc = steps_mask_chunks(s, in, x, raw ? PSI_STEP_MASK_SORT : PSI_STEP_MASK,
                                "masking the setup", "cannot build the setup");
@@ -182,7 +163,7 @@ static int steps_setup_spill(psi_app_offline *s, psi_app_input_stream *in, spill
         return rc;
     psi_app_input_stream_close(in); // read to its end: its buffer is not needed again
     n = psi_cli_spill_values(x);
-    if ((prc = steps_setup_need(s, p, n, &need)) != PSI_OK)
+    if ((prc = psi_app_setup_need(&need, s->o.suite, p, n)) != PSI_OK)
         return psi_app_offline_fail_psi(s, "setup parameters", NULL, prc);
     if (!raw && need > budget)
         return steps_setup_refuse(s, x, p, n, need, "");

@@ -43,28 +43,18 @@ static int steps_finish(psi_mpi_run *r, psi_mpi_plan *mp, psi_app_perm_writer *p
  * psi_mpi_agree. */
 static int steps_setup_fits(psi_mpi_run *r, const psi_setup_params *p)
 {
-    size_t cap = 0;
-    uint64_t need;
+    uint64_t need = 0;
     int status = 0;
 
-    if (r->rank == 0 && p->structure != PSI_STRUCTURE_RAW &&
-        psi_setup_bound(&cap, r->s.o.suite, p, (size_t)r->total) == PSI_OK) {
-        need = (uint64_t)cap + (p->structure == PSI_STRUCTURE_GCS ? r->total * 8 : 0);
-        if (need > r->b.bytes)
-            status = psi_app_offline_fail(&r->s, "a %s setup of %" PRIu64 " values holds %"
-                                          PRIu64 " bytes on rank 0 while it is built (%s), "
-                                          "more than --memory %" PRIu64 ": raise --memory to "
-                                          "at least %" PRIu64 ", or use the raw structure "
-                                          "(PROTOCOL.md §20)",
-                                          psi_app_structure_name(r->s.o.structure), r->total,
-                                          need,
-                                          p->structure == PSI_STRUCTURE_GCS
-                                              ? "8 bytes a value for the sorted hashes, and "
-                                                "the bit stream"
-                                              : "the filter's bit array",
-                                          r->b.bytes, need) != 0
-                         ? PSI_APP_EXIT_FAIL
-                         : 0;
+    if (r->rank == 0 && psi_app_setup_need(&need, r->s.o.suite, p, r->total) == PSI_OK &&
+        need > r->b.bytes) {
+        psi_app_offline_fail(&r->s, "a %s setup of %" PRIu64 " values holds %" PRIu64
+                             " bytes on rank 0 while it is built (%s), more than --memory %"
+                             PRIu64 ": raise --memory to at least %" PRIu64 ", or use the "
+                             "raw structure (PROTOCOL.md §20)",
+                             psi_app_structure_name(r->s.o.structure), r->total, need,
+                             psi_app_setup_need_what(p->structure), r->b.bytes, need);
+        status = PSI_APP_EXIT_FAIL;
     }
     return psi_mpi_agree(r, status);
 }
