@@ -505,6 +505,16 @@ int psi_app_msg_read_whole(psi_app_msg_file *f, const char *what, uint8_t **buf,
     return 0;
 }
 
+psi_error_detail psi_app_detail_in_whole(int rc, uint64_t base)
+{
+    psi_error_detail d;
+
+    psi_error_detail_get(&d);
+    if (d.code == rc && d.index >= 0)
+        d.index += (int64_t)base;
+    return d;
+}
+
 const char *psi_app_setup_held_refused(int rc, const psi_error_detail *d)
 {
     // Refused before it was read: no byte offset; a raw setup is never

@@ -129,6 +129,12 @@ int psi_app_msg_read_whole(psi_app_msg_file *f, const char *what, uint8_t **buf,
  *  else NULL. */
 const char *psi_app_setup_held_refused(int rc, const psi_error_detail *d);
 
+/** The library's detail of a failed call `rc` on a chunk whose first
+ *  element is element `base` of the whole: its index moved by base, so
+ *  that the message names the place the whole call would name.  A detail
+ *  of another failure is returned as it is. */
+psi_error_detail psi_app_detail_in_whole(int rc, uint64_t base);
+
 /** Closes f (fd -1 is a no-op). */
 void psi_app_msg_close(psi_app_msg_file *f);
 

@@ -123,10 +123,7 @@ int psi_cli_spill_step(spill *x, psi_step_kind kind, const psi_value *values,
     int prc = psi_shards_run_op(x->s->g, &a, &o);
     if (prc != PSI_OK) {
         // The place in the whole input, as the whole call names it.
-        psi_error_detail d;
-        psi_error_detail_get(&d);
-        if (d.code == prc && d.index >= 0)
-            d.index += (int64_t)base;
+        psi_error_detail d = psi_app_detail_in_whole(prc, base);
         if (d.code == prc && f->field != NULL)
             d.field = f->field;
         f->rc = prc;

@@ -291,9 +291,7 @@ int psi_mpi_read_elements(psi_mpi_run *r, const char *path, const char *what, in
                 rec->path = path;
                 rec->at = info[1] + off * k.rec;
                 rec->count = cnt;
-                rec->rec = k.rec;
                 rec->suite = k.suite;
-                rec->kind = k.kind;
                 rec->is_request = is_request;
             }
             return 0;

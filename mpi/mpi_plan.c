@@ -109,17 +109,14 @@ int psi_mpi_plan_chunk(psi_mpi_run *r, psi_mpi_plan *mp, const psi_value *values
     prc = psi_shards_run_op(r->s.g, &a, &o);
     if (prc != PSI_OK) {
         // Counted in the slice, as the step on the whole slice counts.
-        psi_error_detail d;
-        psi_error_detail_get(&d);
-        if (d.code == prc && d.index >= 0) {
-            d.index += (int64_t)base;
-            psi_error_detail_set(&d);
-        }
+        psi_error_detail d = psi_app_detail_in_whole(prc, base);
+        psi_error_detail_set(&d);
         psi_app_offline_fail_psi(&r->s, what, file, prc);
         return PSI_APP_EXIT_FAIL;
     }
-    if (psi_app_spill_put(&mp->sp, mp->chunk_out, indexed ? mp->chunk_idx : NULL, (size_t)base,
-                          n) != 0) {
+    // Its indices are counted in the whole input, as the plan counts them.
+    if (psi_app_spill_put(&mp->sp, mp->chunk_out, indexed ? mp->chunk_idx : NULL,
+                          mp->st.offset + (size_t)base, n) != 0) {
         psi_app_offline_fail(&r->s, "%s", mp->sp.err);
         return PSI_APP_EXIT_FAIL;
     }
@@ -187,7 +184,7 @@ static int plan_source(void *arg, size_t k, const uint8_t **elements, const size
     if (k >= (size_t)s->r->size || s->left[k] == 0)
         return PSI_E_INVALID_ARG;
     if (k == 0 && s->mp->spilled) {
-        // Rank 0's own runs, merged as they are read (its slice starts at 0).
+        // Rank 0's own runs, merged as they are read.
         int prc = psi_app_spill_source(&s->mp->sp, 0, elements, index, count);
         if (prc != PSI_OK)
             return prc;
@@ -214,8 +211,8 @@ static int plan_source(void *arg, size_t k, const uint8_t **elements, const size
 }
 
 /* A rank's side: its outputs to rank 0 in chunks of r->chunk, in order
- * (from its runs when they are spilled), with its indices counted in the
- * whole input. */
+ * (from its runs when they are spilled), with their indices, which are
+ * counted in the whole input. */
 static void plan_send(psi_mpi_run *r, psi_mpi_plan *mp)
 {
     size_t n = mp->st.count, skip = plan_indexed(mp->st.kind) ? sizeof(size_t) : 0;
@@ -245,7 +242,7 @@ static void plan_send(psi_mpi_run *r, psi_mpi_plan *mp)
             t = have < c - j ? have : c - j;
             memcpy(eb + j * PSI_ELEMENT_BYTES, pe, t * PSI_ELEMENT_BYTES);
             for (size_t q = 0; skip > 0 && q < t; q++)
-                ib[j + q] = pi[q] + (mp->spilled ? mp->st.offset : 0);
+                ib[j + q] = pi[q];
             pe += t * PSI_ELEMENT_BYTES;
             if (pi != NULL)
                 pi += t;

@@ -96,9 +96,7 @@ typedef struct psi_mpi_records {
     const char *path;
     uint64_t at;              // file offset of its first record
     uint64_t count;           // its records
-    size_t rec;               // bytes a record
     int suite, is_request;
-    psi_message_kind kind;
 } psi_mpi_records;
 
 /** Collective.  Reads a Request (is_request) or Response message file:
@@ -139,7 +137,7 @@ struct psi_mpi_plan {
     uint8_t *out;     // the step's outputs, st.count elements (in memory)
     size_t *idx;      // their indices in the whole input (indexed steps), else NULL
     // A slice past the rank's budget: its step run a chunk at a time, each
-    // chunk's outputs a run on disk (indices counted in the slice), read
+    // chunk's outputs a run on disk (indices counted in the whole input), read
     // back merged in the plan's order when rank 0's merge asks for them.
     int spilled;
     psi_app_spill sp;
