@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # shardpsi-mpi past its memory budget (PROTOCOL.md §18.5, §20): peak resident
 # memory of every rank and wall time of `shardpsi-mpi setup` (raw, with its
-# permutation) and `shardpsi-mpi request` at several set sizes under one
+# permutation) and `shardpsi-mpi request` (and, with --steps, a response and
+# match's rows of the same values on both sides) at several set sizes under one
 # budget a rank, and of the same steps in memory at one size (a budget far
 # above what a rank's part needs), in one run, so that the figures compare:
 # whether the ranks' memory stays flat as the set grows, and what spilling
 # costs.  Checks that the spilled and in-memory runs wrote the same bytes,
-# and the spilled setup against `shardpsi setup` at the smallest size.
+# and match's rows against the input (every value matches).
 # Prints a table: values, step, budget, seconds, values per second, the
 # largest peak RSS of any rank (MiB) and its bytes a value of the rank's part;
 # each step's closing line (mask and merge times, runs) is in SCRATCH/log.*.
 #
 # Usage: bench/mpi-spill.sh [--build DIR] [--ranks R] [--sizes "1000000 4000000 16000000"]
-#                           [--memory 128M] [--inmem N] [--steps "setup request"]
+#                           [--memory 128M] [--inmem N]
+#                           [--steps "setup request [response] [match]"]
 #                           [--dir SCRATCH]
-# Scratch space: about 110 bytes a value of the largest size.
+# match needs setup and request before it in --steps, and runs a reveal
+# response (measured too) first.
+# Scratch space: about 110 bytes a value of the largest size (match: 230).
 set -euo pipefail
 build=build-release ranks=2 sizes="1000000 4000000 16000000" memory=128M inmem=4000000 dir=
 steps="setup request"
@@ -87,6 +91,15 @@ run_steps() {
                       measure "$n" response-count "$budget" "$tag" response \
                           --key-file "$dir/sk" --request "$dir/creq.$tag" \
                           --output "$dir/resp.$tag" ;;
+            match) measure "$n" response "$budget" "$tag" response --key-file "$dir/sk" \
+                       --request "$dir/req.$tag" --reveal --output "$dir/rresp.$tag"
+                   measure "$n" match "$budget" "$tag" match --key-file "$dir/ck" \
+                       --input "$in" --setup "$dir/setup.$tag" --response "$dir/rresp.$tag" \
+                       --output "$dir/rows.$tag"
+                   # The same values on both sides: the rows are the input.
+                   cmp -s "$dir/rows.$tag" "$in" ||
+                       { echo "mpi-spill: match's rows at $n are not the input" >&2; exit 1; }
+                   rm -f "$dir/rresp.$tag" "$dir/rows.$tag" ;;
         esac
     done
 }

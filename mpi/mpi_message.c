@@ -79,10 +79,6 @@ static int slice_decode(const msg_kind *k, uint8_t *elems, size_t *n, int *revea
     return psi_response_decode(elems, n, k->suite, msg, len);
 }
 
-/* Called with each piece of decoded elements, and the index of its first
- * in the rank's part.  Returns: 0, or not 0 to stop (message in r->s.err). */
-typedef int (*records_fn)(void *arg, const uint8_t *elems, size_t n, uint64_t first);
-
 /* The canonical path: reads the cnt records of this rank at `at` in pieces
  * and decodes them with the library's reader, as the message's head and
  * then those records, into buf (cap elements).  When cap < cnt, each full
@@ -91,7 +87,8 @@ typedef int (*records_fn)(void *arg, const uint8_t *elems, size_t n, uint64_t fi
  * fallback decides); -1 on an I/O error (reported); -2 when fn failed
  * (its message in r->s.err). */
 static int records_each(psi_mpi_run *r, const msg_kind *k, const char *path, uint64_t at,
-                        uint64_t cnt, uint8_t *buf, size_t cap, records_fn fn, void *arg)
+                        uint64_t cnt, uint8_t *buf, size_t cap, psi_mpi_records_fn fn,
+                        void *arg)
 {
     uint8_t piece[1 << 16];
     uint64_t size, end = at + cnt * k->rec, total = 0, done = 0;
@@ -325,6 +322,34 @@ int psi_mpi_read_elements(psi_mpi_run *r, const char *path, const char *what, in
     return status;
 }
 
+int psi_mpi_records_each(psi_mpi_run *r, const psi_mpi_records *rec, const char *step,
+                         psi_mpi_records_fn fn, void *arg)
+{
+    msg_kind k;
+    uint8_t *buf;
+    int status;
+
+    slice_kind(&k, rec->suite, rec->is_request);
+    if ((buf = psi_app_alloc(r->b.chunk_values, PSI_ELEMENT_BYTES)) == NULL) {
+        psi_app_offline_fail(&r->s, "out of memory for a chunk of %zu elements",
+                             r->b.chunk_values);
+        return PSI_APP_EXIT_FAIL;
+    }
+    psi_app_progress_begin(&r->s.prog, step, rec->count);
+    r->s.prog.chunked = 1;
+    status = records_each(r, &k, rec->path, rec->at, rec->count, buf, r->b.chunk_values, fn,
+                          arg);
+    psi_app_progress_end(&r->s.prog);
+    free(buf);
+    if (status == 1) { // checked when it was first read: the file changed since
+        psi_app_offline_fail(&r->s, "%s: the file changed while it was read", rec->path);
+        status = PSI_APP_EXIT_FAIL;
+    } else if (status < 0) { // the file (-1) or fn (-2), reported
+        status = PSI_APP_EXIT_FAIL;
+    }
+    return status;
+}
+
 /* psi_mpi_records_run's chunks. */
 typedef struct records_job {
     psi_mpi_run *r;
@@ -343,29 +368,8 @@ int psi_mpi_records_run(psi_mpi_run *r, psi_mpi_plan *mp, const psi_mpi_records 
                         const char *file)
 {
     records_job j = {r, mp, what, file};
-    msg_kind k;
-    uint8_t *buf;
-    int status;
 
     if (rec->held)
         return psi_mpi_plan_run(r, mp, step, NULL, elems, what, file);
-    slice_kind(&k, rec->suite, rec->is_request);
-    if ((buf = psi_app_alloc(r->b.chunk_values, PSI_ELEMENT_BYTES)) == NULL) {
-        psi_app_offline_fail(&r->s, "out of memory for a chunk of %zu elements",
-                             r->b.chunk_values);
-        return psi_mpi_agree(r, PSI_APP_EXIT_FAIL);
-    }
-    psi_app_progress_begin(&r->s.prog, step, rec->count);
-    r->s.prog.chunked = 1;
-    status = records_each(r, &k, rec->path, rec->at, rec->count, buf, r->b.chunk_values,
-                          records_chunk, &j);
-    psi_app_progress_end(&r->s.prog);
-    free(buf);
-    if (status == 1) { // checked when it was first read: the file changed since
-        psi_app_offline_fail(&r->s, "%s: the file changed while it was read", rec->path);
-        status = PSI_APP_EXIT_FAIL;
-    } else if (status < 0) { // the file (-1) or the step (-2), reported
-        status = PSI_APP_EXIT_FAIL;
-    }
-    return psi_mpi_agree(r, status);
+    return psi_mpi_agree(r, psi_mpi_records_each(r, rec, step, records_chunk, &j));
 }

@@ -89,6 +89,26 @@ int psi_mpi_part_run(psi_mpi_run *r, psi_mpi_plan *mp, psi_mpi_part *pt, const c
     return psi_mpi_agree(r, status);
 }
 
+int psi_mpi_part_value(psi_mpi_run *r, psi_mpi_part *pt, uint64_t i, const psi_value **v)
+{
+    if (!pt->whole && !pt->reading) {
+        pt->reading = 1;
+        if (part_stream(r, pt) != 0)
+            return PSI_APP_EXIT_USAGE;
+    }
+    while (i >= pt->in.values + pt->in.chunk.n) {
+        if (pt->whole || pt->in.chunk.n == 0) {
+            psi_app_offline_fail(&r->s, "%s: the file changed while it was read (%" PRIu64
+                                 " values, then fewer)", r->s.o.input, pt->n);
+            return PSI_APP_EXIT_FAIL;
+        }
+        if (psi_app_input_stream_next(&pt->in, r->s.err, sizeof r->s.err) != 0)
+            return PSI_APP_EXIT_USAGE;
+    }
+    *v = &pt->in.chunk.values[i - pt->in.values];
+    return 0;
+}
+
 void psi_mpi_part_free(psi_mpi_part *pt)
 {
     psi_app_input_stream_close(&pt->in);

@@ -20,6 +20,27 @@ static int plan_indexed(psi_step_kind kind)
            kind == PSI_STEP_UNMASK_SORT;
 }
 
+/* A failed begin's message: for a GCS or Bloom setup refused before it
+ * was read (a->setup_max_held), the budget it needs, as shardpsi match
+ * gives it. */
+static void plan_begin_fail(psi_mpi_run *r, const psi_op_args *a, int prc, const char *what,
+                            const char *file)
+{
+    psi_error_detail d;
+    const char *held;
+
+    psi_error_detail_get(&d);
+    if ((held = psi_app_setup_held_refused(prc, &d)) != NULL)
+        psi_app_offline_fail(&r->s, "setup %s (%llu bytes) does not fit --memory %llu: each "
+                             "rank holds a %s setup whole, in at most a quarter of its "
+                             "budget: raise --memory to at least %llu (PROTOCOL.md §20)",
+                             r->s.o.setup, (unsigned long long)a->setup_len,
+                             (unsigned long long)r->b.bytes, held,
+                             (unsigned long long)a->setup_len * 4);
+    else
+        psi_app_offline_fail_psi(&r->s, what, file, prc);
+}
+
 int psi_mpi_plan_begin(psi_mpi_run *r, psi_mpi_plan *mp, psi_role role, int reveal,
                        psi_op_args *a, const uint64_t *counts, const char *what,
                        const char *file)
@@ -44,7 +65,7 @@ int psi_mpi_plan_begin(psi_mpi_run *r, psi_mpi_plan *mp, psi_role role, int reve
     free(cut);
     a->slice_counts = NULL;
     if (prc != PSI_OK)
-        psi_app_offline_fail_psi(&r->s, what, file, prc);
+        plan_begin_fail(r, a, prc, what, file);
     return psi_mpi_agree(r, prc != PSI_OK ? PSI_APP_EXIT_FAIL : 0);
 }
 

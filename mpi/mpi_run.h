@@ -10,7 +10,7 @@
  * whether all succeeded; rank 0 then prints the lowest failing rank's
  * message and every rank returns the same exit code.  Only rank 0 writes
  * output files; the other ranks send it their parts in bounded chunks
- * (mpi_plan.c, mpi_stream.c).  MPI calls are made by the main thread only.
+ * (mpi_plan.c, mpi_rows.c).  MPI calls are made by the main thread only.
  */
 #ifndef PSI_MPI_RUN_H
 #define PSI_MPI_RUN_H
@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app_index_runs.h"
 #include "app_input.h"
 #include "app_offline.h"
 #include "app_spill.h"
@@ -62,16 +63,11 @@ int psi_mpi_agree(psi_mpi_run *r, int status);
  *  its engine in r->s.key.  Returns: as psi_mpi_agree. */
 int psi_mpi_share_key(psi_mpi_run *r);
 
-/** Collective: gathers each rank's count (r->s.in.n) into r->counts,
+/** Collective: gathers each rank's count n into r->counts,
  *  r->offsets and r->total. */
 int psi_mpi_share_counts(psi_mpi_run *r, uint64_t n);
 
 /* ---- mpi_slice.c ---- */
-
-/** Collective.  Each rank reads its slice of the input file (byte ranges
- *  cut at line boundaries) into r->s.in, and the counts are shared.
- *  Returns: as psi_mpi_agree. */
-int psi_mpi_read_input(psi_mpi_run *r);
 
 /** pread of exactly len bytes at off.  Returns: 0, or -1 with errno (0:
  *  the file ended first). */
@@ -115,6 +111,18 @@ typedef struct psi_mpi_records {
 int psi_mpi_read_elements(psi_mpi_run *r, const char *path, const char *what, int is_request,
                       const uint64_t *counts, uint8_t **elems, size_t *n,
                       uint64_t *total, int *reveal, psi_mpi_records *rec);
+
+/** Called with each piece of a part's decoded elements, and the index of
+ *  its first in the part.  Returns: 0, or not 0 to stop (message in
+ *  r->s.err). */
+typedef int (*psi_mpi_records_fn)(void *arg, const uint8_t *elems, size_t n, uint64_t first);
+
+/** Not collective.  Reads the records of *rec (not held) again, decoding
+ *  them a chunk of the budget at a time, and hands each chunk to fn, with
+ *  progress `step`.  Returns: 0, or an exit code with the message in
+ *  r->s.err (the file changed since it was checked, or fn failed). */
+int psi_mpi_records_each(psi_mpi_run *r, const psi_mpi_records *rec, const char *step,
+                         psi_mpi_records_fn fn, void *arg);
 
 /** Collective.  Runs the plan's step of this rank on its part: `elems`
  *  when rec->held (psi_mpi_plan_run), else the records of *rec, read
@@ -201,6 +209,7 @@ typedef struct psi_mpi_part {
     int whole;                    // the first chunk is all of it
     uint64_t n;                   // its values
     psi_app_input_stream in;      // whole: holds the values
+    int reading;                  // not whole: read again by psi_mpi_part_value
 } psi_mpi_part;
 
 /** Collective.  Cuts the input file, checks its first line (rank 0),
@@ -214,14 +223,26 @@ int psi_mpi_part_open(psi_mpi_run *r, psi_mpi_part *pt);
 int psi_mpi_part_run(psi_mpi_run *r, psi_mpi_plan *mp, psi_mpi_part *pt, const char *step,
                      const char *what);
 
+/** Not collective.  Value i of this rank's part (counted in the part),
+ *  for i ascending from call to call: from the held chunk, or from the
+ *  part read again a chunk at a time (opened by the first call), so that
+ *  match can write its rows within the budget.  Returns: 0, or an exit code
+ *  with the message in r->s.err (a part that now holds fewer values: "the
+ *  file changed").  Out: *v, valid until the next call. */
+int psi_mpi_part_value(psi_mpi_run *r, psi_mpi_part *pt, uint64_t i, const psi_value **v);
+
 void psi_mpi_part_free(psi_mpi_part *pt);
 
-/* ---- mpi_stream.c ---- */
+/* ---- mpi_rows.c ---- */
 
-/** Collective.  Streams each rank's `len` bytes to rank 0, which writes them
- *  to `f` in rank order (match's rows), in chunks of 4 MiB.  Returns: 0, or
- *  -1 on rank 0 when writing failed (every chunk is still received). */
-int psi_mpi_stream_bytes(psi_mpi_run *r, FILE *f, const uint8_t *buf, size_t len);
+/** Collective.  Match's rows, written by rank 0 in input order: rank 0
+ *  reads the matched indices (global, ascending) from `runs` and sends each
+ *  rank, in rank order, its indices a piece at a time; the rank answers
+ *  each piece with its rows (value and "\n"), taken from its part `pt` as
+ *  it walks it, in messages of at most 1 MiB.  Returns: 0, -1 (rank 0 could
+ *  not write; every rank still finishes), or an exit code as psi_mpi_agree
+ *  (a part read again that changed, a run that could not be read). */
+int psi_mpi_rows_write(psi_mpi_run *r, psi_mpi_part *pt, psi_app_index_runs *runs);
 
 /* ---- mpi_steps.c, mpi_match.c ---- */
 int psi_mpi_setup(psi_mpi_run *r);

@@ -192,7 +192,8 @@ static int begin_client(psi_plan *p, const psi_engine *e, const psi_op_args *a)
         return PSI_E_WRONG_ROLE;
     int rc = a->setup_read != NULL
                  ? psi_setup_parse_read(&p->setup, p->suite, a->setup_read, a->setup_read_arg,
-                                        a->setup_len, UINT64_MAX)
+                                        a->setup_len,
+                                        a->setup_max_held != 0 ? a->setup_max_held : UINT64_MAX)
                  : psi_setup_parse(&p->setup, p->suite, a->setup, a->setup_len);
     if (rc != PSI_OK)
         return rc;
@@ -236,7 +237,8 @@ static int args_valid(const psi_op_args *a)
             return 0;
     int client = a->op >= PSI_OP_INTERSECTION && a->op <= PSI_OP_ASSOCIATION;
     return a->op >= PSI_OP_SETUP && a->op <= PSI_OP_STEP && (a->external == 0 || a->external == 1) &&
-           (client || (a->setup_read == NULL && a->setup_read_arg == NULL));
+           (client || (a->setup_read == NULL && a->setup_read_arg == NULL)) &&
+           (a->setup_read != NULL || a->setup_max_held == 0);
 }
 
 int psi_plan_begin_checked(psi_plan **out, const psi_engine *e, const psi_op_args *a,

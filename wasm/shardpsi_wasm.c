@@ -36,11 +36,12 @@ _Static_assert(sizeof(psi_op_args) == 112 && sizeof(psi_op) == 4 && sizeof(psi_s
                    offsetof(psi_op_args, progress_arg) == 76 &&
                    offsetof(psi_op_args, setup_read) == 80 &&
                    offsetof(psi_op_args, setup_read_arg) == 84 &&
-                   offsetof(psi_op_args, reserved) == 88,
+                   offsetof(psi_op_args, setup_max_held) == 88 &&
+                   offsetof(psi_op_args, reserved) == 96,
                "psi_op_args is {op u32, values ptr, n_values, message ptr, message_len, setup ptr, "
                "setup_len, params @32 (24), step u32 @56, slices @60, slice_counts ptr @64, "
                "external i32 @68, progress ptr @72, progress_arg ptr @76, setup_read fn @80, "
-               "setup_read_arg ptr @84, reserved[24] @88}, "
+               "setup_read_arg ptr @84, setup_max_held u64 @88, reserved[16] @96}, "
                "as js/lowlevel.mjs writes it");
 _Static_assert(PSI_MESSAGE_HEAD_MAX == 16 && PSI_MESSAGE_REQUEST == 1 && PSI_MESSAGE_RESPONSE == 2 &&
                    PSI_MESSAGE_SETUP_RAW == 3,

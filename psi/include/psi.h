@@ -674,7 +674,12 @@ typedef struct psi_op_args {
                                   reads it (a raw setup in windows, never
                                   whole), until the plan is freed */
     void *setup_read_arg;
-    unsigned char reserved[32 - sizeof(psi_read_fn) - sizeof(void *)];
+    uint64_t setup_max_held;   /* with setup_read, may be 0 (no limit): a
+                                  GCS or Bloom setup, which the plan holds
+                                  whole, longer than this many bytes is
+                                  refused before it is read, as
+                                  psi_setup_parse_read refuses it */
+    unsigned char reserved[24 - sizeof(psi_read_fn) - sizeof(void *)];
 } psi_op_args;
 
 /** Where a message is written in pieces (psi_op_output.sink): len bytes,

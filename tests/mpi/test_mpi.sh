@@ -508,7 +508,7 @@ part_b() {
 # ------------------------------------------------------------ c. interop
 
 part_c() {
-    local d=$tmp/interop m mo w
+    local d=$tmp/interop m mo w st setup mem
     local S=(--key-file "$d/sk") C=(--key-file "$d/ck")
     gen_sets "$d" 6000 2500 7 || { checks=$((checks + 1)); fail "interop: no inputs"; return; }
     # shardpsi-mpi server (setup, response) with a plain shardpsi client.
@@ -557,8 +557,9 @@ part_c() {
         --count-only --output "$d/mp.count" &&
         expect_same "interop: shardpsi-mpi count-only request, shardpsi response: count" \
             "$d/mp.count" "$d/want.raw.count"
-    # shardpsi-mpi match at a budget of a few KiB: rank 0 hands the matched
-    # indices to many sorted runs on disk (a sixteenth of 4K: 16 a run),
+    # shardpsi-mpi match at a budget of a few KiB (GCS, held whole: 256K):
+    # rank 0 hands the matched indices to many sorted runs on disk (a
+    # sixteenth of 4K: 16 a run),
     # reads them back in order and sends each rank its part in pieces; a
     # raw setup is read in windows on every rank.  The same rows and
     # indices, raw and GCS, and nothing left in the temporary directory.
@@ -572,13 +573,13 @@ part_c() {
             w=$d/want.raw.$m
             [ "$st" = gcs ] && w=$d/want.member.$m
             [ "$m" = indices ] && w=${w%.indices}.idx
-            setup=$d/p.setup
-            [ "$st" = gcs ] && setup=$d/p.gsetup
-            run "interop: shardpsi-mpi -np 2 match $st $m at --memory 4K" 0 "$d/err" mpi 2 60 \
+            setup=$d/p.setup mem=4K
+            [ "$st" = gcs ] && setup=$d/p.gsetup mem=256K
+            run "interop: shardpsi-mpi -np 2 match $st $m at --memory $mem" 0 "$d/err" mpi 2 60 \
                 match "${C[@]}" --input "$d/client.txt" --setup "$setup" \
-                --response "$d/p.resp" "${mo[@]}" --memory 4K --temp-dir "$d/runs" \
+                --response "$d/p.resp" "${mo[@]}" --memory $mem --temp-dir "$d/runs" \
                 --output "$d/mm.$st.$m" &&
-                expect_same "interop: shardpsi-mpi match $st $m at 4K vs the plain comparison" \
+                expect_same "interop: shardpsi-mpi match $st $m at $mem vs the plain comparison" \
                     "$d/mm.$st.$m" "$w"
         done
     done
@@ -670,6 +671,16 @@ part_c_budget() {
         --reveal --output "$d/b.resp"
     run "budget: shardpsi count-only response" 0 "$d/err" "$psi" response "${S[@]}" \
         --request "$d/b.creq" --output "$d/b.cresp"
+    for st in raw gcs bloom; do
+        for m in rows indices count; do
+            local mo=() resp=$d/b.resp
+            [ "$m" = indices ] && mo=(--indices)
+            [ "$m" = count ] && mo=(--count-only) resp=$d/b.cresp
+            run "budget: shardpsi match $st $m" 0 "$d/err" "$psi" match "${C[@]}" \
+                --input "$d/client.txt" --setup "$d/b.$st" --response "$resp" "${mo[@]}" \
+                --output "$d/b.m.$st.$m"
+        done
+    done
     for np in 1 3; do
         L="budget: shardpsi-mpi -np $np"
         for st in raw gcs bloom; do
@@ -698,7 +709,42 @@ part_c_budget() {
         run "$L count-only response at 4K" 0 "$d/err" mpi "$np" 60 response "${S[@]}" \
             "${B[@]}" --request "$d/b.creq" --memory 4K --output "$d/bm.cresp" &&
             expect_same "$L count-only response at 4K" "$d/bm.cresp" "$d/b.cresp"
+        # Match: each rank's part of the response unmasked a chunk at a
+        # time into runs, its part of the input counted and read again for
+        # its rows, which reach rank 0 a piece at a time (raw at 4K; GCS
+        # and Bloom, which every rank holds, at 256K).
+        for st in raw gcs bloom; do
+            mem=256K
+            [ "$st" = raw ] && mem=4K
+            for m in rows indices count; do
+                local mo=() resp=$d/b.resp
+                [ "$m" = indices ] && mo=(--indices)
+                [ "$m" = count ] && mo=(--count-only) resp=$d/b.cresp
+                run "$L match $st $m at $mem" 0 "$d/err" mpi "$np" 60 match "${C[@]}" "${B[@]}" \
+                    --input "$d/client.txt" --setup "$d/b.$st" --response "$resp" "${mo[@]}" \
+                    --memory "$mem" --progress --output "$d/bm.m.$st.$m" &&
+                    expect_same "$L match $st $m at $mem" "$d/bm.m.$st.$m" "$d/b.m.$st.$m" &&
+                    expect_grep "$L match $st $m at $mem: spilled" \
+                        "$np of $np ranks past their budget" "$d/err"
+            done
+        done
+        # A response to another input: its points checked a chunk at a
+        # time, then refused as psi refuses it.
+        run "$L match of another input's response at 4K" 1 "$d/err" mpi "$np" 60 match \
+            "${C[@]}" "${B[@]}" --input "$d/server.txt" --setup "$d/b.raw" \
+            --response "$d/b.resp" --memory 4K --output "$d/bm.m.other" &&
+            expect_grep "$L match of another input's response at 4K: message" \
+                "does not answer a request of the [0-9]* values" "$d/err"
+        expect_no_output "$L match of another input's response at 4K" "$d/bm.m.other"
     done
+    # Every rank holds a GCS or Bloom setup whole: past a quarter of its
+    # budget, refused before it is read, with the budget it needs.
+    run "budget: match of a gcs setup past the budget" 1 "$d/err" mpi 2 60 match "${C[@]}" \
+        "${B[@]}" --input "$d/client.txt" --setup "$d/b.gcs" --response "$d/b.resp" \
+        --memory 4K --output "$d/bm.m.g4" &&
+        expect_grep "budget: match of a gcs setup past the budget: message" \
+            "does not fit --memory 4096: each rank holds a gcs setup whole.*at least" "$d/err"
+    expect_no_output "budget: match of a gcs setup past the budget" "$d/bm.m.g4"
     # A request of another layout is decoded whole by rank 0: refused when
     # that does not fit the budget, with the size it needs, and answered as
     # psi does when it fits.

@@ -379,6 +379,30 @@ static void test_setup_read_failures(void **state)
         assert_int_equal(psi_setup_structure(s), i == 0 ? PSI_STRUCTURE_GCS
                                                         : PSI_STRUCTURE_BLOOM_FILTER);
         psi_setup_free(s);
+        // A plan reading the setup (psi_op_args.setup_max_held) refuses it
+        // the same way, and only for client operations.
+        psi_settings st;
+        psi_settings_default(&st);
+        st.role = PSI_ROLE_CLIENT;
+        st.reveal_intersection = 1;
+        psi_engine *e = NULL;
+        psi_plan *p = NULL;
+        assert_int_equal(psi_engine_create(&e, &st), PSI_OK);
+        psi_op_args a = {.op = PSI_OP_INTERSECTION, .external = 1, .setup_len = hlen,
+                         .setup_read = mem_read, .setup_read_arg = &f,
+                         .setup_max_held = hlen - 1};
+        f = mem_open(h, hlen);
+        assert_int_equal(psi_plan_begin(&p, e, &a), PSI_E_MSG_TOO_LARGE);
+        psi_error_detail_get(&d);
+        assert_string_equal(d.field, names[i]);
+        assert_true(f.bytes < 64);
+        a.setup_max_held = hlen;
+        f = mem_open(h, hlen);
+        assert_int_equal(psi_plan_begin(&p, e, &a), PSI_OK);
+        psi_plan_free(p);
+        psi_op_args bad = {.op = PSI_OP_REQUEST, .external = 1, .setup_max_held = 1};
+        assert_int_equal(psi_plan_begin(&p, e, &bad), PSI_E_INVALID_ARG);
+        psi_engine_free(e);
         free(h);
     }
     free(msg);

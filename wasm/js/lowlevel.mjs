@@ -28,7 +28,8 @@
 //   psi_op_args {op u32, values ptr @4, n_values @8, message ptr @12, message_len @16,
 //     setup ptr @20, setup_len @24, params @32 (24), step u32 @56, slices @60,
 //     slice_counts ptr @64, external i32 @68, progress ptr @72, progress_arg ptr @76,
-//     setup_read fn @80 (0 here), setup_read_arg ptr @84, reserved[24] @88} 112;
+//     setup_read fn @80 (0 here), setup_read_arg ptr @84, setup_max_held u64 @88 (0),
+//     reserved[16] @96} 112;
 //   psi_op_output {bytes ptr, len @4, sink fn @8 (0 here), sink_arg @12, perm ptr @16,
 //                  indices ptr @20, pairs ptr @24, count @28} 32;
 //   psi_step {kind u32, offset @4, count @8, values ptr @12, points ptr @16} 20.
