@@ -48,6 +48,16 @@ static const char *const messages[] = {
     [35] = "the output could not be written or the input read (the caller's sink or reader failed)",
     [36] = "setup mismatch: this setup is not one an honest server of the agreed parameters "
            "and number of values would send",
+    [37] = "malformed payload table: not a payload table's header, or its reserved bytes are "
+           "not zero",
+    [38] = "malformed payload table: its length is not its header plus its count of records "
+           "(a truncated or extra record)",
+    [39] = "payload length: a padded length past PSI_PAYLOAD_MAX, a payload longer than the "
+           "padded length, or an opened record whose length or padding is wrong",
+    [40] = "malformed payload table: its tags are not in strictly ascending order",
+    [41] = "payload does not decrypt: a record with a matched tag fails authentication "
+           "(a damaged or forged table)",
+    [42] = "two equal values were given payloads: a payload table holds one record a value",
 };
 
 static const char *const names[] = {
@@ -61,7 +71,9 @@ static const char *const names[] = {
     "PSI_E_GCS_HASH_RANGE", "PSI_E_GCS_DIV", "PSI_E_GCS_STREAM", "PSI_E_BLOOM_HASHES",
     "PSI_E_BLOOM_BITS", "PSI_E_SETUP_UNSORTED", "PSI_E_HASH_TO_CURVE",
     "PSI_E_THREAD", "PSI_E_SUITE", "PSI_E_SUITE_MISMATCH", "PSI_E_POINT_ENCODING",
-    "PSI_E_IO", "PSI_E_SETUP_MISMATCH",
+    "PSI_E_IO", "PSI_E_SETUP_MISMATCH", "PSI_E_PAYLOAD_FORMAT", "PSI_E_PAYLOAD_TRUNCATED",
+    "PSI_E_PAYLOAD_LENGTH", "PSI_E_PAYLOAD_ORDER", "PSI_E_PAYLOAD_AUTH",
+    "PSI_E_PAYLOAD_DUPLICATE",
 };
 
 _Static_assert(sizeof names / sizeof names[0] == sizeof messages / sizeof messages[0],

@@ -23,6 +23,10 @@ step "suite-ref.py --selftest" python3 suite-ref.py --selftest "$@"
 for f in shardpsi-p256-sswu.json shardpsi-ristretto255.json; do
     step "suite-ref.py --check $f" python3 suite-ref.py --check "$f"
 done
+# The payload tables' vectors (§22): the AEAD against RFC 8439 and the
+# XChaCha draft, then every table, opened payload and refusal recomputed.
+step "payload-ref.py --selftest" python3 payload-ref.py --selftest
+step "payload-ref.py --check shardpsi-payloads.json" python3 payload-ref.py --check shardpsi-payloads.json
 step "psi.js refuses every suite message" node psijs-refuses-suites.mjs
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -142,9 +142,21 @@ typedef enum psi_error {
     PSI_E_IO = -35,                /* the caller's sink refused the output
                                       (psi_op_output.sink), or its reader
                                       failed (psi_read_fn) */
-    PSI_E_SETUP_MISMATCH = -36     /* a well-formed ServerSetup that no honest
+    PSI_E_SETUP_MISMATCH = -36,    /* a well-formed ServerSetup that no honest
                                       server of the agreed parameters and
                                       count sends (psi_setup_check) */
+    PSI_E_PAYLOAD_FORMAT = -37,    /* a payload table's header: not its
+                                      magic, or reserved bytes not zero (§22) */
+    PSI_E_PAYLOAD_TRUNCATED = -38, /* a payload table's length is not its
+                                      header plus n records (a truncated or
+                                      extra record) */
+    PSI_E_PAYLOAD_LENGTH = -39,    /* a padded length past PSI_PAYLOAD_MAX,
+                                      or an opened record whose length field
+                                      exceeds it or whose padding is not zero */
+    PSI_E_PAYLOAD_ORDER = -40,     /* payload tags not strictly ascending */
+    PSI_E_PAYLOAD_AUTH = -41,      /* a record with a matched tag that does
+                                      not decrypt */
+    PSI_E_PAYLOAD_DUPLICATE = -42  /* two equal values given payloads */
 } psi_error;
 
 /** Returns: a static, NUL-terminated English message for `code`; unknown
@@ -935,6 +947,67 @@ PSI_API psi_structure psi_setup_structure(const psi_setup *s);
 
 /** Returns: the number of elements of a raw setup, 0 for other structures. */
 PSI_API size_t psi_setup_raw_count(const psi_setup *s);
+
+/* ---- Payloads: the server's columns for matched values (PROTOCOL.md §22) ----
+ *
+ * The server publishes beside its setup a payload table: for each of its
+ * values x, a tag and an AEAD ciphertext of its payload, both derived from
+ * its masked element ser(k * H(x)) and a salt of the table, ordered by tag,
+ * every payload padded to one length.  A client that ends the round holding
+ * the same element for one of its values (its unmasked response element)
+ * finds the tag and opens the payload; for any other value it learns
+ * nothing but the table's size. */
+
+#define PSI_PAYLOAD_HEAD_BYTES 56   /* magic 8, suite 1, zero 3, L 4, n 8, salt 32 */
+#define PSI_PAYLOAD_SALT_BYTES 32
+#define PSI_PAYLOAD_TAG_BYTES 16
+#define PSI_PAYLOAD_MAX ((size_t)1 << 20) /* the largest padded length L */
+#define PSI_PAYLOAD_NONE SIZE_MAX   /* psi_payload_open: no record has the tag */
+
+/** Returns: the bytes of a table of n records of padded length pad_len
+ *  (PSI_PAYLOAD_HEAD_BYTES + n * (36 + pad_len)), or 0 when pad_len exceeds
+ *  PSI_PAYLOAD_MAX or the size overflows. */
+PSI_API size_t psi_payload_table_bytes(size_t n, size_t pad_len);
+
+/** Builds the payload table of n values and their payloads with a server
+ *  engine's key (each value masked as psi_engine_mask masks it).  pad_len:
+ *  the padded length L, at least the longest payload (0: the longest
+ *  payload's length); salt: PSI_PAYLOAD_SALT_BYTES, NULL for a fresh random
+ *  one (a table a round; a given salt is for known-answer tests).
+ *  Returns: PSI_OK, PSI_E_WRONG_ROLE (a client engine), PSI_E_PAYLOAD_LENGTH
+ *  (a payload longer than pad_len, or L past PSI_PAYLOAD_MAX; detail index:
+ *  the value), PSI_E_PAYLOAD_DUPLICATE (two equal values; detail index: the
+ *  second in input order), PSI_E_BUFFER_TOO_SMALL, PSI_E_INVALID_ARG,
+ *  PSI_E_NOMEM, PSI_E_CRYPTO.  Out: out, *out_len (capacity
+ *  psi_payload_table_bytes(n, L) in, bytes written out). */
+PSI_API int psi_payload_table_build(const psi_engine *server, uint8_t *out, size_t *out_len,
+                                    const psi_value *values, const psi_value *payloads,
+                                    size_t n, size_t pad_len, const uint8_t *salt);
+
+/** Checks a payload table of `suite`: its header, its length and the
+ *  strict order of its tags (the records' ciphertexts are checked only
+ *  when opened).  Returns: PSI_OK, PSI_E_PAYLOAD_FORMAT,
+ *  PSI_E_SUITE_MISMATCH, PSI_E_PAYLOAD_TRUNCATED, PSI_E_PAYLOAD_LENGTH,
+ *  PSI_E_PAYLOAD_ORDER (detail index: the first record out of order),
+ *  PSI_E_SUITE, PSI_E_INVALID_ARG.  Out: *n (records), *pad_len (L); either
+ *  may be NULL. */
+PSI_API int psi_payload_table_check(int suite, const uint8_t *table, size_t len, size_t *n,
+                                    size_t *pad_len);
+
+/** Opens the payloads of k unmasked elements (a client's, for its matched
+ *  values: PSI_ELEMENT_BYTES each, as psi_engine_unmask writes them) from
+ *  a table, after checking it as psi_payload_table_check does.  Payload i
+ *  goes to out + i * L, its length to lens[i], or PSI_PAYLOAD_NONE when no
+ *  record has its tag (a false positive of a GCS or Bloom match; against a
+ *  raw setup, a table that does not cover the setup).  A record with the
+ *  tag that does not decrypt, or whose length field or padding is wrong,
+ *  fails the call.  Returns: PSI_OK, the codes of psi_payload_table_check,
+ *  PSI_E_PAYLOAD_AUTH and PSI_E_PAYLOAD_LENGTH (detail index: the element),
+ *  PSI_E_BUFFER_TOO_SMALL (out_len < k * L), PSI_E_INVALID_ARG,
+ *  PSI_E_CRYPTO.  On failure out and lens are zeroed. */
+PSI_API int psi_payload_open(int suite, const uint8_t *table, size_t len,
+                             const uint8_t *elements, size_t k, uint8_t *out, size_t out_len,
+                             size_t *lens);
 
 #ifdef __cplusplus
 }
