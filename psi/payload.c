@@ -81,16 +81,14 @@ static int pay_cmp(const void *a, const void *b)
     return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
 }
 
-int psi_payload_table_build(const psi_engine *server, uint8_t *out, size_t *out_len,
-                            const psi_value *values, const psi_value *payloads, size_t n,
-                            size_t pad_len, const uint8_t *salt)
+int psi_payload_table_build(int suite, uint8_t *out, size_t *out_len, const uint8_t *elements,
+                            const psi_value *payloads, size_t n, size_t pad_len,
+                            const uint8_t *salt)
 {
-    PSI_CHECK_ARG(server != NULL && out_len != NULL && (n == 0 || (values != NULL &&
-                                                                    payloads != NULL)));
+    PSI_CHECK_ARG(out_len != NULL && (n == 0 || (elements != NULL && payloads != NULL)));
     psi_detail_clear();
-    if (psi_engine_role(server) != PSI_ROLE_SERVER)
-        return PSI_E_WRONG_ROLE;
-    int suite = (int)psi_engine_suite(server);
+    if (!psi_suite_known(suite))
+        return PSI_E_SUITE;
     size_t elen = psi_suite_element_bytes(suite), longest = 0;
     for (size_t i = 0; i < n; i++) {
         PSI_CHECK_ARG(payloads[i].data != NULL || payloads[i].len == 0);
@@ -109,14 +107,12 @@ int psi_payload_table_build(const psi_engine *server, uint8_t *out, size_t *out_
         *out_len = need;
         return PSI_E_BUFFER_TOO_SMALL;
     }
-    uint8_t *el = psi_alloc(n * PSI_ELEMENT_BYTES + 1), *plain = psi_alloc(4 + L);
+    const uint8_t *el = elements;
+    uint8_t *plain = psi_alloc(4 + L);
     pay_ref *refs = psi_alloc(n * sizeof *refs + 1);
     uint8_t key[32];
-    size_t el_len = n * PSI_ELEMENT_BYTES;
     int rc = PSI_E_NOMEM;
-    if (el == NULL || plain == NULL || refs == NULL)
-        goto done;
-    if ((rc = psi_engine_mask(server, el, &el_len, values, n)) != PSI_OK)
+    if (plain == NULL || refs == NULL)
         goto done;
     // The header, which every record authenticates.
     memcpy(out, PAY_MAGIC, 8);
@@ -171,7 +167,6 @@ done:
     sodium_memzero(key, sizeof key);
     if (plain != NULL)
         psi_free_wipe(plain, 4 + L);
-    psi_free(el);
     psi_free(refs);
     if (rc != PSI_OK && out != NULL && *out_len >= need)
         memset(out, 0, need);

@@ -969,19 +969,22 @@ PSI_API size_t psi_setup_raw_count(const psi_setup *s);
  *  PSI_PAYLOAD_MAX or the size overflows. */
 PSI_API size_t psi_payload_table_bytes(size_t n, size_t pad_len);
 
-/** Builds the payload table of n values and their payloads with a server
- *  engine's key (each value masked as psi_engine_mask masks it).  pad_len:
- *  the padded length L, at least the longest payload (0: the longest
- *  payload's length); salt: PSI_PAYLOAD_SALT_BYTES, NULL for a fresh random
- *  one (a table a round; a given salt is for known-answer tests).
- *  Returns: PSI_OK, PSI_E_WRONG_ROLE (a client engine), PSI_E_PAYLOAD_LENGTH
- *  (a payload longer than pad_len, or L past PSI_PAYLOAD_MAX; detail index:
- *  the value), PSI_E_PAYLOAD_DUPLICATE (two equal values; detail index: the
- *  second in input order), PSI_E_BUFFER_TOO_SMALL, PSI_E_INVALID_ARG,
- *  PSI_E_NOMEM, PSI_E_CRYPTO.  Out: out, *out_len (capacity
- *  psi_payload_table_bytes(n, L) in, bytes written out). */
-PSI_API int psi_payload_table_build(const psi_engine *server, uint8_t *out, size_t *out_len,
-                                    const psi_value *values, const psi_value *payloads,
+/** Builds the payload table of n server values of `suite` from their masked
+ *  elements (PSI_ELEMENT_BYTES each, as the server's psi_engine_mask or a
+ *  MASK step of any executor writes them: ser(k * H(x)), never another
+ *  party's) and their payloads.  pad_len: the padded length L, at least the
+ *  longest payload (0: the longest payload's length); salt:
+ *  PSI_PAYLOAD_SALT_BYTES, NULL for a fresh random one (a table a round; a
+ *  given salt is for known-answer tests).  Returns: PSI_OK,
+ *  PSI_E_PAYLOAD_LENGTH (a payload longer than pad_len, detail index: the
+ *  value; or L past PSI_PAYLOAD_MAX), PSI_E_PAYLOAD_DUPLICATE (two equal
+ *  elements, so two equal values; detail index: the second in input
+ *  order), PSI_E_BUFFER_TOO_SMALL (*out_len is then the size needed),
+ *  PSI_E_MSG_TOO_LARGE, PSI_E_SUITE, PSI_E_INVALID_ARG, PSI_E_NOMEM,
+ *  PSI_E_CRYPTO.  Out: out, *out_len (capacity psi_payload_table_bytes(n, L)
+ *  in, bytes written out). */
+PSI_API int psi_payload_table_build(int suite, uint8_t *out, size_t *out_len,
+                                    const uint8_t *elements, const psi_value *payloads,
                                     size_t n, size_t pad_len, const uint8_t *salt);
 
 /** Checks a payload table of `suite`: its header, its length and the
