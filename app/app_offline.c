@@ -28,7 +28,8 @@ enum {
     OPT_COUNT = 1 << 4,     // --count-only
     OPT_REQUEST = 1 << 5,   // --request, --reveal
     OPT_MATCH = 1 << 6,     // --setup, --response, --indices, --association, --permutation
-    OPT_SUITE = 1 << 7      // --suite (keygen)
+    OPT_SUITE = 1 << 7,     // --suite (keygen)
+    OPT_PAYLOAD = 1 << 8    // --payload-columns, --pad-to (payloads)
 };
 
 typedef struct offline_cmd {
@@ -148,6 +149,30 @@ static const offline_cmd offline_cmds[] = {
      "  --permutation PERM   with --association: the file shardpsi setup\n"
      "                       --permutation wrote with SETUP (it names the\n"
      "                       server's rows)\n"
+     "  --payloads FILE      the server's payload file (shardpsi payloads): each\n"
+     "                       matched row is written with the server's columns\n"
+     "                       appended (CSV: after a ',', with their header; lines:\n"
+     "                       tab-separated); rows without a payload are an error\n"
+     "                       against a raw setup, a false positive (dropped) against\n"
+     "                       GCS or Bloom (PROTOCOL.md §22)\n"
+     OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
+    {"payloads", OPT_KEY | OPT_INPUT | OPT_OUTPUT | OPT_PAYLOAD,
+     "Usage: shardpsi payloads --key-file KEY --input FILE --column NAME\n"
+     "                    --payload-columns LIST --output PAYLOADS [options]\n"
+     "\n"
+     "Server step beside the setup: the payload table of FILE's rows (PROTOCOL.md\n"
+     "§22), for the client's `shardpsi match --payloads`.  Each row's payload is\n"
+     "its fields of the columns in LIST, encrypted so that only a client holding\n"
+     "the row's value opens it.\n"
+     "\n"
+     OFFLINE_INPUT_HELP
+     "  --payload-columns LIST  the CSV columns to send, comma-separated header\n"
+     "                       names (the --column value column may be one of them)\n"
+     "  --pad-to BYTES       every payload padded to this length (default: the\n"
+     "                       longest payload's), so that no size says which row\n"
+     "                       it is; a longer payload is refused\n"
+     "  --output PAYLOADS    the payload file: the columns' header line, then the\n"
+     "                       table\n"
      OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
 };
 
@@ -190,6 +215,8 @@ static int offline_value_opt(psi_app_offline_opts *o, unsigned opts, int argc, c
         {"--request", OPT_REQUEST, offsetof(psi_app_offline_opts, request)},
         {"--setup", OPT_MATCH, offsetof(psi_app_offline_opts, setup)},
         {"--response", OPT_MATCH, offsetof(psi_app_offline_opts, response)},
+        {"--payloads", OPT_MATCH, offsetof(psi_app_offline_opts, payloads)},
+        {"--payload-columns", OPT_PAYLOAD, offsetof(psi_app_offline_opts, payload_columns)},
     };
     const char *v = NULL;
 
@@ -248,6 +275,8 @@ static int offline_other_opt(psi_app_offline_opts *o, unsigned opts, int argc, c
     if ((opts & OPT_SETUP) && psi_app_opt_value(argc, argv, i, "--num-client-inputs", &v))
         return v && psi_app_parse_count(&o->num_client, v, (size_t)INT64_MAX, what) == 0
                    ? 1 : -1;
+    if ((opts & OPT_PAYLOAD) && psi_app_opt_value(argc, argv, i, "--pad-to", &v))
+        return v && psi_app_parse_count(&o->pad_len, v, PSI_PAYLOAD_MAX, what) == 0 ? 1 : -1;
     if ((opts & OPT_INPUT) && strcmp(a, "--lines") == 0)
         return o->lines = 1, 1;
     if ((opts & OPT_REQUEST) && strcmp(a, "--reveal") == 0)
@@ -284,6 +313,10 @@ static int offline_check(const psi_app_offline_opts *o, unsigned opts)
         missing = "--setup SETUP";
     else if ((opts & OPT_MATCH) && o->response == NULL)
         missing = "--response RESPONSE";
+    else if ((opts & OPT_PAYLOAD) && o->payload_columns == NULL)
+        missing = "--payload-columns LIST";
+    else if ((opts & OPT_PAYLOAD) && o->column == NULL)
+        missing = "--column NAME (the payloads are other columns of a CSV input)";
     else if ((opts & OPT_OUTPUT) && o->output == NULL)
         missing = "--output FILE";
     if (missing != NULL) {
@@ -297,6 +330,11 @@ static int offline_check(const psi_app_offline_opts *o, unsigned opts)
                           ? "match: --association needs --permutation PERM, the file shardpsi "
                             "setup --permutation wrote with the setup"
                           : "match: --permutation is only used with --association");
+        return -1;
+    }
+    if ((opts & OPT_MATCH) && o->payloads != NULL && o->mode != PSI_APP_OFFLINE_ROWS) {
+        psi_app_error("match: --payloads appends the server's columns to the matched rows: "
+                      "it cannot be given with --indices, --count-only or --association");
         return -1;
     }
     if (!(opts & OPT_SETUP))

@@ -1,6 +1,6 @@
 /*
  * The offline commands of `shardpsi` (PROTOCOL.md §17): keygen, setup, request,
- * response and match, each one step of the protocol with its messages in
+ * response, match and payloads (§22.1), each one step of the protocol with its messages in
  * files.  A message file holds exactly the wire bytes of §10/§16.1 (what
  * `shardpsi server` and `shardpsi client` put in a frame's payload), nothing else.
  * This is the state they share with `shardpsi-mpi` (mpi/): options and
@@ -54,6 +54,9 @@ typedef struct psi_app_offline_opts {
     psi_app_offline_mode mode;          // request: --count-only; match: the four
     uint64_t memory;            // --memory (0: not given; psi_app_memory_default)
     const char *temp_dir;       // --temp-dir (NULL: $TMPDIR, else the output's directory)
+    const char *payload_columns;// payloads: --payload-columns LIST (CSV header names)
+    size_t pad_len;             // payloads: --pad-to BYTES (0: the longest payload)
+    const char *payloads;       // match: --payloads FILE (the server's payload file)
 } psi_app_offline_opts;
 
 /* The state of one offline command's run. */

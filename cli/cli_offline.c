@@ -52,6 +52,7 @@ int psi_cli_cmd_offline(int argc, char **argv)
         {"request", psi_cli_offline_request},
         {"response", psi_cli_offline_response},
         {"match", psi_cli_offline_match},
+        {"payloads", psi_cli_offline_payloads},
     };
     int (*run)(psi_app_offline *s) = NULL;
     psi_app_offline s;

@@ -12,7 +12,7 @@
 #include "app_offline.h"
 #include "app_perm.h"
 
-/* The steps (cli_offline_steps.c): each runs after parsing and returns the
+/* The steps (cli_offline_steps.c, cli_offline_match.c): each runs after parsing and returns the
  * exit code. */
 int psi_cli_offline_setup(psi_app_offline *s);
 int psi_cli_offline_request(psi_app_offline *s);
@@ -61,5 +61,32 @@ int psi_cli_assoc_take(void *arg, const psi_pair *pairs, size_t n);
 int psi_cli_assoc_write(psi_app_offline *s, psi_cli_assoc *m, size_t *count);
 
 void psi_cli_assoc_free(psi_cli_assoc *m);
+
+/* Payloads (cli_offline_payload.c, PROTOCOL.md §22). */
+
+/** `shardpsi payloads`: the payload file of --input's rows. */
+int psi_cli_offline_payloads(psi_app_offline *s);
+
+/** A payload file read whole: the columns' header line and the table. */
+typedef struct psi_cli_payload_file {
+    uint8_t *buf;            // the file
+    size_t len;
+    size_t head_len;         // the header line's bytes at buf, without "\n"
+    const uint8_t *table;    // after it
+    size_t table_len;
+    size_t pad_len;          // the table's L
+} psi_cli_payload_file;
+
+/** Reads --payloads and checks its table.  Returns: 0 or an exit code
+ *  (reported); free p->buf either way. */
+int psi_cli_payload_file_read(psi_app_offline *s, psi_cli_payload_file *p);
+
+/** The payloads of the k matched rows idx (ascending input indices) of a
+ *  response held whole: their elements unmasked again and opened.
+ *  Returns: 0 or -1 (reported).  Out: *out (k * pad_len bytes), *lens
+ *  (PSI_PAYLOAD_NONE: no payload); free both. */
+int psi_cli_payload_open(psi_app_offline *s, const psi_cli_payload_file *p,
+                         const uint8_t *resp, size_t resp_len, const size_t *idx, size_t k,
+                         uint8_t **out, size_t **lens);
 
 #endif /* PSI_CLI_OFFLINE_H */

@@ -21,6 +21,7 @@
 
 #include "cli_offline.h"
 #include "cli_offline_spill.h"
+#include "app_payload.h"
 #include "app_util.h"
 
 /* The files, for the library's messages. */
@@ -43,6 +44,69 @@ static int match_check_count(psi_app_offline *s, uint64_t n, uint64_t resp_len)
                                 "of the %" PRIu64 " values of %s (%zu bytes expected): give "
                                 "the response to this input's request", s->o.response,
                                 resp_len, n, s->o.input, want);
+}
+
+/* The matched rows with the server's payload columns (PROTOCOL.md §22):
+ * idx, ascending, from a response held whole.  A row without a payload is
+ * a false positive of a GCS or Bloom setup (dropped, and not counted), or,
+ * against a raw setup, a payload file that does not go with the setup
+ * (refused).  Returns: 0 or -1 (reported).  Out: *count, the rows written. */
+static int match_write_payloads(psi_app_offline *s, const uint8_t *setup, size_t setup_len,
+                                const uint8_t *resp, size_t resp_len, const size_t *idx,
+                                size_t k, size_t *count)
+{
+    psi_cli_payload_file pf;
+    psi_setup *parsed = NULL;
+    uint8_t *out = NULL;
+    size_t *lens = NULL, w = 0, kept = k;
+    int rc = -1, csv = s->in.records != NULL, bad = 0;
+
+    while (kept > 0 && idx[kept - 1] >= s->in.n)
+        kept--; // refused later: the response is not this input's
+    if (psi_cli_payload_file_read(s, &pf) != 0 ||
+        psi_cli_payload_open(s, &pf, resp, resp_len, idx, kept, &out, &lens) != 0)
+        goto done;
+    int raw = psi_setup_parse(&parsed, s->o.suite, setup, setup_len) == PSI_OK &&
+              psi_setup_structure(parsed) == PSI_STRUCTURE_RAW;
+    for (size_t i = 0; i < kept; i++) {
+        if (lens[i] == PSI_PAYLOAD_NONE && raw) {
+            psi_app_offline_fail(s, "payload file %s has no payload for row %zu of %s, which "
+                                 "the raw setup %s matched: give the payload file made with "
+                                 "the setup's key and input", s->o.payloads, idx[i] + 1,
+                                 s->o.input, s->o.setup);
+            goto done;
+        }
+    }
+    if (csv) {
+        bad |= fwrite(s->in.data + s->in.header.off, 1, s->in.header.len, s->out.f) !=
+               s->in.header.len;
+        bad |= fputc(',', s->out.f) == EOF;
+        bad |= fwrite(pf.buf, 1, pf.head_len, s->out.f) != pf.head_len;
+        bad |= fputc('\n', s->out.f) == EOF;
+    }
+    for (size_t i = 0; i < kept && !bad; i++) {
+        if (lens[i] == PSI_PAYLOAD_NONE)
+            continue; // a false positive of GCS or Bloom
+        const uint8_t *row = csv ? s->in.data + s->in.records[idx[i]].off
+                                 : s->in.values[idx[i]].data;
+        size_t row_len = csv ? s->in.records[idx[i]].len : s->in.values[idx[i]].len;
+        bad |= row_len > 0 && fwrite(row, 1, row_len, s->out.f) != row_len;
+        bad |= psi_app_payload_write(s->out.f, csv, out + i * pf.pad_len, lens[i]) != 0;
+        bad |= fputc('\n', s->out.f) == EOF;
+        w++;
+    }
+    if (bad) {
+        psi_app_offline_fail(s, "%s: cannot write", s->o.output);
+        goto done;
+    }
+    *count = w;
+    rc = 0;
+done:
+    psi_setup_free(parsed);
+    free(pf.buf);
+    free(out);
+    free(lens);
+    return rc;
 }
 
 /* Computes the result and writes it to s->out (not committed).  Out: *count. */
@@ -74,6 +138,11 @@ static int match_write_whole(psi_app_offline *s, const uint8_t *setup, size_t se
                                         prc);
     }
     psi_app_sort_indices(idx, k);
+    if (s->o.payloads != NULL) {
+        int rc = match_write_payloads(s, setup, setup_len, resp, resp_len, idx, k, count);
+        free(idx);
+        return rc;
+    }
     if (s->o.mode == PSI_APP_OFFLINE_ROWS)
         psi_app_input_write_header(s->out.f, &s->in);
     for (size_t i = 0; i < k; i++) {
@@ -421,7 +490,13 @@ int psi_cli_offline_match(psi_app_offline *s)
                (s->o.mode == PSI_APP_OFFLINE_ASSOCIATION &&
                 stat(s->o.permutation, &in_st) == 0 && S_ISREG(in_st.st_mode) &&
                 (uint64_t)in_st.st_size > b->bytes / 4));
-    if (spilled) {
+    if (spilled && s->o.payloads != NULL) {
+        psi_app_offline_fail(s, "match --payloads holds the input, the response and the "
+                             "payload table whole, and they do not fit --memory %" PRIu64
+                             ": give a larger --memory (payloads within a budget are not "
+                             "built yet)", b->bytes);
+        rc = PSI_APP_EXIT_FAIL;
+    } else if (spilled) {
         rc = match_spill(s, x, (uint64_t)st.st_size, &count, &n);
     } else {
         rc = match_whole(s, x, &count);

@@ -36,6 +36,8 @@ static const char psi_main_usage_text[] =
     "  response [options]     server: answer a request file with a response\n"
     "  match [options]        client: the intersection from the setup and the\n"
     "                         response, written as 'shardpsi client' writes it\n"
+    "  payloads [options]     server: chosen CSV columns of its rows, encrypted\n"
+    "                         for 'match --payloads' (a private join)\n"
     "  help [COMMAND]         show help for shardpsi or for a command\n"
     "\n"
     "Both 'vectors check' and 'demo' take --shards N and --threads T to run\n"
@@ -84,6 +86,7 @@ static const psi_main_cmd psi_main_cmds[] = {
     {"request", psi_cli_cmd_offline, NULL},
     {"response", psi_cli_cmd_offline, NULL},
     {"match", psi_cli_cmd_offline, NULL},
+    {"payloads", psi_cli_cmd_offline, NULL},
     {"help", NULL, psi_main_usage},  // run: psi_main_help
 };
 

@@ -1,0 +1,163 @@
+/* The CLI's payloads: chosen CSV columns of the server's rows; see
+ * app_payload.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "app_payload.h"
+#include "app_util.h"
+
+size_t psi_app_csv_fields(const uint8_t *rec, size_t len, psi_app_span *f, size_t max)
+{
+    size_t n = 0, start = 0;
+    int quoted = 0;
+
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && rec[i] == '"')
+            quoted = !quoted; // "" inside quotes flips twice
+        if (i == len || (rec[i] == ',' && !quoted)) {
+            if (n < max)
+                f[n] = (psi_app_span){start, i - start};
+            n++;
+            start = i + 1;
+        }
+    }
+    return n;
+}
+
+/* The field's text without its quotes ("" is one quote), into out (at
+ * least len bytes).  Returns: its length. */
+static size_t csv_unquote(const uint8_t *p, size_t len, uint8_t *out)
+{
+    size_t n = 0;
+
+    if (len < 2 || p[0] != '"') {
+        memcpy(out, p, len);
+        return len;
+    }
+    for (size_t i = 1; i + 1 < len; i++) {
+        out[n++] = p[i];
+        if (p[i] == '"')
+            i++; // the second quote of ""
+    }
+    return n;
+}
+
+int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays,
+                     uint8_t **buf, char **head, char *err, size_t err_len)
+{
+    psi_app_span hf[PSI_APP_PAYLOAD_COLUMNS * 4], rf[PSI_APP_PAYLOAD_COLUMNS * 4];
+    size_t cols[PSI_APP_PAYLOAD_COLUMNS], nc = 0, nh, total = 0, at = 0, hlen = 0;
+    const uint8_t *h = in->data + in->header.off;
+    uint8_t name[4096];
+    const char *p = list;
+
+    *pays = NULL;
+    *buf = NULL;
+    *head = NULL;
+    if (in->records == NULL) {
+        snprintf(err, err_len, "--payload-columns needs a CSV input (--column)");
+        return -1;
+    }
+    nh = psi_app_csv_fields(h, in->header.len, hf, sizeof hf / sizeof hf[0]);
+    if (nh > sizeof hf / sizeof hf[0]) {
+        snprintf(err, err_len, "the header has %zu columns, more than %zu", nh,
+                 sizeof hf / sizeof hf[0]);
+        return -1;
+    }
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t l = e != NULL ? (size_t)(e - p) : strlen(p), found = nh;
+        for (size_t k = 0; k < nh; k++) {
+            if (hf[k].len > sizeof name)
+                continue;
+            size_t ul = csv_unquote(h + hf[k].off, hf[k].len, name);
+            if (ul == l && memcmp(name, p, l) == 0)
+                found = k;
+        }
+        if (found == nh) {
+            snprintf(err, err_len, "--payload-columns: no column '%.*s' in the header",
+                     (int)(l < 200 ? l : 200), p);
+            return -1;
+        }
+        for (size_t k = 0; k < nc; k++)
+            if (cols[k] == found) {
+                snprintf(err, err_len, "--payload-columns: '%.*s' is named twice",
+                         (int)(l < 200 ? l : 200), p);
+                return -1;
+            }
+        if (nc == PSI_APP_PAYLOAD_COLUMNS) {
+            snprintf(err, err_len, "--payload-columns: more than %d columns",
+                     PSI_APP_PAYLOAD_COLUMNS);
+            return -1;
+        }
+        cols[nc++] = found;
+        hlen += hf[found].len + 1;
+        if (e == NULL)
+            break;
+        p = e + 1;
+    }
+    // Every payload is a slice of the record's own bytes joined anew, so
+    // the whole takes at most the records' bytes.
+    for (size_t i = 0; i < in->n; i++)
+        total += in->records[i].len + nc;
+    if ((*head = malloc(hlen + 1)) == NULL || (*pays = psi_app_alloc(in->n + 1, sizeof **pays)) == NULL ||
+        (*buf = psi_app_alloc(total + 1, 1)) == NULL) {
+        free(*head);
+        free(*pays);
+        *head = NULL;
+        *pays = NULL;
+        snprintf(err, err_len, "out of memory for the payloads");
+        return -1;
+    }
+    for (size_t k = 0, w = 0; k < nc; k++) {
+        memcpy(*head + w, h + hf[cols[k]].off, hf[cols[k]].len);
+        w += hf[cols[k]].len;
+        (*head)[w++] = k + 1 < nc ? ',' : '\0';
+    }
+    for (size_t i = 0; i < in->n; i++) {
+        const uint8_t *r = in->data + in->records[i].off;
+        size_t nr = psi_app_csv_fields(r, in->records[i].len, rf, sizeof rf / sizeof rf[0]);
+        size_t start = at;
+        if (nr != nh) { // the reader checked the count: a record it did not split so
+            snprintf(err, err_len, "record %zu: %zu fields, the header has %zu", i + 1, nr, nh);
+            free(*head), free(*pays), free(*buf);
+            *head = NULL, *pays = NULL, *buf = NULL;
+            return -1;
+        }
+        for (size_t k = 0; k < nc; k++) {
+            memcpy(*buf + at, r + rf[cols[k]].off, rf[cols[k]].len);
+            at += rf[cols[k]].len;
+            if (k + 1 < nc)
+                (*buf)[at++] = ',';
+        }
+        (*pays)[i] = (psi_value){*buf + start, at - start};
+    }
+    return 0;
+}
+
+int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len)
+{
+    psi_app_span fs[PSI_APP_PAYLOAD_COLUMNS];
+    size_t n;
+    int bad = 0;
+
+    if (csv)
+        return fputc(',', f) == EOF || (len > 0 && fwrite(p, 1, len, f) != len) ? -1 : 0;
+    n = psi_app_csv_fields(p, len, fs, PSI_APP_PAYLOAD_COLUMNS);
+    for (size_t k = 0; k < n && k < PSI_APP_PAYLOAD_COLUMNS; k++) {
+        const uint8_t *q = p + fs[k].off;
+        size_t l = fs[k].len;
+        uint8_t *u = malloc(l + 1);
+        size_t ul = u != NULL ? csv_unquote(q, l, u) : 0;
+        // A field holding a tab or a line break keeps its CSV form.
+        int plain = u != NULL && memchr(u, '\t', ul) == NULL && memchr(u, '\n', ul) == NULL &&
+                    memchr(u, '\r', ul) == NULL;
+        bad |= fputc('\t', f) == EOF;
+        if (plain)
+            bad |= ul > 0 && fwrite(u, 1, ul, f) != ul;
+        else
+            bad |= l > 0 && fwrite(q, 1, l, f) != l;
+        free(u);
+    }
+    return bad ? -1 : 0;
+}

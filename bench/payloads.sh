@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The cost of payloads (PROTOCOL.md §22) through the offline commands: wall
+# time and peak RSS of `shardpsi setup` (raw) and `shardpsi payloads` of the
+# same N-row CSV, of `shardpsi match` with and without --payloads for a client
+# of N/2 rows half of which match, and the table's bytes a row, in one run.
+# Checks that the joined rows are the plain match's rows with the columns.
+#   bench/payloads.sh [--build DIR] [--n N] [--dir SCRATCH]
+set -euo pipefail
+build=build-release n=1000000 dir=
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --build) build=$2; shift 2 ;;
+        --n) n=$2; shift 2 ;;
+        --dir) dir=$2; shift 2 ;;
+        *) echo "usage: $0 [--build DIR] [--n N] [--dir D]" >&2; exit 2 ;;
+    esac
+done
+psi=$build/cli/shardpsi
+[[ -x $psi ]] || { echo "$0: build $build first (no $psi)" >&2; exit 2; }
+[[ -x /usr/bin/time ]] || { echo "$0: needs GNU time (/usr/bin/time)" >&2; exit 2; }
+[[ -n $dir ]] || dir=$(mktemp -d)
+awk -v n="$n" 'BEGIN { print "id,email,region,segment"
+    for (i = 0; i < n; i++) printf "%d,user%010d@example.org,region-%d,segment-%d\n", i, i, i % 17, i % 5 }' \
+    >"$dir/server.csv"
+awk -v n="$n" 'BEGIN { print "name,email"
+    for (i = 0; i < n / 2; i++) printf "n%d,user%010d@example.org\n", i, (i % 2 ? i : n + i) }' \
+    >"$dir/client.csv"
+rm -f "$dir/sk" "$dir/ck"
+"$psi" keygen --output "$dir/sk" 2>/dev/null
+"$psi" keygen --output "$dir/ck" 2>/dev/null
+echo "payloads: $n server rows, $((n / 2)) client rows; $(nproc) CPUs, $build"
+printf '| step | s | peak RSS MiB | output bytes | bytes/row |\n| --- | --- | --- | --- | --- |\n'
+
+# measure NAME OUT ROWS ARGS...: one run of shardpsi ARGS under GNU time.
+measure() {
+    local name=$1 out=$2 rows=$3 t0 t1
+    shift 3
+    t0=$(date +%s.%N)
+    /usr/bin/time -f %M -o "$dir/rss" "$psi" "$@" --no-progress 2>"$dir/log.$name" ||
+        { echo "$0: $name failed:" >&2; tail -n 5 "$dir/log.$name" >&2; exit 1; }
+    t1=$(date +%s.%N)
+    awk -v s="$name" -v a="$t0" -v z="$t1" -v k="$(head -n 1 "$dir/rss")" \
+        -v b="$(stat -c %s "$out")" -v r="$rows" \
+        'BEGIN { printf "| %s | %.1f | %.1f | %d | %.1f |\n", s, z - a, k / 1024, b, b / r }'
+}
+S=(--key-file "$dir/sk") C=(--key-file "$dir/ck")
+measure "setup (raw)" "$dir/setup" "$n" setup "${S[@]}" --input "$dir/server.csv" --column email \
+    --structure raw --output "$dir/setup"
+measure "payloads (region,segment)" "$dir/pay" "$n" payloads "${S[@]}" --input "$dir/server.csv" \
+    --column email --payload-columns region,segment --output "$dir/pay"
+"$psi" request "${C[@]}" --input "$dir/client.csv" --column email --output "$dir/req" --no-progress 2>/dev/null
+"$psi" response "${S[@]}" --request "$dir/req" --reveal --output "$dir/resp" --no-progress 2>/dev/null
+M=(match "${C[@]}" --input "$dir/client.csv" --column email --setup "$dir/setup" --response "$dir/resp")
+measure "match" "$dir/rows" $((n / 2)) "${M[@]}" --output "$dir/rows"
+measure "match --payloads" "$dir/joined" $((n / 2)) "${M[@]}" --payloads "$dir/pay" --output "$dir/joined"
+# The joined rows are the matched rows with the server's columns.
+cmp -s <(cut -d, -f1,2 "$dir/joined") "$dir/rows" ||
+    { echo "payloads: the joined rows are not the matched rows" >&2; exit 1; }
+[[ $(wc -l <"$dir/joined") -eq $((n / 4 + 1)) ]] ||
+    { echo "payloads: $(wc -l <"$dir/joined") joined lines, expected $((n / 4 + 1))" >&2; exit 1; }
+echo "payloads: the joined rows are the matched rows with their columns ($((n / 4)) rows)"

@@ -1,0 +1,169 @@
+/*
+ * `shardpsi payloads` and the payload side of `shardpsi match --payloads`
+ * (PROTOCOL.md §22): the server's chosen CSV columns of each row, in a
+ * payload table beside its setup, and the client's matched rows with the
+ * payloads they open.  The server's values are masked by its shards (the
+ * setup's mask step); the library derives, encrypts and orders.  Both
+ * sides hold their input and the table whole: a payload file is not yet
+ * built or read within a memory budget.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app_payload.h"
+#include "app_util.h"
+#include "cli_offline.h"
+
+int psi_cli_offline_payloads(psi_app_offline *s)
+{
+    psi_value *pays = NULL;
+    uint8_t *pbuf = NULL, *el = NULL, *table = NULL;
+    char *head = NULL;
+    size_t el_len, len = 0;
+    int rc = PSI_APP_EXIT_USAGE, prc;
+
+    if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0)
+        goto done;
+    if (psi_app_payloads(&s->in, s->o.payload_columns, &pays, &pbuf, &head, s->err,
+                         sizeof s->err) != 0) {
+        psi_app_offline_fail(s, "%s: %s", s->o.input, s->err);
+        goto done;
+    }
+    if (psi_app_offline_open(s, &s->out, s->o.output) != 0)
+        goto done;
+    rc = PSI_APP_EXIT_FAIL;
+    if (psi_app_offline_shards(s, PSI_ROLE_SERVER, 0) != 0)
+        goto done;
+    el_len = s->in.n * PSI_ELEMENT_BYTES;
+    if ((el = psi_app_alloc(s->in.n + 1, PSI_ELEMENT_BYTES)) == NULL) {
+        psi_app_offline_fail(s, "out of memory for %zu elements", s->in.n);
+        goto done;
+    }
+    psi_app_progress_begin(&s->prog, "masking the values", s->in.n);
+    prc = psi_shards_mask(s->g, el, &el_len, s->in.values, s->in.n);
+    psi_app_progress_end(&s->prog);
+    if (prc != PSI_OK) {
+        psi_app_offline_fail_psi(s, "cannot mask the values", s->o.input, prc);
+        goto done;
+    }
+    prc = psi_payload_table_build(s->o.suite, NULL, &len, el, pays, s->in.n, s->o.pad_len,
+                                  NULL);
+    if (prc == PSI_E_BUFFER_TOO_SMALL && (table = psi_app_alloc(len + 1, 1)) != NULL)
+        prc = psi_payload_table_build(s->o.suite, table, &len, el, pays, s->in.n,
+                                      s->o.pad_len, NULL);
+    if (prc == PSI_E_PAYLOAD_DUPLICATE || prc == PSI_E_PAYLOAD_LENGTH) {
+        psi_error_detail d;
+        psi_error_detail_get(&d);
+        if (prc == PSI_E_PAYLOAD_DUPLICATE)
+            psi_app_offline_fail(s, "%s: the value of row %" PRId64 " is there twice: a payload "
+                                 "table holds one payload a value (join the rows first)",
+                                 s->o.input, d.index + 1);
+        else if (d.index >= 0)
+            psi_app_offline_fail(s, "%s: the payload of row %" PRId64 " is %zu bytes, longer "
+                                 "than --pad-to %zu", s->o.input, d.index + 1,
+                                 pays[d.index].len, s->o.pad_len);
+        else
+            psi_app_offline_fail(s, "%s: a payload is longer than %zu bytes, the most a "
+                                 "table pads to", s->o.input, (size_t)PSI_PAYLOAD_MAX);
+        goto done;
+    }
+    if (prc != PSI_OK) {
+        psi_app_offline_fail_psi(s, "cannot build the payload table", s->o.input, prc);
+        goto done;
+    }
+    if (fprintf(s->out.f, "%s\n", head) < 0 || fwrite(table, 1, len, s->out.f) != len ||
+        psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0) {
+        psi_app_offline_fail(s, "%s: cannot write: %s", s->o.output, s->err);
+        goto done;
+    }
+    psi_app_progress_note(&s->prog, "a payload table of %zu rows (columns %s; %zu bytes)",
+                          s->in.n, head, len);
+    rc = PSI_APP_EXIT_OK;
+done:
+    free(pays);
+    free(pbuf);
+    free(head);
+    free(el);
+    free(table);
+    return rc;
+}
+
+int psi_cli_payload_file_read(psi_app_offline *s, psi_cli_payload_file *p)
+{
+    const uint8_t *nl;
+    size_t count = 0;
+    int prc;
+
+    memset(p, 0, sizeof *p);
+    if (psi_app_offline_read_msg(s, s->o.payloads, "payload file", &p->buf, &p->len) != 0)
+        return PSI_APP_EXIT_USAGE;
+    nl = memchr(p->buf, '\n', p->len < PSI_APP_PAYLOAD_HEAD_MAX ? p->len
+                                                                : PSI_APP_PAYLOAD_HEAD_MAX);
+    if (nl == NULL) {
+        psi_app_offline_fail(s, "payload file %s: no header line of columns (is it a file "
+                             "shardpsi payloads wrote?)", s->o.payloads);
+        return PSI_APP_EXIT_FAIL;
+    }
+    p->head_len = (size_t)(nl - p->buf);
+    p->table = nl + 1;
+    p->table_len = p->len - p->head_len - 1;
+    prc = psi_payload_table_check(s->o.suite, p->table, p->table_len, &count, &p->pad_len);
+    if (prc != PSI_OK) {
+        psi_app_offline_fail_psi(s, "the payload table is invalid", s->o.payloads, prc);
+        return PSI_APP_EXIT_FAIL;
+    }
+    return 0;
+}
+
+int psi_cli_payload_open(psi_app_offline *s, const psi_cli_payload_file *p,
+                         const uint8_t *resp, size_t resp_len, const size_t *idx, size_t k,
+                         uint8_t **out, size_t **lens)
+{
+    size_t cap = psi_message_element_bound(s->o.suite, resp_len), n = cap, ul = k * PSI_ELEMENT_BYTES;
+    uint8_t *all = psi_app_alloc(cap + 1, PSI_ELEMENT_BYTES), *picked = NULL, *un = NULL;
+    int prc = PSI_E_NOMEM;
+
+    *out = NULL;
+    *lens = NULL;
+    if (all == NULL || (picked = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES)) == NULL ||
+        (un = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES)) == NULL ||
+        (*out = psi_app_alloc(k * p->pad_len + 1, 1)) == NULL ||
+        (*lens = psi_app_alloc(k + 1, sizeof **lens)) == NULL)
+        goto done;
+    // The matched values' response elements, unmasked again: the client's
+    // ser(k_s * H(y)), which for a server value is its masked element.
+    if ((prc = psi_response_decode(all, &n, s->o.suite, resp, resp_len)) != PSI_OK)
+        goto done;
+    for (size_t i = 0; i < k; i++)
+        memcpy(picked + i * PSI_ELEMENT_BYTES, all + idx[i] * PSI_ELEMENT_BYTES,
+               PSI_ELEMENT_BYTES);
+    if ((prc = psi_shards_unmask(s->g, un, &ul, picked, k)) != PSI_OK)
+        goto done;
+    prc = psi_payload_open(s->o.suite, p->table, p->table_len, un, k, *out, k * p->pad_len,
+                           *lens);
+done:
+    free(all);
+    free(picked);
+    free(un);
+    if (prc != PSI_OK) {
+        psi_error_detail d;
+        psi_error_detail_get(&d);
+        if (prc == PSI_E_PAYLOAD_AUTH || prc == PSI_E_PAYLOAD_LENGTH)
+            psi_app_offline_fail(s, "payload file %s: the payload of matched row %zu %s "
+                                 "(a damaged or forged table): %s", s->o.payloads,
+                                 d.index >= 0 && (size_t)d.index < k ? idx[d.index] + 1 : 0,
+                                 prc == PSI_E_PAYLOAD_AUTH ? "does not decrypt"
+                                                           : "has a wrong length or padding",
+                                 psi_error_name(prc));
+        else
+            psi_app_offline_fail_psi(s, "cannot open the payloads", s->o.payloads, prc);
+        free(*out);
+        free(*lens);
+        *out = NULL;
+        *lens = NULL;
+        return -1;
+    }
+    return 0;
+}

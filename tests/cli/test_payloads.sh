@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Private join through the offline commands (PROTOCOL.md §22): `shardpsi
+# payloads` beside a setup and `shardpsi match --payloads`, checked against a
+# plain inner join of the two CSV files computed here (python3's csv module),
+# for raw and GCS setups in every suite, a line-mode client (tab-separated),
+# and the faults: a damaged table, another server's table, a duplicate value,
+# an unknown column, a payload past --pad-to, --payloads with --indices.
+#   test_payloads.sh PSI_BINARY
+# shellcheck source=offline_common.sh
+. "$(dirname "$0")/offline_common.sh"
+command -v python3 >/dev/null || { echo "test_payloads: python3 is needed"; exit 77; }
+d=$tmp
+
+# The inputs: a server with an id, the email (the join key), a region with
+# commas and quotes in some fields, and a segment; a client with a name and
+# the email, every third row a server's, in another order, and one row whose
+# email differs from a server's only in case.
+python3 - "$d" <<'EOF'
+import csv, random, sys
+d = sys.argv[1]
+rng = random.Random(20261205)
+regions = ['north', 'south', 'east, west', '"quoted"', 'caf\u00e9', '']
+with open(d + '/server.csv', 'w', newline='', encoding='utf-8') as f:
+    w = csv.writer(f, lineterminator='\n')
+    w.writerow(['id', 'email', 'region', 'segment'])
+    for i in range(1500):
+        w.writerow([i, 'user%d@example.org' % i, rng.choice(regions), 'seg%d' % (i % 7)])
+rows = [['n%d' % i, 'user%d@example.org' % i] for i in range(0, 4000, 3)] + [['upper', 'USER1@example.org']]
+rng.shuffle(rows)
+with open(d + '/client.csv', 'w', newline='', encoding='utf-8') as f:
+    w = csv.writer(f, lineterminator='\n')
+    w.writerow(['name', 'email'])
+    w.writerows(rows)
+with open(d + '/client.txt', 'w', encoding='utf-8') as f:
+    f.writelines(r[1] + '\n' for r in rows)
+EOF
+
+# join.py CLIENT SERVER KEY COLS OUT [lines]: the plain inner join, as match
+# --payloads writes it (client rows in input order, the server's columns
+# appended; lines: the client's value and the columns, tab-separated).
+cat >"$d/join.py" <<'EOF'
+import csv, sys
+client, server, key, cols, out = sys.argv[1:6]
+lines = len(sys.argv) > 6
+cols = cols.split(',')
+with open(server, newline='', encoding='utf-8') as f:
+    r = csv.reader(f)
+    h = next(r)
+    srv = {row[h.index(key)]: [row[h.index(c)] for c in cols] for row in r}
+with open(out, 'w', newline='', encoding='utf-8') as f:
+    if lines:
+        for v in open(client, encoding='utf-8').read().splitlines():
+            if v in srv:
+                f.write('\t'.join([v] + srv[v]) + '\n')
+    else:
+        w = csv.writer(f, lineterminator='\n')
+        with open(client, newline='', encoding='utf-8') as g:
+            r = csv.reader(g)
+            h = next(r)
+            w.writerow(h + cols)
+            for row in r:
+                if row[h.index(key)] in srv:
+                    w.writerow(row + srv[row[h.index(key)]])
+EOF
+# same_csv WHAT A B: the two CSV files hold the same records (quoting aside).
+same_csv() {
+    checks=$((checks + 1))
+    python3 -c '
+import csv, sys
+a, b = (list(csv.reader(open(p, newline="", encoding="utf-8"))) for p in sys.argv[1:3])
+sys.exit(0 if a == b else 1)' "$2" "$3" || { fail "$1: $2 and $3 differ"; diff "$2" "$3" | head -5; }
+}
+
+# expect_no_output WHAT FILE: a failed command left no output file.
+expect_no_output() {
+    checks=$((checks + 1))
+    [ ! -e "$2" ] || fail "$1: $2 was left behind"
+}
+
+python3 "$d/join.py" "$d/client.csv" "$d/server.csv" email region,segment "$d/want.csv"
+python3 "$d/join.py" "$d/client.txt" "$d/server.csv" email segment,id,region "$d/want.tsv" lines
+[ "$(wc -l <"$d/want.csv")" -gt 400 ] || fail "the plain join is too small"
+
+for suite in openmined-p256 p256-sswu ristretto255; do
+    S=(--key-file "$d/sk.$suite" --suite "$suite") C=(--key-file "$d/ck.$suite" --suite "$suite")
+    run "$suite: keygen" 0 "$d/err" keygen --suite "$suite" --output "$d/sk.$suite"
+    run "$suite: keygen" 0 "$d/err" keygen --suite "$suite" --output "$d/ck.$suite"
+    run "$suite: raw setup" 0 "$d/err" setup "${S[@]}" --input "$d/server.csv" --column email \
+        --structure raw --output "$d/setup.$suite"
+    run "$suite: gcs setup" 0 "$d/err" setup "${S[@]}" --input "$d/server.csv" --column email \
+        --structure gcs --num-client-inputs 1400 --output "$d/gsetup.$suite"
+    run "$suite: payloads" 0 "$d/err" payloads "${S[@]}" --input "$d/server.csv" \
+        --column email --payload-columns region,segment --output "$d/pay.$suite"
+    run "$suite: request" 0 "$d/err" request "${C[@]}" --input "$d/client.csv" --column email \
+        --output "$d/req.$suite"
+    run "$suite: response" 0 "$d/err" response "${S[@]}" --request "$d/req.$suite" --reveal \
+        --output "$d/resp.$suite"
+    for st in setup gsetup; do
+        run "$suite: match $st --payloads" 0 "$d/err" match "${C[@]}" --input "$d/client.csv" \
+            --column email --setup "$d/$st.$suite" --response "$d/resp.$suite" \
+            --payloads "$d/pay.$suite" --output "$d/got.$st.$suite.csv" &&
+            same_csv "$suite: match $st --payloads vs the plain join" "$d/got.$st.$suite.csv" \
+                "$d/want.csv"
+    done
+done
+
+# A line-mode client: the value and the server's columns, tab-separated.
+S=(--key-file "$d/sk.ristretto255" --suite ristretto255)
+C=(--key-file "$d/ck.ristretto255" --suite ristretto255)
+run "lines: payloads" 0 "$d/err" payloads "${S[@]}" --input "$d/server.csv" --column email \
+    --payload-columns segment,id,region --pad-to 64 --output "$d/pay.tsv"
+run "lines: request" 0 "$d/err" request "${C[@]}" --input "$d/client.txt" --output "$d/req.tsv"
+run "lines: response" 0 "$d/err" response "${S[@]}" --request "$d/req.tsv" --reveal \
+    --output "$d/resp.tsv"
+run "lines: match --payloads" 0 "$d/err" match "${C[@]}" --input "$d/client.txt" \
+    --setup "$d/setup.ristretto255" --response "$d/resp.tsv" --payloads "$d/pay.tsv" \
+    --output "$d/got.tsv" && expect_same "lines: match --payloads vs the plain join" \
+    "$d/got.tsv" "$d/want.tsv"
+
+# Faults.  Every record's ciphertext damaged: the first matched row's fails.
+M=(match --key-file "$d/ck.openmined-p256" --input "$d/client.csv" --column email
+    --setup "$d/setup.openmined-p256" --response "$d/resp.openmined-p256")
+python3 - "$d/pay.openmined-p256" "$d/pay.bad" <<'EOF'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+t = b.index(b'\n') + 1
+L = int.from_bytes(b[t + 12:t + 16], 'little')
+n = int.from_bytes(b[t + 16:t + 24], 'little')
+for j in range(n):
+    b[t + 56 + j * (36 + L) + 20] ^= 1
+open(sys.argv[2], 'wb').write(b)
+EOF
+run "a damaged table" 1 "$d/err" "${M[@]}" --payloads "$d/pay.bad" --output "$d/o1" &&
+    expect_grep "a damaged table: message" "does not decrypt.*PSI_E_PAYLOAD_AUTH" "$d/err"
+expect_no_output "a damaged table" "$d/o1"
+head -c 2000 "$d/pay.openmined-p256" >"$d/pay.cut"
+run "a truncated table" 1 "$d/err" "${M[@]}" --payloads "$d/pay.cut" --output "$d/o2" &&
+    expect_grep "a truncated table: message" "truncated or extra record" "$d/err"
+run "another server's table" 1 "$d/err" "${M[@]}" --payloads "$d/pay.p256-sswu" --output "$d/o3" &&
+    expect_grep "another suite's table: message" "another suite\|payload table is invalid" "$d/err"
+run "payloads: another key" 0 "$d/err" payloads --key-file "$d/ck.openmined-p256" \
+    --input "$d/server.csv" --column email --payload-columns region --output "$d/pay.other"
+run "a table of another key" 1 "$d/err" "${M[@]}" --payloads "$d/pay.other" --output "$d/o4" &&
+    expect_grep "a table of another key: message" "has no payload for row" "$d/err"
+expect_no_output "a table of another key" "$d/o4"
+run "--payloads with --indices" 2 "$d/err" "${M[@]}" --payloads "$d/pay.openmined-p256" \
+    --indices --output "$d/o5"
+printf 'id,email,region\n1,a@x,n\n2,b@x,s\n3,a@x,e\n' >"$d/dup.csv"
+run "a duplicate value" 1 "$d/err" payloads --key-file "$d/sk.openmined-p256" \
+    --input "$d/dup.csv" --column email --payload-columns region --output "$d/o6" &&
+    expect_grep "a duplicate value: message" "row 3 is there twice" "$d/err"
+expect_no_output "a duplicate value" "$d/o6"
+run "an unknown column" 2 "$d/err" payloads --key-file "$d/sk.openmined-p256" \
+    --input "$d/server.csv" --column email --payload-columns region,zone --output "$d/o7" &&
+    expect_grep "an unknown column: message" "no column 'zone'" "$d/err"
+run "a payload past --pad-to" 1 "$d/err" payloads --key-file "$d/sk.openmined-p256" \
+    --input "$d/server.csv" --column email --payload-columns region --pad-to 4 \
+    --output "$d/o8" && expect_grep "a payload past --pad-to: message" "longer than --pad-to 4" "$d/err"
+run "payloads without --column" 2 "$d/err" payloads --key-file "$d/sk.openmined-p256" \
+    --input "$d/client.txt" --payload-columns region --output "$d/o9"
+
+echo "test_payloads: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
