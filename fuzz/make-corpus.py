@@ -11,7 +11,9 @@ Sources (read only):
   - vectors/openmined-psi-2.0.6.json and vectors/shardpsi-extra.json: the
     repository's wire vectors, including the rejection cases (request,
     response, setup, server, client, point);
-  - hand-made frames for the network framing (frame).
+  - hand-made frames for the network framing (frame);
+  - payload tables (PROTOCOL.md section 22) built by vectors/payload-ref.py with the
+    fuzzing server key from "v0".."v11", whole and damaged (payload).
 
 Deterministic: inputs are gathered in file order, deduplicated, and each
 file is named by the SHA-1 of its contents (as libFuzzer names its own), so
@@ -44,6 +46,7 @@ MAX_LEN = {
     'server': 4096,
     'client': 8192,
     'frame': 65537,
+    'payload': 4096,
 }
 
 # P-256 field prime (PROTOCOL.md §1).
@@ -245,6 +248,31 @@ def frame_seeds(c, psijs):
             c.add(bytes([ctl]) + s)
 
 
+def payload_seeds(c):
+    """Tables of the fuzzing server key (32 x 07) holding "v0".."v11", whose
+    first eight are the elements fuzz_payload.c opens: byte 0 the suite, byte
+    1 how many to open, then the table, whole or damaged."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('payload_ref', os.path.join(ROOT, 'vectors', 'payload-ref.py'))
+    pr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pr)
+    salt = hashlib.sha256(b'shardpsi fuzz payload salt').digest()
+    for name, suite in pr.ref.SUITES.items():
+        values = [b'v%d' % i for i in range(4, 12)]
+        pays = [(b'region %d' % i)[:i] for i in range(len(values))]
+        t = pr.build_table(suite, bytes([0x07]) * 32, values, pays, 12, salt)
+        for k in (0, 3, 8):
+            c.add(bytes([suite.sid, k]) + t)
+        rec = 36 + 12
+        flip = bytearray(t)
+        for j in range(len(values)):
+            flip[56 + j * rec + 20] ^= 1
+        swap = bytearray(t)
+        swap[56:56 + 16], swap[56 + rec:56 + rec + 16] = t[56 + rec:56 + rec + 16], t[56:56 + 16]
+        for bad in (bytes(flip), bytes(swap), t[:-5], t[:56]):
+            c.add(bytes([suite.sid, 8]) + bad)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--testdata', default=os.path.join(ROOT, 'tests', 'data'))
@@ -258,6 +286,7 @@ def main():
     message_seeds(corpora, psijs, om, extra)
     suite_seeds(corpora, args.testdata)
     frame_seeds(corpora['frame'], psijs)
+    payload_seeds(corpora['payload'])
     total = 0
     for name in sorted(corpora):
         n, size = corpora[name].write()

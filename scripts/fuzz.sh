@@ -19,14 +19,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-all=(point request response setup server client frame perm prebuilt csv session)
+all=(point request response setup server client frame perm prebuilt csv session payload)
 # The largest input each harness gets (fuzz/make-corpus.py keeps its seeds
 # below the same limits).  server and client run scalar multiplications per
 # element (35 bytes each), so theirs are kept small.
 declare -A max_len=(
     [point]=256 [request]=65536 [response]=65536 [setup]=65536
     [server]=4096 [client]=8192 [frame]=65537
-    [perm]=65536 [prebuilt]=65536 [csv]=65536 [session]=256
+    [perm]=65536 [prebuilt]=65536 [csv]=65536 [session]=256 [payload]=4096
 )
 
 seconds=60
