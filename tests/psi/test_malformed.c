@@ -354,7 +354,15 @@ static void test_malformed_covers_every_data_error(void **state)
                                          PSI_E_THREAD, PSI_E_IO,
                                          /* psi_setup_check's, tested in
                                             test_setup_check */
-                                         PSI_E_SETUP_MISMATCH};
+                                         PSI_E_SETUP_MISMATCH,
+                                         /* the payload tables' (§22), in
+                                            test_payload: a damaged table of
+                                            vectors/shardpsi-payloads.json
+                                            each, and a build of two equal
+                                            values */
+                                         PSI_E_PAYLOAD_FORMAT, PSI_E_PAYLOAD_TRUNCATED,
+                                         PSI_E_PAYLOAD_LENGTH, PSI_E_PAYLOAD_ORDER,
+                                         PSI_E_PAYLOAD_AUTH, PSI_E_PAYLOAD_DUPLICATE};
     cJSON *doc = tu_load_json(CASES_PATH);
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(doc, "cases"), *c;
     for (int code = 0; psi_error_name(code) != NULL; code--) {
