@@ -94,6 +94,13 @@ export declare class LowLevel {
   remask(engine: number, points: Uint8Array): Uint8Array;
   unmask(engine: number, points: Uint8Array): Uint8Array;
   pointCheck(point: Uint8Array, suite?: number): void;
+  /** The payload table (PROTOCOL.md §22) of the server's masked elements and payloads. */
+  payloadTableBuild(suite: number, elements: Uint8Array,
+    payloads: readonly (string | Uint8Array)[] | PackedValues, padLen?: number,
+    salt?: Uint8Array | null): Uint8Array;
+  payloadTableCheck(suite: number, table: Uint8Array): { count: number; padLen: number };
+  /** The payloads of a client's unmasked elements; null where the table has none. */
+  payloadOpen(suite: number, table: Uint8Array, elements: Uint8Array): (Uint8Array | null)[];
   setupParse(setup: Uint8Array, suite?: number): number;
   setupBound(params: SetupParams, n: number, suite?: number): number;
   createSetup(engine: number, params: SetupParams, values: readonly (string | Uint8Array)[] | PackedValues,

@@ -338,6 +338,55 @@ export class LowLevel {
       this.check(this.M._psi_point_check(suite, f.put(b), b.length), 'psi_point_check');
     });
   }
+  // ---------------------------------------------------- payloads (PROTOCOL.md §22)
+
+  // The payload table of n server values of suite from their masked elements (mask() of
+  // the server engine: n * ELEMENT_BYTES bytes) and their payloads (as values for mask());
+  // padLen: the padded length (0: the longest payload); salt: 32 bytes, or null for a
+  // fresh random one (a given salt is for known-answer tests).
+  payloadTableBuild(suite, elements, payloads, padLen = 0, salt = null) {
+    const func = 'psi_payload_table_build';
+    const el = asBytes(elements, 'elements'), n = this.elementCount(el, func);
+    const sb = salt == null ? null : asBytes(salt, 'salt');
+    if (sb && sb.length !== 32) throw this.invalid('salt must be 32 bytes', func);
+    return this.frame((f) => {
+      const { arr, n: np } = this.putValues(f, payloads);
+      if (np !== n) throw this.invalid(`${np} payloads for ${n} elements`, func);
+      const ep = f.put(el), sp = sb ? f.put(sb) : 0, need = f.alloc(4);
+      this.M.HEAPU32[need >>> 2] = 0;
+      const rc = this.M._psi_payload_table_build(suite, 0, need, ep, arr, n, padLen >>> 0, sp);
+      if (rc !== -4) this.check(rc === 0 ? -1 : rc, func); // PSI_E_BUFFER_TOO_SMALL gives the size
+      return this.outBytes(f, this.u32(need), func,
+        (o, l) => this.M._psi_payload_table_build(suite, o, l, ep, arr, n, padLen >>> 0, sp));
+    });
+  }
+  // Checks a payload table of suite: { count, padLen }, else PsiError.
+  payloadTableCheck(suite, table) {
+    const t = asBytes(table, 'table');
+    return this.frame((f) => {
+      const n = f.alloc(4), l = f.alloc(4);
+      this.check(this.M._psi_payload_table_check(suite, f.put(t), t.length, n, l),
+        'psi_payload_table_check');
+      return { count: this.u32(n), padLen: this.u32(l) };
+    });
+  }
+  // Opens the payloads of unmasked elements (a client's, n * ELEMENT_BYTES bytes): an
+  // array of Uint8Array, or null where no record has the element's tag.  A damaged table,
+  // or a record that does not open, throws its PsiError.
+  payloadOpen(suite, table, elements) {
+    const func = 'psi_payload_open';
+    const t = asBytes(table, 'table'), el = asBytes(elements, 'elements');
+    const k = this.elementCount(el, func), { padLen } = this.payloadTableCheck(suite, t);
+    return this.frame((f) => {
+      const out = f.alloc(k * padLen), lens = f.alloc(4 * k);
+      this.check(this.M._psi_payload_open(suite, f.put(t), t.length, f.put(el), k, out,
+        k * padLen, lens), func);
+      const L = this.u32At(lens, k);
+      return Array.from(L, (len, i) => (len === 0xffffffff ? null
+        : this.bytesAt(out + i * padLen, len)));
+    });
+  }
+
   // Parses a ServerSetup of suite (psi_setup_parse, or psi_setup_parse_suite for another
   // suite) and runs fn(frame, setupPtr); the parsed setup is freed (psi_setup_free)
   // whatever happens.
