@@ -2,8 +2,9 @@
  * `shardpsi payloads` and the payload side of `shardpsi match --payloads`
  * (PROTOCOL.md §22): the server's chosen CSV columns of each row, in a
  * payload table beside its setup, and the client's matched rows with the
- * payloads they open.  The server's values are masked by its shards (the
- * setup's mask step); the library derives, encrypts and orders.  Both
+ * payloads they open.  The server's values are masked by its shards
+ * (psi_shards_payload_table_build); the library derives, encrypts and
+ * orders.  Both
  * sides hold their input and the table whole: a payload file is not yet
  * built or read within a memory budget.
  */
@@ -19,9 +20,9 @@
 int psi_cli_offline_payloads(psi_app_offline *s)
 {
     psi_value *pays = NULL;
-    uint8_t *pbuf = NULL, *el = NULL, *table = NULL;
+    uint8_t *pbuf = NULL, *table = NULL;
     char *head = NULL;
-    size_t el_len, len = 0;
+    size_t len = 0;
     int rc = PSI_APP_EXIT_USAGE, prc;
 
     if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0)
@@ -36,23 +37,18 @@ int psi_cli_offline_payloads(psi_app_offline *s)
     rc = PSI_APP_EXIT_FAIL;
     if (psi_app_offline_shards(s, PSI_ROLE_SERVER, 0) != 0)
         goto done;
-    el_len = s->in.n * PSI_ELEMENT_BYTES;
-    if ((el = psi_app_alloc(s->in.n + 1, PSI_ELEMENT_BYTES)) == NULL) {
-        psi_app_offline_fail(s, "out of memory for %zu elements", s->in.n);
-        goto done;
+    prc = psi_shards_payload_table_build(s->g, NULL, &len, s->in.values, pays, s->in.n,
+                                         s->o.pad_len, NULL);
+    if (prc == PSI_E_BUFFER_TOO_SMALL) {
+        if ((table = psi_app_alloc(len + 1, 1)) == NULL) {
+            psi_app_offline_fail(s, "out of memory for a payload table of %zu bytes", len);
+            goto done;
+        }
+        psi_app_progress_begin(&s->prog, "masking the values", s->in.n);
+        prc = psi_shards_payload_table_build(s->g, table, &len, s->in.values, pays, s->in.n,
+                                             s->o.pad_len, NULL);
+        psi_app_progress_end(&s->prog);
     }
-    psi_app_progress_begin(&s->prog, "masking the values", s->in.n);
-    prc = psi_shards_mask(s->g, el, &el_len, s->in.values, s->in.n);
-    psi_app_progress_end(&s->prog);
-    if (prc != PSI_OK) {
-        psi_app_offline_fail_psi(s, "cannot mask the values", s->o.input, prc);
-        goto done;
-    }
-    prc = psi_payload_table_build(s->o.suite, NULL, &len, el, pays, s->in.n, s->o.pad_len,
-                                  NULL);
-    if (prc == PSI_E_BUFFER_TOO_SMALL && (table = psi_app_alloc(len + 1, 1)) != NULL)
-        prc = psi_payload_table_build(s->o.suite, table, &len, el, pays, s->in.n,
-                                      s->o.pad_len, NULL);
     if (prc == PSI_E_PAYLOAD_DUPLICATE || prc == PSI_E_PAYLOAD_LENGTH) {
         psi_error_detail d;
         psi_error_detail_get(&d);
@@ -85,7 +81,6 @@ done:
     free(pays);
     free(pbuf);
     free(head);
-    free(el);
     free(table);
     return rc;
 }

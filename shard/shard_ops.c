@@ -136,3 +136,32 @@ int psi_shards_client_get_association(psi_shards *g, psi_pair *out, size_t *out_
     return run_client(g, PSI_OP_ASSOCIATION, NULL, out, out_count, setup, setup_len, response,
                       response_len);
 }
+
+int psi_shards_payload_table_build(psi_shards *g, uint8_t *out, size_t *out_len,
+                                   const psi_value *values, const psi_value *payloads,
+                                   size_t n, size_t pad_len, const uint8_t *salt)
+{
+    SHARD_CHECK_ARG(g != NULL && out_len != NULL && n <= SIZE_MAX / PSI_ELEMENT_BYTES);
+    if (g->role != PSI_ROLE_SERVER)
+        return PSI_E_WRONG_ROLE;
+    SHARD_CHECK_ARG(n == 0 || payloads != NULL);
+    // The capacity first, so that a call that only asks the size masks nothing.
+    size_t longest = 0;
+    for (size_t i = 0; i < n; i++)
+        longest = payloads[i].len > longest ? payloads[i].len : longest;
+    size_t need = psi_payload_table_bytes(n, pad_len != 0 ? pad_len : longest);
+    if (need != 0 && (out == NULL || *out_len < need) && (pad_len == 0 || longest <= pad_len)) {
+        *out_len = need;
+        return PSI_E_BUFFER_TOO_SMALL;
+    }
+    size_t el_len = n * PSI_ELEMENT_BYTES;
+    uint8_t *el = psi_shard_alloc(el_len);
+    if (el == NULL)
+        return PSI_E_NOMEM;
+    int rc = psi_shards_mask(g, el, &el_len, values, n);
+    if (rc == PSI_OK)
+        rc = psi_payload_table_build((int)g->suite, out, out_len, el, payloads, n, pad_len,
+                                     salt);
+    psi_shard_free(el);
+    return rc;
+}

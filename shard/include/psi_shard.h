@@ -133,6 +133,18 @@ PSI_API int psi_shards_client_get_association(psi_shards *g, psi_pair *out, size
                                               const uint8_t *setup, size_t setup_len,
                                               const uint8_t *response, size_t response_len);
 
+/** The payload table (PROTOCOL.md §22) of n server values and their
+ *  payloads: the values masked by the shards (psi_shards_mask, so the
+ *  server role's key), then psi_payload_table_build with the shards' suite.
+ *  The same bytes for every shard and thread count with a given salt.  A
+ *  capacity below psi_payload_table_bytes(n, L) is refused before any
+ *  masking (PSI_E_BUFFER_TOO_SMALL, *out_len the size needed).
+ *  Returns: as psi_payload_table_build, and PSI_E_WRONG_ROLE (the shards
+ *  of a client engine).  Out: as psi_payload_table_build. */
+PSI_API int psi_shards_payload_table_build(psi_shards *g, uint8_t *out, size_t *out_len,
+                                           const psi_value *values, const psi_value *payloads,
+                                           size_t n, size_t pad_len, const uint8_t *salt);
+
 #ifdef __cplusplus
 }
 #endif

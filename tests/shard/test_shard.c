@@ -618,6 +618,74 @@ static void check_null_args(const dataset *d, const round *r, psi_shards *gs, ps
     assert_int_equal(len, 0);
 }
 
+/* The payload table (PROTOCOL.md §22) through the shards: the same bytes as
+ * the single engine's masks and psi_payload_table_build for every shard and
+ * thread count and suite, the size asked without masking, and a client's
+ * shards refused. */
+static void test_shard_payload_table(void **state)
+{
+    (void)state;
+    enum { N = 257 };
+    static char vb[N][16], pb[N][24];
+    psi_value v[N], p[N];
+    uint8_t salt[PSI_PAYLOAD_SALT_BYTES], key[32];
+    memset(salt, 0x5a, sizeof salt);
+    memset(key, 0x07, sizeof key);
+    for (size_t i = 0; i < N; i++) {
+        snprintf(vb[i], sizeof vb[i], "row-%zu", i);
+        snprintf(pb[i], sizeof pb[i], "seg %zu", i * 31 % 1000);
+        v[i] = (psi_value){(const uint8_t *)vb[i], strlen(vb[i])};
+        p[i] = (psi_value){(const uint8_t *)pb[i], strlen(pb[i]) - i % 3};
+    }
+    for (int suite = 0; suite < 3; suite++) {
+        psi_settings st;
+        psi_engine *e = NULL, *c = NULL;
+        psi_settings_default(&st);
+        st.role = PSI_ROLE_SERVER;
+        st.suite = (psi_suite)suite;
+        assert_int_equal(psi_engine_create_from_key(&e, &st, key, sizeof key), PSI_OK);
+        size_t el_len = N * PSI_ELEMENT_BYTES, len = psi_payload_table_bytes(N, 24);
+        uint8_t *el = malloc(el_len), *want = malloc(len), *got = malloc(len);
+        assert_int_equal(psi_engine_mask(e, el, &el_len, v, N), PSI_OK);
+        size_t want_len = len;
+        assert_int_equal(psi_payload_table_build(suite, want, &want_len, el, p, N, 0, salt), PSI_OK);
+        static const size_t shards[][2] = {{1, 1}, {2, 2}, {3, 1}, {8, 4}, {5, 2}};
+        for (size_t k = 0; k < sizeof shards / sizeof shards[0]; k++) {
+            psi_shard_settings ss;
+            psi_shards *g = NULL;
+            psi_shard_settings_default(&ss);
+            ss.shards = shards[k][0];
+            ss.threads = shards[k][1];
+            assert_int_equal(psi_shards_create(&g, e, &ss), PSI_OK);
+            size_t need = 0;
+            assert_int_equal(psi_shards_payload_table_build(g, NULL, &need, v, p, N, 0, salt),
+                             PSI_E_BUFFER_TOO_SMALL);
+            assert_int_equal(need, want_len);
+            size_t got_len = len;
+            assert_int_equal(psi_shards_payload_table_build(g, got, &got_len, v, p, N, 0, salt),
+                             PSI_OK);
+            assert_int_equal(got_len, want_len);
+            assert_memory_equal(got, want, want_len);
+            psi_shards_free(g);
+        }
+        st.role = PSI_ROLE_CLIENT;
+        assert_int_equal(psi_engine_create_from_key(&c, &st, key, sizeof key), PSI_OK);
+        psi_shard_settings ss;
+        psi_shards *g = NULL;
+        psi_shard_settings_default(&ss);
+        assert_int_equal(psi_shards_create(&g, c, &ss), PSI_OK);
+        size_t l = len;
+        assert_int_equal(psi_shards_payload_table_build(g, got, &l, v, p, N, 0, salt),
+                         PSI_E_WRONG_ROLE);
+        psi_shards_free(g);
+        psi_engine_free(c);
+        psi_engine_free(e);
+        free(el);
+        free(want);
+        free(got);
+    }
+}
+
 static void test_shard_errors_match_single_engine(void **state)
 {
     (void)state;
@@ -666,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_shard_empty_inputs),
         cmocka_unit_test(test_shard_bad_points_first_error_wins),
         cmocka_unit_test(test_shard_errors_match_single_engine),
+        cmocka_unit_test(test_shard_payload_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
