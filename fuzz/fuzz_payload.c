@@ -63,6 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int orc = psi_payload_open(suite, t, len, el[suite], k, out, k * L, lens);
     if (rc != PSI_OK) {
         fuzz_require(orc == rc, "psi_payload_open", orc, "not the check's code");
+        for (size_t i = 0; i < k; i++)
+            fuzz_require(lens[i] == 0, "psi_payload_open", orc, "lens left after a refusal");
     } else {
         fuzz_expect_code("psi_payload_open", orc, open_codes, FUZZ_COUNT(open_codes));
         for (size_t i = 0; orc == PSI_OK && i < k; i++) {

@@ -228,8 +228,11 @@ int psi_payload_open(int suite, const uint8_t *table, size_t len, const uint8_t 
     size_t count = 0, L = 0;
     PSI_CHECK_ARG(k == 0 || (elements != NULL && lens != NULL));
     int rc = psi_payload_table_check(suite, table, len, &count, &L);
-    if (rc != PSI_OK)
+    if (rc != PSI_OK) {
+        if (k > 0)
+            memset(lens, 0, k * sizeof *lens);
         return rc;
+    }
     if (k > 0 && L > 0 && (out == NULL || out_len / L < k))
         return PSI_E_BUFFER_TOO_SMALL;
     size_t rec = PAY_REC_EXTRA + L, elen = psi_suite_element_bytes(suite);

@@ -1007,7 +1007,8 @@ PSI_API int psi_payload_table_check(int suite, const uint8_t *table, size_t len,
  *  fails the call.  Returns: PSI_OK, the codes of psi_payload_table_check,
  *  PSI_E_PAYLOAD_AUTH and PSI_E_PAYLOAD_LENGTH (detail index: the element),
  *  PSI_E_BUFFER_TOO_SMALL (out_len < k * L), PSI_E_INVALID_ARG,
- *  PSI_E_CRYPTO.  On failure out and lens are zeroed. */
+ *  PSI_E_CRYPTO.  On failure lens is zeroed, and out too once the table has
+ *  passed its checks (before, nothing is written). */
 PSI_API int psi_payload_open(int suite, const uint8_t *table, size_t len,
                              const uint8_t *elements, size_t k, uint8_t *out, size_t out_len,
                              size_t *lens);
