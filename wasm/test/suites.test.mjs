@@ -66,7 +66,11 @@ test('new error codes: names and messages; unknown suites refused', async () => 
   assert.equal(psi.errorName(-34), 'PSI_E_POINT_ENCODING');
   assert.equal(psi.errorName(-35), 'PSI_E_IO'); // the step API's sinks (psi_plan_finish_to)
   assert.equal(psi.errorName(-36), 'PSI_E_SETUP_MISMATCH'); // psi_setup_check's refusal of a dishonest setup
-  assert.equal(psi.errorName(-37), null);
+  // The payload tables' codes (PROTOCOL.md §22), then no more.
+  assert.deepEqual([-37, -38, -39, -40, -41, -42].map((c) => psi.errorName(c)),
+    ['PSI_E_PAYLOAD_FORMAT', 'PSI_E_PAYLOAD_TRUNCATED', 'PSI_E_PAYLOAD_LENGTH', 'PSI_E_PAYLOAD_ORDER',
+      'PSI_E_PAYLOAD_AUTH', 'PSI_E_PAYLOAD_DUPLICATE']);
+  assert.equal(psi.errorName(-43), null);
   for (const c of [-32, -33, -34]) assert.ok(psi.errorMessage(c).length > 10);
   const text = psi.errorMessage(-32); // psi_strerror's, after the place ("suite: ") or before a JS note
   const suiteErr = (e) => e instanceof PsiError && e.code === -32 && e.codeName === 'PSI_E_SUITE' &&
