@@ -107,7 +107,7 @@ int psi_payload_table_build(int suite, uint8_t *out, size_t *out_len, const uint
         *out_len = need;
         return PSI_E_BUFFER_TOO_SMALL;
     }
-    const uint8_t *el = elements;
+        uint8_t ad[PSI_PAYLOAD_HEAD_BYTES + PSI_PAYLOAD_TAG_BYTES];
     uint8_t *plain = psi_alloc(4 + L);
     pay_ref *refs = psi_alloc(n * sizeof *refs + 1);
     uint8_t key[32];
@@ -125,10 +125,11 @@ int psi_payload_table_build(int suite, uint8_t *out, size_t *out_len, const uint
     else
         randombytes_buf(out + 24, PSI_PAYLOAD_SALT_BYTES);
     for (size_t i = 0; i < n; i++) {
-        pay_derive(refs[i].tag, key, suite, out + 24, el + i * PSI_ELEMENT_BYTES, elen);
+        pay_derive(refs[i].tag, key, suite, out + 24, elements + i * PSI_ELEMENT_BYTES, elen);
         refs[i].i = i;
     }
     qsort(refs, n, sizeof *refs, pay_cmp);
+    memcpy(ad, out, PSI_PAYLOAD_HEAD_BYTES);
     for (size_t j = 0; j < n; j++) {
         // Equal tags: equal elements, so equal values (a tag collision of
         // distinct elements has probability about n^2 / 2^129).
@@ -139,18 +140,16 @@ int psi_payload_table_build(int suite, uint8_t *out, size_t *out_len, const uint
     }
     for (size_t j = 0; j < n; j++) {
         size_t i = refs[j].i;
-        uint8_t *r = out + PSI_PAYLOAD_HEAD_BYTES + j * rec, ad[PSI_PAYLOAD_HEAD_BYTES +
-                                                                PSI_PAYLOAD_TAG_BYTES];
+        uint8_t *r = out + PSI_PAYLOAD_HEAD_BYTES + j * rec;
         static const uint8_t nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
         unsigned long long clen = 0;
         uint8_t tag[PSI_PAYLOAD_TAG_BYTES];
 
-        pay_derive(tag, key, suite, out + 24, el + i * PSI_ELEMENT_BYTES, elen);
+        pay_derive(tag, key, suite, out + 24, elements + i * PSI_ELEMENT_BYTES, elen);
         put_le(plain, payloads[i].len, 4);
         if (payloads[i].len > 0)
             memcpy(plain + 4, payloads[i].data, payloads[i].len);
         memset(plain + 4 + payloads[i].len, 0, L - payloads[i].len);
-        memcpy(ad, out, PSI_PAYLOAD_HEAD_BYTES);
         memcpy(ad + PSI_PAYLOAD_HEAD_BYTES, tag, PSI_PAYLOAD_TAG_BYTES);
         memcpy(r, tag, PSI_PAYLOAD_TAG_BYTES);
         if (crypto_aead_xchacha20poly1305_ietf_encrypt(r + PSI_PAYLOAD_TAG_BYTES, &clen, plain,
