@@ -66,10 +66,14 @@ static int match_write_payloads(psi_app_offline *s, const uint8_t *setup, size_t
     if (psi_cli_payload_file_read(s, &pf) != 0 ||
         psi_cli_payload_open(s, &pf, resp, resp_len, idx, kept, &out, &lens) != 0)
         goto done;
-    int raw = psi_setup_parse(&parsed, s->o.suite, setup, setup_len) == PSI_OK &&
-              psi_setup_structure(parsed) == PSI_STRUCTURE_RAW;
+    // A row without a payload: the setup's structure says which case it is
+    // (parsed again only then).
+    int raw = -1;
     for (size_t i = 0; i < kept; i++) {
-        if (lens[i] == PSI_PAYLOAD_NONE && raw) {
+        if (lens[i] == PSI_PAYLOAD_NONE && raw < 0)
+            raw = psi_setup_parse(&parsed, s->o.suite, setup, setup_len) == PSI_OK &&
+                  psi_setup_structure(parsed) == PSI_STRUCTURE_RAW;
+        if (lens[i] == PSI_PAYLOAD_NONE && raw == 1) {
             psi_app_offline_fail(s, "payload file %s has no payload for row %zu of %s, which "
                                  "the raw setup %s matched: give the payload file made with "
                                  "the setup's key and input", s->o.payloads, idx[i] + 1,
