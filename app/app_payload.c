@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "app_payload.h"
 #include "app_util.h"
 
@@ -159,5 +161,78 @@ int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len)
             bad |= l > 0 && fwrite(q, 1, l, f) != l;
         free(u);
     }
+    return bad ? -1 : 0;
+}
+
+int psi_app_payload_open(psi_shards *g, int suite, const uint8_t *table, size_t table_len,
+                         size_t pad_len, const uint8_t *resp, size_t resp_len,
+                         const size_t *idx, size_t k, uint8_t **out, size_t **lens)
+{
+    size_t cap = psi_message_element_bound(suite, resp_len), n = cap;
+    size_t ul = k * PSI_ELEMENT_BYTES;
+    uint8_t *all = psi_app_alloc(cap + 1, PSI_ELEMENT_BYTES), *picked = NULL, *un = NULL;
+    int prc = PSI_E_NOMEM;
+
+    *out = NULL;
+    *lens = NULL;
+    if (all == NULL || (picked = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES)) == NULL ||
+        (un = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES)) == NULL ||
+        (*out = psi_app_alloc(k * pad_len + 1, 1)) == NULL ||
+        (*lens = psi_app_alloc(k + 1, sizeof **lens)) == NULL)
+        goto done;
+    if ((prc = psi_response_decode(all, &n, suite, resp, resp_len)) != PSI_OK)
+        goto done;
+    for (size_t i = 0; i < k; i++) {
+        if (idx[i] >= n) {
+            prc = PSI_E_INVALID_ARG;
+            goto done;
+        }
+        memcpy(picked + i * PSI_ELEMENT_BYTES, all + idx[i] * PSI_ELEMENT_BYTES,
+               PSI_ELEMENT_BYTES);
+    }
+    if ((prc = psi_shards_unmask(g, un, &ul, picked, k)) != PSI_OK)
+        goto done;
+    prc = psi_payload_open(suite, table, table_len, un, k, *out, k * pad_len, *lens);
+done:
+    free(all);
+    free(picked);
+    free(un);
+    if (prc != PSI_OK) {
+        // The opened payloads are the client's results: not left in freed memory.
+        if (*out != NULL)
+            sodium_memzero(*out, k * pad_len);
+        free(*out);
+        free(*lens);
+        *out = NULL;
+        *lens = NULL;
+    }
+    return prc;
+}
+
+int psi_app_payload_rows_write(FILE *f, const psi_app_input *in, const uint8_t *head,
+                               size_t head_len, const size_t *idx, size_t k,
+                               const uint8_t *pays, size_t pad_len, const size_t *lens,
+                               size_t *written)
+{
+    int csv = in->records != NULL, bad = 0;
+    size_t w = 0;
+
+    if (csv) {
+        bad |= fwrite(in->data + in->header.off, 1, in->header.len, f) != in->header.len;
+        bad |= fputc(',', f) == EOF;
+        bad |= head_len > 0 && fwrite(head, 1, head_len, f) != head_len;
+        bad |= fputc('\n', f) == EOF;
+    }
+    for (size_t i = 0; i < k && !bad; i++) {
+        if (lens[i] == PSI_PAYLOAD_NONE)
+            continue; // a false positive of GCS or Bloom
+        const uint8_t *row = csv ? in->data + in->records[idx[i]].off : in->values[idx[i]].data;
+        size_t row_len = csv ? in->records[idx[i]].len : in->values[idx[i]].len;
+        bad |= row_len > 0 && fwrite(row, 1, row_len, f) != row_len;
+        bad |= psi_app_payload_write(f, csv, pays + i * pad_len, lens[i]) != 0;
+        bad |= fputc('\n', f) == EOF;
+        w++;
+    }
+    *written = w;
     return bad ? -1 : 0;
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "app_input.h"
+#include "psi_shard.h"
 
 /* The most columns a payload names, and the longest header line of a file. */
 #define PSI_APP_PAYLOAD_COLUMNS 64
@@ -40,5 +41,27 @@ int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays
  *  mode a tab and its fields, each unquoted (a field holding a tab or a
  *  line break stays in its quoted CSV form).  Returns: 0 or -1 (write). */
 int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len);
+
+/** The payloads of the k matched rows idx (input indices, below the
+ *  response's element count) of a client whose shards g made the request
+ *  answered by resp: their response elements unmasked again (the client's
+ *  ser(k_s * H(y)), a server value's masked element) and opened in table, a
+ *  table whose padded length is pad_len (psi_payload_table_check's).
+ *  Returns: a psi code; on failure the library's detail names the position
+ *  in idx (PSI_E_PAYLOAD_AUTH, _LENGTH) and *out, *lens are NULL.  Out:
+ *  *out (k * pad_len bytes), *lens (k lengths, PSI_PAYLOAD_NONE: no
+ *  record); free both. */
+int psi_app_payload_open(psi_shards *g, int suite, const uint8_t *table, size_t table_len,
+                         size_t pad_len, const uint8_t *resp, size_t resp_len,
+                         const size_t *idx, size_t k, uint8_t **out, size_t **lens);
+
+/** Writes the matched rows idx[0..k) of `in` that have a payload (lens[i] not
+ *  PSI_PAYLOAD_NONE), each followed by its payload (psi_app_payload_write),
+ *  after, for a CSV input, a header line: the input's header, ",", head.
+ *  Returns: 0 or -1 (a write failed).  Out: *written, the rows written. */
+int psi_app_payload_rows_write(FILE *f, const psi_app_input *in, const uint8_t *head,
+                               size_t head_len, const size_t *idx, size_t k,
+                               const uint8_t *pays, size_t pad_len, const size_t *lens,
+                               size_t *written);
 
 #endif /* PSI_APP_PAYLOAD_H */

@@ -10,9 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <sodium.h>
+
 #include "cli_commands.h"
 #include "app_input.h"
 #include "app_keyfile.h"
+#include "app_payload.h"
 #include "net.h"
 #include "app_output.h"
 #include "app_progress.h"
@@ -37,6 +40,8 @@ typedef struct client_opts {
     psi_cli_round_opts net;
     const char *output;
     client_mode mode;
+    int payloads;       // --payloads: the server's payload columns on each row
+    int share_result;   // --share-result: the server gets its matched rows
 } client_opts;
 
 /* One round's state. */
@@ -50,8 +55,8 @@ typedef struct client_ctx {
     psi_net_tls *tls;      // NULL: --no-tls
     psi_shards *g;
     psi_net_handshake hello, accept;
-    uint8_t *setup, *response, *perm;
-    size_t setup_len, response_len, perm_len;
+    uint8_t *setup, *response, *perm, *table, *pay_head;
+    size_t setup_len, response_len, perm_len, table_len, pay_head_len, pad_len;
     psi_cli_round_spill *spill; // past the budget: the round's steps and files
     char err[PSI_NET_MSG_MAX + 200];
 } client_ctx;
@@ -87,6 +92,15 @@ void psi_cli_client_usage(FILE *out)
         "  --association        pairs 'CLIENT_INDEX<TAB>SERVER_INDEX' of matching rows,\n"
         "                       by client index; needs a server started with\n"
         "                       --association (raw setup)\n"
+        "  --payloads           with the rows: each matched row followed by the\n"
+        "                       server's payload columns (CSV: ',' and its fields,\n"
+        "                       and their names in the header; lines: a tab before\n"
+        "                       each field); needs a server with --payload-columns\n"
+        "                       (PROTOCOL.md §22)\n"
+        "  --share-result       also send the server which of its setup rows matched,\n"
+        "                       so that it writes its matched rows; needs a server\n"
+        "                       started with --share-result (raw setup); the server\n"
+        "                       then learns the rows in the intersection\n"
         "Protocol:\n"
         "  --suite NAME         the group and hash of the run: openmined-p256 (default,\n"
         "                       OpenMined PSI's), p256-sswu or ristretto255; must be\n"
@@ -131,6 +145,10 @@ static int client_own_opt(void *arg, int argc, char **argv, int *i)
 
     if (psi_app_opt_value(argc, argv, i, "--output", &v))
         return v != NULL ? (o->output = v, 1) : -1;
+    if (strcmp(argv[*i], "--payloads") == 0)
+        return o->payloads = 1, 1;
+    if (strcmp(argv[*i], "--share-result") == 0)
+        return o->share_result = 1, 1;
     for (int m = CLIENT_INDICES; m <= CLIENT_ASSOCIATION; m++) {
         if (strcmp(argv[*i], modes[m]) != 0)
             continue;
@@ -162,6 +180,18 @@ static int client_parse(client_opts *o, int argc, char **argv)
     if (o->mode == CLIENT_ASSOCIATION && o->net.structure != PSI_NET_STRUCTURE_ANY &&
         o->net.structure != PSI_STRUCTURE_RAW) {
         psi_app_error("client: --association needs the raw setup");
+        return -1;
+    }
+    if (o->payloads && o->mode != CLIENT_ROWS) {
+        psi_app_error("client: --payloads writes the matched rows: not with --indices, "
+                      "--count-only or --association");
+        return -1;
+    }
+    if (o->share_result && (o->mode == CLIENT_COUNT ||
+                            (o->net.structure != PSI_NET_STRUCTURE_ANY &&
+                             o->net.structure != PSI_STRUCTURE_RAW))) {
+        psi_app_error("client: --share-result needs the intersection (not --count-only) "
+                      "and the raw setup");
         return -1;
     }
     return 0;
@@ -267,6 +297,8 @@ static int client_handshake(client_ctx *s)
     s->hello.version = PSI_NET_PROTOCOL_VERSION;
     s->hello.reveal = s->o->mode != CLIENT_COUNT;
     s->hello.association = s->o->mode == CLIENT_ASSOCIATION;
+    s->hello.payloads = s->o->payloads;
+    s->hello.share_result = s->o->share_result;
     s->hello.structure = s->o->net.structure;
     s->hello.fpr = s->o->net.fpr;
     s->hello.n = s->in.n;
@@ -298,6 +330,42 @@ static int client_recv(client_ctx *s, int type, size_t max, const char *step,
     int rc = psi_net_progress_recv(&s->prog, &s->conn, type, max, buf, len, step);
 
     return rc != 0 ? client_fail_net(s, rc) : 0;
+}
+
+/* Receives the payload head (L and the columns) and the payload table of
+ * the server's n values, whose size it bounds before it is received: held
+ * whole, in a quarter of the budget.  Returns: 0 or -1 (reported). */
+static int client_recv_payloads(client_ctx *s)
+{
+    uint64_t budget = s->o->net.memory != 0 ? s->o->net.memory : psi_app_memory_default();
+    size_t count = 0, pad = 0, bound;
+    int rc;
+
+    if (client_recv(s, PSI_NET_FRAME_PAYLOAD_HEAD, 4 + PSI_APP_PAYLOAD_HEAD_MAX,
+                    "receiving the payload head", &s->pay_head, &s->pay_head_len) != 0)
+        return -1;
+    s->pad_len = s->pay_head_len >= 4 ? (size_t)psi_app_load_be(s->pay_head, 4) : SIZE_MAX;
+    if (s->pad_len > PSI_PAYLOAD_MAX ||
+        memchr(s->pay_head + 4, '\n', s->pay_head_len - 4) != NULL) {
+        snprintf(s->err, sizeof s->err, "the server's payload head is malformed (%zu bytes)",
+                 s->pay_head_len);
+        return client_fail(s, 1, s->err);
+    }
+    bound = psi_payload_table_bytes((size_t)s->accept.n, s->pad_len);
+    if (bound == 0 || bound > budget / 4) {
+        snprintf(s->err, sizeof s->err, "the server's payload table of %llu values padded to "
+                 "%zu bytes takes %zu bytes, past a quarter of --memory %llu: it is held "
+                 "whole (raise --memory)", (unsigned long long)s->accept.n, s->pad_len,
+                 bound, (unsigned long long)budget);
+        return client_fail(s, 1, s->err);
+    }
+    if (client_recv(s, PSI_NET_FRAME_PAYLOADS, bound, "receiving the payload table",
+                    &s->table, &s->table_len) != 0)
+        return -1;
+    rc = psi_payload_table_check(s->o->net.suite, s->table, s->table_len, &count, &pad);
+    if (rc == PSI_OK && (count != s->accept.n || pad != s->pad_len))
+        rc = PSI_E_PAYLOAD_TRUNCATED;
+    return rc != PSI_OK ? client_fail_psi(s, "the server's payload table is invalid", rc) : 0;
 }
 
 /* Masks and sends the request (the client commits to its size first:
@@ -350,7 +418,7 @@ static int client_exchange(client_ctx *s)
                  (unsigned long long)s->accept.n);
         return client_fail(s, 1, s->err);
     }
-    return 0;
+    return s->accept.payloads ? client_recv_payloads(s) : 0;
 }
 
 /* Orders pairs for the output. */
@@ -361,6 +429,52 @@ static int client_cmp_pair(const void *a, const void *b)
     if (x->client_index != y->client_index)
         return (x->client_index > y->client_index) - (x->client_index < y->client_index);
     return (x->server_index > y->server_index) - (x->server_index < y->server_index);
+}
+
+/* Writes the matched rows idx (ascending) with the payloads they open.  A
+ * row without a record is a false positive of a GCS or Bloom setup
+ * (dropped, not counted); against a raw setup, a table that does not cover
+ * the setup (refused).  Returns: 0 or -1 (reported).  Out: *count. */
+static int client_write_payloads(client_ctx *s, const size_t *idx, size_t k, size_t *count)
+{
+    uint8_t *pays = NULL;
+    size_t *lens = NULL;
+    psi_error_detail d;
+    int rc = psi_app_payload_open(s->g, s->o->net.suite, s->table, s->table_len, s->pad_len,
+                                  s->response, s->response_len, idx, k, &pays, &lens);
+
+    if (rc != PSI_OK) {
+        psi_error_detail_get(&d);
+        if (rc == PSI_E_PAYLOAD_AUTH || rc == PSI_E_PAYLOAD_LENGTH) {
+            snprintf(s->err, sizeof s->err, "the server's payload of matched row %zu %s "
+                     "(a damaged or forged table): %s",
+                     d.index >= 0 && (size_t)d.index < k ? idx[d.index] + 1 : 0,
+                     rc == PSI_E_PAYLOAD_AUTH ? "does not decrypt"
+                                              : "has a wrong length or padding",
+                     psi_error_name(rc));
+            return client_fail(s, 1, s->err);
+        }
+        return client_fail_psi(s, "cannot open the server's payloads", rc);
+    }
+    for (size_t i = 0; i < k && s->accept.structure == PSI_STRUCTURE_RAW; i++) {
+        if (lens[i] == PSI_PAYLOAD_NONE) {
+            snprintf(s->err, sizeof s->err, "the server's payload table has no payload for "
+                     "row %zu, which its raw setup matched (a table of another key or "
+                     "input)", idx[i] + 1);
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == PSI_OK &&
+        psi_app_payload_rows_write(s->out.f, &s->in, s->pay_head + 4, s->pay_head_len - 4,
+                                   idx, k, pays, s->pad_len, lens, count) != 0) {
+        snprintf(s->err, sizeof s->err, "%s: cannot write", s->o->output);
+        rc = -1;
+    }
+    sodium_memzero(pays, k * s->pad_len);
+    free(pays);
+    free(lens);
+    return rc != PSI_OK ? client_fail(s, 1, s->err) : 0;
 }
 
 /* Writes the rows or indices of the intersection. */
@@ -380,6 +494,11 @@ static int client_write_matches(client_ctx *s, size_t *count)
         return client_fail_psi(s, "cannot compute the intersection", rc);
     }
     psi_app_sort_indices(idx, k);
+    if (s->table != NULL) {
+        rc = client_write_payloads(s, idx, k, count);
+        free(idx);
+        return rc;
+    }
     if (s->o->mode == CLIENT_ROWS)
         psi_app_input_write_header(f, &s->in);
     for (size_t i = 0; i < k; i++) {
@@ -615,6 +734,13 @@ static int client_spill_late(client_ctx *s)
     struct stat st;
     size_t cap = 0, n = s->in.n;
 
+    if (client_setup_cap(s, &b, &p, &cap) == PSI_OK && cap > b.bytes / 4 &&
+        (s->accept.payloads || s->accept.share_result)) {
+        snprintf(s->err, sizeof s->err, "the server's setup of %zu bytes is past a quarter of "
+                 "--memory %" PRIu64 ", and payloads and a shared result are not built for "
+                 "rounds past the budget: raise --memory", cap, b.bytes);
+        return client_fail(s, 1, s->err);
+    }
     if (s->accept.structure != PSI_STRUCTURE_RAW || in == NULL || strcmp(in, "-") == 0 || stat(in, &st) != 0 || !S_ISREG(st.st_mode))
         return 0;
     if (client_setup_cap(s, &b, &p, &cap) != PSI_OK || cap <= b.bytes / 4)
@@ -628,6 +754,38 @@ static int client_spill_late(client_ctx *s)
     psi_app_progress_note(&s->prog, "the server's raw setup of %zu bytes is past a quarter of "
                           "--memory %" PRIu64 ": it is matched from a temporary file, in "
                           "windows", cap, b.bytes);
+    return 0;
+}
+
+/* --share-result: sends the server the setup positions this side matched
+ * (ascending, each once: the association table's server side before the
+ * server's permutation maps it), from which the server writes its rows.
+ * Returns: 0 or -1 (reported). */
+static int client_share(client_ctx *s)
+{
+    size_t k = s->in.n;
+    psi_pair *pairs = psi_app_alloc(k + 1, sizeof *pairs);
+    uint8_t *buf = psi_app_alloc(k + 1, 8);
+    int rc = pairs != NULL && buf != NULL ? PSI_OK : PSI_E_NOMEM;
+
+    if (rc == PSI_OK)
+        rc = psi_shards_client_get_association(s->g, pairs, &k, s->setup, s->setup_len,
+                                               s->response, s->response_len);
+    if (rc != PSI_OK) {
+        free(pairs);
+        free(buf);
+        return client_fail_psi(s, "cannot compute the shared result", rc);
+    }
+    // The library orders them by setup position, each position once.
+    for (size_t i = 0; i < k; i++)
+        psi_app_store_be(buf + 8 * i, pairs[i].server_index, 8);
+    free(pairs);
+    rc = psi_net_progress_send(&s->prog, &s->conn, PSI_NET_FRAME_RESULT, buf, 8 * k,
+                               "sending the shared result");
+    free(buf);
+    if (rc != 0)
+        return client_fail_net(s, rc);
+    psi_app_progress_note(&s->prog, "told the server which %zu of its rows matched", k);
     return 0;
 }
 
@@ -645,6 +803,8 @@ static int client_round(client_ctx *s)
         return -1;
     if (psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0)
         return client_fail(s, 1, s->err);
+    if (s->accept.share_result && client_share(s) != 0)
+        return -1;
     // DONE last: the server's exit status says whether the client got its
     // result, and a bad response is reported to it as an ERROR instead.
     if ((rc = psi_net_send(&s->conn, PSI_NET_FRAME_DONE, NULL, 0, NULL, NULL)) != 0)
@@ -679,6 +839,10 @@ int psi_cli_cmd_client(int argc, char **argv)
     int past = psi_cli_round_spill_needed(&o.net, "shardpsi client", &n, s.err, sizeof s.err);
     if (past < 0) {
         psi_app_error("client: %s", s.err);
+        rc = PSI_APP_EXIT_USAGE;
+    } else if (past && (o.payloads || o.share_result)) {
+        psi_app_error("client: the input is past --memory, and payloads and a shared result "
+                      "are not built for rounds past the budget: raise --memory");
         rc = PSI_APP_EXIT_USAGE;
     } else if (past) {
         // The round's key is the steps' own.
@@ -719,6 +883,8 @@ int psi_cli_cmd_client(int argc, char **argv)
     free(s.setup);
     free(s.response);
     free(s.perm);
+    free(s.table);
+    free(s.pay_head);
     if (s.spill != NULL)
         psi_cli_round_spill_free(s.spill);
     free(s.spill);

@@ -59,7 +59,7 @@ static int match_write_payloads(psi_app_offline *s, const uint8_t *setup, size_t
     psi_setup *parsed = NULL;
     uint8_t *out = NULL;
     size_t *lens = NULL, w = 0, kept = k;
-    int rc = -1, csv = s->in.records != NULL, bad = 0;
+    int rc = -1;
 
     while (kept > 0 && idx[kept - 1] >= s->in.n)
         kept--; // refused later: the response is not this input's
@@ -81,25 +81,8 @@ static int match_write_payloads(psi_app_offline *s, const uint8_t *setup, size_t
             goto done;
         }
     }
-    if (csv) {
-        bad |= fwrite(s->in.data + s->in.header.off, 1, s->in.header.len, s->out.f) !=
-               s->in.header.len;
-        bad |= fputc(',', s->out.f) == EOF;
-        bad |= fwrite(pf.buf, 1, pf.head_len, s->out.f) != pf.head_len;
-        bad |= fputc('\n', s->out.f) == EOF;
-    }
-    for (size_t i = 0; i < kept && !bad; i++) {
-        if (lens[i] == PSI_PAYLOAD_NONE)
-            continue; // a false positive of GCS or Bloom
-        const uint8_t *row = csv ? s->in.data + s->in.records[idx[i]].off
-                                 : s->in.values[idx[i]].data;
-        size_t row_len = csv ? s->in.records[idx[i]].len : s->in.values[idx[i]].len;
-        bad |= row_len > 0 && fwrite(row, 1, row_len, s->out.f) != row_len;
-        bad |= psi_app_payload_write(s->out.f, csv, out + i * pf.pad_len, lens[i]) != 0;
-        bad |= fputc('\n', s->out.f) == EOF;
-        w++;
-    }
-    if (bad) {
+    if (psi_app_payload_rows_write(s->out.f, &s->in, pf.buf, pf.head_len, idx, kept, out,
+                                   pf.pad_len, lens, &w) != 0) {
         psi_app_offline_fail(s, "%s: cannot write", s->o.output);
         goto done;
     }

@@ -116,49 +116,21 @@ int psi_cli_payload_open(psi_app_offline *s, const psi_cli_payload_file *p,
                          const uint8_t *resp, size_t resp_len, const size_t *idx, size_t k,
                          uint8_t **out, size_t **lens)
 {
-    size_t cap = psi_message_element_bound(s->o.suite, resp_len), n = cap, ul = k * PSI_ELEMENT_BYTES;
-    uint8_t *all = psi_app_alloc(cap + 1, PSI_ELEMENT_BYTES), *picked = NULL, *un = NULL;
-    int prc = PSI_E_NOMEM;
+    int prc = psi_app_payload_open(s->g, s->o.suite, p->table, p->table_len, p->pad_len, resp,
+                                   resp_len, idx, k, out, lens);
+    psi_error_detail d;
 
-    *out = NULL;
-    *lens = NULL;
-    if (all == NULL || (picked = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES)) == NULL ||
-        (un = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES)) == NULL ||
-        (*out = psi_app_alloc(k * p->pad_len + 1, 1)) == NULL ||
-        (*lens = psi_app_alloc(k + 1, sizeof **lens)) == NULL)
-        goto done;
-    // The matched values' response elements, unmasked again: the client's
-    // ser(k_s * H(y)), which for a server value is its masked element.
-    if ((prc = psi_response_decode(all, &n, s->o.suite, resp, resp_len)) != PSI_OK)
-        goto done;
-    for (size_t i = 0; i < k; i++)
-        memcpy(picked + i * PSI_ELEMENT_BYTES, all + idx[i] * PSI_ELEMENT_BYTES,
-               PSI_ELEMENT_BYTES);
-    if ((prc = psi_shards_unmask(s->g, un, &ul, picked, k)) != PSI_OK)
-        goto done;
-    prc = psi_payload_open(s->o.suite, p->table, p->table_len, un, k, *out, k * p->pad_len,
-                           *lens);
-done:
-    free(all);
-    free(picked);
-    free(un);
-    if (prc != PSI_OK) {
-        psi_error_detail d;
-        psi_error_detail_get(&d);
-        if (prc == PSI_E_PAYLOAD_AUTH || prc == PSI_E_PAYLOAD_LENGTH)
-            psi_app_offline_fail(s, "payload file %s: the payload of matched row %zu %s "
-                                 "(a damaged or forged table): %s", s->o.payloads,
-                                 d.index >= 0 && (size_t)d.index < k ? idx[d.index] + 1 : 0,
-                                 prc == PSI_E_PAYLOAD_AUTH ? "does not decrypt"
-                                                           : "has a wrong length or padding",
-                                 psi_error_name(prc));
-        else
-            psi_app_offline_fail_psi(s, "cannot open the payloads", s->o.payloads, prc);
-        free(*out);
-        free(*lens);
-        *out = NULL;
-        *lens = NULL;
-        return -1;
-    }
-    return 0;
+    if (prc == PSI_OK)
+        return 0;
+    psi_error_detail_get(&d);
+    if (prc == PSI_E_PAYLOAD_AUTH || prc == PSI_E_PAYLOAD_LENGTH)
+        psi_app_offline_fail(s, "payload file %s: the payload of matched row %zu %s "
+                             "(a damaged or forged table): %s", s->o.payloads,
+                             d.index >= 0 && (size_t)d.index < k ? idx[d.index] + 1 : 0,
+                             prc == PSI_E_PAYLOAD_AUTH ? "does not decrypt"
+                                                       : "has a wrong length or padding",
+                             psi_error_name(prc));
+    else
+        psi_app_offline_fail_psi(s, "cannot open the payloads", s->o.payloads, prc);
+    return -1;
 }

@@ -22,6 +22,8 @@
 
 #include "app_clock.h"
 #include "app_keyfile.h"
+#include "app_output.h"
+#include "app_payload.h"
 #include "app_util.h"
 #include "cli_commands.h"
 #include "cli_server.h"
@@ -83,6 +85,21 @@ void psi_cli_server_usage(FILE *out)
         "  --association        also send the association table (server row <-> client\n"
         "                       row) to clients asking for it; needs --reveal and raw\n"
         "                       (and --permutation with --setup)\n"
+        "  --payload-columns LIST  with a CSV input (--column): send clients that ask\n"
+        "                       (client --payloads) the fields of these columns of\n"
+        "                       their matched rows, encrypted so that only a matching\n"
+        "                       value opens its row's (PROTOCOL.md §22); a value twice\n"
+        "                       in the input is refused\n"
+        "  --pad-to BYTES       every payload padded to this length (default: the\n"
+        "                       longest payload's); a longer payload is refused\n"
+        "  --share-result       run only with clients that also give --share-result:\n"
+        "                       the client sends back which setup rows matched, and\n"
+        "                       this side writes its matched rows to --output (raw\n"
+        "                       setup, --reveal; one round: not with --keep-serving).\n"
+        "                       It relies on the client reporting honestly\n"
+        "  --output FILE        with --share-result: this side's matched rows, in\n"
+        "                       input order (CSV: the header first), written when the\n"
+        "                       round succeeded\n"
         "  --keep-serving       answer clients until killed, each on its own connection\n"
         "  --max-clients K      rounds served at once, each in its own process\n"
         "                       (default %d); more connections wait to be accepted\n"
@@ -132,6 +149,15 @@ static int server_own_opt(void *arg, int argc, char **argv, int *i)
         o->association = 1;
     else if (strcmp(argv[*i], "--keep-serving") == 0)
         o->keep_serving = 1;
+    else if (strcmp(argv[*i], "--share-result") == 0)
+        o->share_result = 1;
+    else if (psi_app_opt_value(argc, argv, i, "--payload-columns", &v))
+        return v != NULL ? (o->payload_columns = v, 1) : -1;
+    else if (psi_app_opt_value(argc, argv, i, "--output", &v))
+        return v != NULL ? (o->output = v, 1) : -1;
+    else if (psi_app_opt_value(argc, argv, i, "--pad-to", &v))
+        return v != NULL && psi_app_parse_count(&o->pad_len, v, PSI_PAYLOAD_MAX,
+                                                "server: --pad-to") == 0 ? 1 : -1;
     else if (psi_app_opt_value(argc, argv, i, "--max-clients", &v)) {
         if (v == NULL || psi_app_parse_count(&o->max_clients, v, SERVER_MAX_CLIENTS,
                                              "server: --max-clients") != 0)
@@ -143,6 +169,36 @@ static int server_own_opt(void *arg, int argc, char **argv, int *i)
     } else
         return psi_cli_server_setup_opt(&o->pre, &o->net, argc, argv, i);
     return 1;
+}
+
+/* The options of a private join (payloads, a shared result) together.
+ * Returns: 0 or -1 after a message. */
+static int server_check_join(const server_opts *o)
+{
+    const char *bad = NULL;
+
+    if (o->payload_columns == NULL && o->pad_len != 0)
+        bad = "--pad-to needs --payload-columns";
+    else if (o->payload_columns != NULL && o->net.column == NULL)
+        bad = "--payload-columns needs a CSV input (--column NAME)";
+    else if ((o->payload_columns != NULL || o->share_result) && !o->reveal)
+        bad = "--payload-columns and --share-result need --reveal";
+    else if ((o->payload_columns != NULL || o->share_result) && o->pre.setup != NULL)
+        bad = "--payload-columns and --share-result need the input, not --setup (a "
+              "prebuilt setup with payloads or a shared result is not built yet)";
+    else if (o->share_result && o->net.structure != PSI_STRUCTURE_RAW)
+        bad = "--share-result needs the raw setup (the client names the setup rows it "
+              "matched)";
+    else if (o->share_result && o->output == NULL)
+        bad = "--share-result needs --output FILE for this side's matched rows";
+    else if (o->output != NULL && !o->share_result)
+        bad = "--output is this side's shared result: it needs --share-result";
+    else if (o->share_result && o->keep_serving)
+        bad = "--share-result runs one round (its --output is that round's): not with "
+              "--keep-serving";
+    if (bad != NULL)
+        psi_app_error("server: %s", bad);
+    return bad != NULL ? -1 : 0;
 }
 
 /* Parses the command line.  Returns: 0, 1 after --help, -1 after a message. */
@@ -168,6 +224,52 @@ static int server_parse(server_opts *o, int argc, char **argv)
                                           o->net.structure != PSI_STRUCTURE_RAW))) {
         psi_app_error("server: --association needs --reveal and the raw setup");
         return -1;
+    }
+    // One round, and one process writing --output.
+    if (o->share_result)
+        o->max_clients = 1;
+    return server_check_join(o);
+}
+
+/* The payloads of --payload-columns (each row's fields, and the columns'
+ * header), and a check that --output can be written.  Returns: 0 or -1
+ * after a message. */
+static int server_load_join(psi_cli_server *s)
+{
+    const server_opts *o = s->o;
+    psi_app_output out;
+
+    if (o->payload_columns != NULL && s->spilled) {
+        psi_app_error("server: --payload-columns holds the input and the payload table "
+                      "whole, and the input is past --memory: give a larger --memory "
+                      "(payloads within a budget are not built yet)");
+        return -1;
+    }
+    if (o->share_result && s->spilled) {
+        psi_app_error("server: --share-result keeps the setup's order in memory, and the "
+                      "input is past --memory: give a larger --memory");
+        return -1;
+    }
+    if (o->payload_columns != NULL &&
+        psi_app_payloads(&s->in, o->payload_columns, &s->pays, &s->pay_buf, &s->pay_head,
+                         s->err, sizeof s->err) != 0) {
+        psi_app_error("server: %s: %s", o->net.input, s->err);
+        return -1;
+    }
+    for (size_t i = 0; s->pays != NULL && o->pad_len != 0 && i < s->in.n; i++) {
+        if (s->pays[i].len > o->pad_len) {
+            psi_app_error("server: %s: the payload of row %zu is %zu bytes, longer than "
+                          "--pad-to %zu", o->net.input, i + 1, s->pays[i].len, o->pad_len);
+            return -1;
+        }
+    }
+    // The output's directory is checked now; the round writes it.
+    if (o->output != NULL) {
+        if (psi_app_output_open(&out, o->output, s->err, sizeof s->err) != 0) {
+            psi_app_error("server: %s", s->err);
+            return -1;
+        }
+        psi_app_output_abort(&out);
     }
     return 0;
 }
@@ -201,6 +303,8 @@ static int server_load(psi_cli_server *s)
         }
         snprintf(s->in_what, sizeof s->in_what, "%zu values", s->in.n);
     }
+    if (server_load_join(s) != 0)
+        return PSI_APP_EXIT_USAGE;
     if (s->o->net.key_file == NULL)
         return 0;
     // A prebuilt setup answers only with its own key: never make one.
@@ -292,6 +396,9 @@ static void server_child_exit(psi_cli_server *s, int code)
     psi_net_tls_free(s->tls);
     psi_app_input_free(&s->in);
     psi_cli_server_setup_free(&s->pre);
+    free(s->pays);
+    free(s->pay_buf);
+    free(s->pay_head);
     fflush(NULL);
     _exit(code);
 }
@@ -377,5 +484,8 @@ int psi_cli_cmd_server(int argc, char **argv)
     psi_net_tls_free(s.tls);
     psi_app_input_free(&s.in);
     psi_cli_server_setup_free(&s.pre);
+    free(s.pays);
+    free(s.pay_buf);
+    free(s.pay_head);
     return rc;
 }

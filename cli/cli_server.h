@@ -24,6 +24,11 @@ typedef struct psi_cli_server_opts {
     int keep_serving;    // --keep-serving
     size_t max_clients;  // --max-clients: connections served at once
     psi_cli_server_setup_opts pre;  // --setup and its companions
+    const char *payload_columns; // --payload-columns LIST: a payload table sent to
+                         // clients asking for it (PROTOCOL.md §22.2)
+    size_t pad_len;      // --pad-to BYTES (0: the longest payload)
+    int share_result;    // --share-result: clients send their matched rows back
+    const char *output;  // --output FILE: this side's matched rows (shared result)
 } psi_cli_server_opts;
 
 /** The server's state across rounds (each round runs in a child process
@@ -37,6 +42,9 @@ typedef struct psi_cli_server {
     int spilled;           // the input is past --memory: each round reads it
                            // through (cli_round_spill.h); in.n is its count
     psi_cli_server_setup pre;
+    psi_value *pays;       // --payload-columns: each row's payload (into pay_buf)
+    uint8_t *pay_buf;
+    char *pay_head;        // the chosen columns' header fields, joined by ","
     char in_what[64];      // "305 values"
     const char *what;      // in_what, or pre.what
     psi_app_progress prog;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "app_clock.h"
+#include "app_output.h"
 #include "app_party.h"
 #include "app_spill.h"
 #include "app_util.h"
@@ -31,9 +32,11 @@ typedef struct server_round {
                            // shardpsi client, whose refusal fails the round
     psi_shards *g;
     psi_cli_round_spill *sp; // past the budget: the round's steps and files
-    size_t *perm;
-    uint8_t *setup, *resp;
-    size_t setup_len, resp_len;
+    size_t *perm;          // the setup's order (association, shared result)
+    uint8_t *setup, *resp, *table;
+    size_t setup_len, resp_len, table_len, pad_len;
+    psi_app_output out;    // --share-result: this side's matched rows
+    size_t shared;         // their number
     char who[sizeof ((psi_net_conn *)0)->peer + sizeof ((psi_net_conn *)0)->peer_id + 8];
                            // "HOST:PORT (CN=..., key sha256:...)"
     char err[PSI_NET_MSG_MAX + 256];
@@ -97,6 +100,8 @@ static int round_handshake(server_round *r)
     // A setup made in the round is made for the client's announced count,
     // once its request has shown that many values.
     r->self.setup_clients = r->hello.n;
+    r->self.payloads = s->pays != NULL;
+    r->self.share_result = s->o->share_result;
     rc = s->prebuilt ? psi_net_session_check_prebuilt(&r->hello, &r->self, &s->pre.pb,
                                                       s->o->net.max_peer, r->err,
                                                       sizeof r->err)
@@ -110,6 +115,7 @@ static int round_handshake(server_round *r)
     // The round runs with the client's choices, which the checks allowed.
     r->self.reveal = r->hello.reveal;
     r->self.association = r->hello.association;
+    r->self.payloads = r->hello.payloads;
     psi_net_handshake_encode(out, &r->self);
     rc = psi_net_send(r->c, PSI_NET_FRAME_ACCEPT, out, sizeof out, NULL, NULL);
     return rc != 0 ? round_fail_net(r, rc) : 0;
@@ -147,17 +153,131 @@ static int round_setup(server_round *r)
     if ((rc = psi_setup_bound(&cap, s->o->net.suite, &p, s->in.n)) != PSI_OK)
         return round_fail_psi(r, "setup parameters", rc);
     r->setup = psi_app_alloc(cap, 1);
-    if (r->self.association)
+    int keep = r->self.association || r->self.share_result;
+    if (keep)
         r->perm = psi_app_alloc(s->in.n, sizeof *r->perm);
-    if (r->setup == NULL || (r->self.association && r->perm == NULL))
+    if (r->setup == NULL || (keep && r->perm == NULL))
         return round_fail(r, 1, "out of memory for the setup");
     r->setup_len = cap;
     psi_app_progress_begin(&s->prog, "masking the setup", s->in.n);
-    rc = psi_shards_server_create_setup(r->g, r->setup, &r->setup_len,
-                                        r->self.association ? r->perm : NULL, &p,
-                                        s->in.values, s->in.n);
+    rc = psi_shards_server_create_setup(r->g, r->setup, &r->setup_len, keep ? r->perm : NULL,
+                                        &p, s->in.values, s->in.n);
     psi_app_progress_end(&s->prog);
     return rc != PSI_OK ? round_fail_psi(r, "cannot build the setup", rc) : 0;
+}
+
+/* Builds the payload table of the round's key (PROTOCOL.md §22.2), when
+ * the client asked for it.  Returns: 0 or -1 (told). */
+static int round_payloads(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    psi_error_detail d;
+    int rc;
+
+    if (!r->self.payloads)
+        return 0;
+    rc = psi_shards_payload_table_build(r->g, NULL, &r->table_len, s->in.values, s->pays,
+                                        s->in.n, s->o->pad_len, NULL);
+    if (rc == PSI_E_BUFFER_TOO_SMALL) {
+        if ((r->table = psi_app_alloc(r->table_len + 1, 1)) == NULL)
+            return round_fail(r, 1, "out of memory for the payload table");
+        psi_app_progress_begin(&s->prog, "masking the payload table", s->in.n);
+        rc = psi_shards_payload_table_build(r->g, r->table, &r->table_len, s->in.values,
+                                            s->pays, s->in.n, s->o->pad_len, NULL);
+        psi_app_progress_end(&s->prog);
+    }
+    if (rc == PSI_E_PAYLOAD_DUPLICATE) {
+        // The client is told only that the server cannot build it.
+        psi_error_detail_get(&d);
+        psi_net_send_error(r->c, "the server cannot build its payload table");
+        snprintf(r->err, sizeof r->err, "%s: the value of row %lld is there twice: a payload "
+                 "table holds one payload a value (join the rows first)", s->o->net.input,
+                 (long long)d.index + 1);
+        return -1;
+    }
+    if (rc != PSI_OK)
+        return round_fail_psi(r, "cannot build the payload table", rc);
+    size_t count = 0;
+    rc = psi_payload_table_check(s->o->net.suite, r->table, r->table_len, &count, &r->pad_len);
+    return rc != PSI_OK ? round_fail_psi(r, "the payload table built is invalid", rc) : 0;
+}
+
+/* Sends the payload head (L, big-endian u32, then the columns' header
+ * fields) and the payload table.  Returns: 0 or -1 (told). */
+static int round_send_payloads(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    size_t head_len = strlen(s->pay_head);
+    uint8_t *head = psi_app_alloc(head_len + 4, 1);
+    int rc;
+
+    if (head == NULL)
+        return round_fail(r, 1, "out of memory");
+    psi_app_store_be(head, r->pad_len, 4);
+    memcpy(head + 4, s->pay_head, head_len);
+    rc = psi_net_send(r->c, PSI_NET_FRAME_PAYLOAD_HEAD, head, head_len + 4, NULL, NULL);
+    free(head);
+    if (rc == 0)
+        rc = psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_PAYLOADS, r->table,
+                                   r->table_len, "sending the payload table");
+    free(r->table);
+    r->table = NULL;
+    return rc != 0 ? round_fail_net(r, rc) : 0;
+}
+
+/* Orders row indices. */
+static int round_cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* --share-result: receives the client's matched setup positions (ascending
+ * u64 big-endian, each below the server's count), maps them through the
+ * setup's order to this side's rows and writes them, in input order, to
+ * the output, committed after DONE.  Returns: 0 or -1 (told). */
+static int round_shared(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    size_t n = s->in.n, most = (size_t)(r->hello.n < n ? r->hello.n : n), len = 0, k;
+    uint8_t *buf = NULL;
+    size_t *rows = NULL;
+    int rc = psi_net_progress_recv(&s->prog, r->c, PSI_NET_FRAME_RESULT, most * 8, &buf, &len,
+                                   "receiving the shared result");
+
+    if (rc != 0)
+        return round_fail_net(r, rc);
+    k = len / 8;
+    if (len % 8 != 0 || (rows = psi_app_alloc(k + 1, sizeof *rows)) == NULL) {
+        free(buf);
+        return round_fail(r, 1, len % 8 != 0 ? "the client's shared result is not a list of "
+                                               "8-byte positions" : "out of memory");
+    }
+    for (size_t i = 0; i < k; i++) {
+        uint64_t v = psi_app_load_be(buf + 8 * i, 8);
+        if (v >= n || (i > 0 && v <= psi_app_load_be(buf + 8 * (i - 1), 8))) {
+            snprintf(r->err, sizeof r->err, "the client's shared result: entry %zu (%llu) is "
+                     "%s", i, (unsigned long long)v, v >= n ? "not a position of the setup"
+                     : "not above the one before it");
+            free(buf);
+            free(rows);
+            return round_fail(r, 1, r->err);
+        }
+        rows[i] = r->perm[v];
+    }
+    free(buf);
+    qsort(rows, k, sizeof *rows, round_cmp_size);
+    if (psi_app_output_open(&r->out, s->o->output, r->err, sizeof r->err) != 0) {
+        free(rows);
+        return round_fail(r, 1, "the server cannot write its output");
+    }
+    psi_app_input_write_header(r->out.f, &s->in);
+    for (size_t i = 0; i < k; i++)
+        psi_app_input_write_row(r->out.f, &s->in, rows[i]);
+    free(rows);
+    r->shared = k;
+    return 0;
 }
 
 /* Receives the request and masks the response; the request must hold the
@@ -252,9 +372,10 @@ static int round_send(server_round *r)
                                    r->resp_len, "sending the response");
     if (rc != 0)
         return round_fail_net(r, rc);
-    if (!r->self.association)
-        return 0;
-    return s->prebuilt ? round_send_prebuilt_perm(r) : round_send_perm(r, r->perm);
+    if (r->self.association &&
+        (s->prebuilt ? round_send_prebuilt_perm(r) : round_send_perm(r, r->perm)) != 0)
+        return -1;
+    return r->self.payloads ? round_send_payloads(r) : 0;
 }
 
 /* Runs offline step `step` of a spilled round.  Returns: 0 or -1 (failed,
@@ -417,22 +538,37 @@ static int round_run(server_round *r)
     // A raw setup does not depend on the client: it is masked while the
     // client masks its request.  A gcs or Bloom setup is sized by the
     // client's count, and made only once the request has shown it.
-    if (round_spills(r)) {
+    int raw = r->self.structure == PSI_STRUCTURE_RAW;
+    if (round_spills(r) && (r->self.payloads || r->self.share_result)) {
+        snprintf(r->err, sizeof r->err, "the client's %llu values are past this server's "
+                 "--memory, and payloads and a shared result are not built for rounds past "
+                 "the budget", (unsigned long long)r->hello.n);
+        rc = round_fail(r, 1, r->err);
+    } else if (round_spills(r)) {
         rc = round_spill_run(r);
     } else {
         rc = round_shards(r);
-        if (rc == 0 && r->self.structure == PSI_STRUCTURE_RAW)
+        if (rc == 0 && raw)
             rc = round_setup(r);
+        if (rc == 0 && raw)
+            rc = round_payloads(r);
         if (rc == 0)
             rc = round_response(r);
-        if (rc == 0 && r->self.structure != PSI_STRUCTURE_RAW)
+        if (rc == 0 && !raw)
             rc = round_setup(r);
+        if (rc == 0 && !raw)
+            rc = round_payloads(r);
         if (rc == 0)
             rc = round_send(r);
     }
+    if (rc == 0 && r->self.share_result)
+        rc = round_shared(r);
     if (rc == 0 && (rc = psi_net_recv(r->c, PSI_NET_FRAME_DONE, 0, &done, &done_len, NULL,
                                       NULL)) != 0)
         rc = round_fail_net(r, rc);
+    if (rc == 0 && r->self.share_result &&
+        psi_app_output_commit(&r->out, r->err, sizeof r->err) != 0)
+        rc = -1;
     psi_net_progress_detach(&s->prog);
     free(done);
     return rc;
@@ -460,14 +596,18 @@ int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
         rc = round_run(&r);
     if (rc == 0) {
         psi_app_progress_note(&s->prog, "answered %s: %llu client values against %s, %s "
-                              "setup, suite %s, %s, in %.1f s; peak memory %.1f MiB", r.who,
+                              "setup, suite %s, %s%s, in %.1f s; peak memory %.1f MiB", r.who,
                               (unsigned long long)r.hello.n, s->what,
                               psi_app_structure_name(r.self.structure),
                               psi_app_suite_label(r.self.suite),
                               r.self.association ? "intersection and association table "
                                                    "revealed"
                               : r.self.reveal ? "intersection revealed" : "size only",
+                              r.self.payloads ? ", payload table sent" : "",
                               (psi_app_now_ms() - t0) / 1000.0, psi_app_peak_mib());
+        if (r.self.share_result)
+            psi_app_progress_note(&s->prog, "%zu matched rows of this side, as the client "
+                                  "reported them, written to %s", r.shared, s->o->output);
     } else if (r.agreed) {
         psi_app_progress_note(&s->prog, "error: round with %s (%llu client values, suite %s) "
                               "failed after %.1f s: %s", r.who,
@@ -480,9 +620,11 @@ int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
                               r.err);
     }
     psi_net_close(c);
+    psi_app_output_abort(&r.out);
     free(r.setup);
     free(r.resp);
     free(r.perm);
+    free(r.table);
     if (r.sp != NULL)
         psi_cli_round_spill_free(r.sp);
     free(r.sp);

@@ -54,8 +54,13 @@ enum {
     PSI_NET_FRAME_PERM = 6,      // server -> client: association permutation
     PSI_NET_FRAME_DONE = 7,      // client -> server: result received
     PSI_NET_FRAME_ERROR = 8,     // either way: the sender gives up, with a message
-    PSI_NET_FRAME_KEEPALIVE = 9  // either way: still working
+    PSI_NET_FRAME_KEEPALIVE = 9, // either way: still working
+    PSI_NET_FRAME_PAYLOAD_HEAD = 10, // server -> client: L and the payload columns
+    PSI_NET_FRAME_PAYLOADS = 11, // server -> client: the payload table
+    PSI_NET_FRAME_RESULT = 12    // client -> server: the matched setup positions
 };
+/** The largest frame type. */
+#define PSI_NET_FRAME_LAST PSI_NET_FRAME_RESULT
 
 #define PSI_NET_HEADER_BYTES 9
 /** Longest ERROR message, and longest handshake payload. */

@@ -88,10 +88,11 @@ const char *psi_net_frame_name(int type)
 {
     static const char *const names[] = {
         "unknown", "hello", "accept", "setup", "request", "response",
-        "permutation", "done", "error", "keepalive"
+        "permutation", "done", "error", "keepalive", "payload head", "payloads",
+        "result"
     };
 
-    return type >= PSI_NET_FRAME_HELLO && type <= PSI_NET_FRAME_KEEPALIVE ? names[type]
+    return type >= PSI_NET_FRAME_HELLO && type <= PSI_NET_FRAME_LAST ? names[type]
                                                                           : names[0];
 }
 
@@ -247,7 +248,7 @@ static int rx_read(net_op *op)
 /* Checks what any header must satisfy, whatever the caller expects. */
 static int net_check_header(psi_net_conn *c, int type, uint64_t len)
 {
-    if (type < PSI_NET_FRAME_HELLO || type > PSI_NET_FRAME_KEEPALIVE)
+    if (type < PSI_NET_FRAME_HELLO || type > PSI_NET_FRAME_LAST)
         return psi_net_fail(c, PSI_NET_EFRAME, "the peer (%s) sent a frame of unknown type %d%s",
                         c->peer, type, c->tls == NULL && type >= 0x14 && type <= 0x17
                                            ? " (it looks like TLS: does the peer use TLS "

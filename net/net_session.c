@@ -18,7 +18,8 @@ size_t psi_net_handshake_encode(uint8_t out[PSI_NET_HANDSHAKE_BYTES],
     memcpy(&fpr_bits, &h->fpr, sizeof fpr_bits);
     memcpy(out, session_magic, 8);
     psi_app_store_be(out + 8, h->version, 2);
-    out[10] = (uint8_t)((h->reveal ? 1 : 0) | (h->association ? 2 : 0));
+    out[10] = (uint8_t)((h->reveal ? 1 : 0) | (h->association ? 2 : 0) |
+                        (h->share_result ? 4 : 0) | (h->payloads ? 8 : 0));
     out[11] = (uint8_t)h->structure;
     psi_app_store_be(out + 12, fpr_bits, 8);
     psi_app_store_be(out + 20, h->n, 8);
@@ -48,13 +49,15 @@ int psi_net_handshake_decode(psi_net_handshake *h, const uint8_t *p, size_t len,
                      : "upgrade this side");
         return -1;
     }
-    if (len != PSI_NET_HANDSHAKE_BYTES || (p[10] & ~3u) != 0) {
+    if (len != PSI_NET_HANDSHAKE_BYTES || (p[10] & ~15u) != 0) {
         snprintf(err, err_len, "%s sent a malformed handshake (%zu bytes, flags %u)",
                  from, len, len > 10 ? p[10] : 0u);
         return -1;
     }
     h->reveal = p[10] & 1;
     h->association = (p[10] >> 1) & 1;
+    h->share_result = (p[10] >> 2) & 1;
+    h->payloads = (p[10] >> 3) & 1;
     h->structure = p[11];
     fpr_bits = psi_app_load_be(p + 12, 8);
     memcpy(&h->fpr, &fpr_bits, sizeof h->fpr);
@@ -149,6 +152,29 @@ int psi_net_session_check_hello(const psi_net_handshake *hello,
                  "the intersection");
         return -1;
     }
+    if (hello->payloads && !self->payloads) {
+        snprintf(err, err_len, "the client asks for the server's payload columns, and this "
+                 "server has none: start the server with --payload-columns");
+        return -1;
+    }
+    if ((hello->payloads || hello->share_result) && !hello->reveal) {
+        snprintf(err, err_len, "the client asks for %s without the intersection",
+                 hello->payloads ? "payloads" : "a shared result");
+        return -1;
+    }
+    if (hello->share_result != self->share_result) {
+        snprintf(err, err_len, hello->share_result
+                 ? "the client asks to share the result with the server, and this server "
+                   "does not take it: both sides must give --share-result"
+                 : "this server runs only with clients that share the result "
+                   "(--share-result): both sides must give it");
+        return -1;
+    }
+    if (hello->share_result && self->structure != PSI_STRUCTURE_RAW) {
+        snprintf(err, err_len, "a shared result needs the raw setup, and this server uses %s",
+                 psi_app_structure_name(self->structure));
+        return -1;
+    }
     if (hello->n > max_peer || hello->n > SIZE_MAX / PSI_ELEMENT_WIRE_BYTES) {
         snprintf(err, err_len, "the client announces %llu values, more than this "
                  "server accepts (--max-peer-values %llu)",
@@ -237,10 +263,13 @@ int psi_net_session_check_accept(const psi_net_handshake *accept,
                  psi_app_suite_label(accept->suite));
         return -1;
     }
-    if (accept->reveal != hello->reveal || accept->association != hello->association) {
-        snprintf(err, err_len, "the server answered with reveal %d and association %d, "
-                 "the client asked for %d and %d", accept->reveal, accept->association,
-                 hello->reveal, hello->association);
+    if (accept->reveal != hello->reveal || accept->association != hello->association ||
+        accept->share_result != hello->share_result || accept->payloads != hello->payloads) {
+        snprintf(err, err_len, "the server answered with reveal %d, association %d, shared "
+                 "result %d and payloads %d, the client asked for %d, %d, %d and %d",
+                 accept->reveal, accept->association, accept->share_result,
+                 accept->payloads, hello->reveal, hello->association, hello->share_result,
+                 hello->payloads);
         return -1;
     }
     if (accept->structure == PSI_NET_STRUCTURE_ANY ||
@@ -256,8 +285,10 @@ int psi_net_session_check_accept(const psi_net_handshake *accept,
                  hello->fpr, accept->fpr);
         return -1;
     }
-    if (accept->association && accept->structure != PSI_STRUCTURE_RAW) {
-        snprintf(err, err_len, "the server offers an association table with a %s setup",
+    if ((accept->association || accept->share_result) &&
+        accept->structure != PSI_STRUCTURE_RAW) {
+        snprintf(err, err_len, "the server offers %s with a %s setup",
+                 accept->association ? "an association table" : "a shared result",
                  psi_app_structure_name(accept->structure));
         return -1;
     }

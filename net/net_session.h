@@ -3,7 +3,7 @@
  *
  * Protocol version 2.  The client's HELLO and the server's ACCEPT are
  * 37-byte records: "SHARDPSI", version (u16), flags (u8: 1 reveal, 2
- * association), setup structure (u8: 0 raw, 1 GCS, 2 Bloom; 255 in a HELLO:
+ * association, 4 share the result with the server, 8 payloads), setup structure (u8: 0 raw, 1 GCS, 2 Bloom; 255 in a HELLO:
  * the server's choice), fpr (u64, the IEEE 754 bits of a double; 0 in a
  * HELLO: the server's choice), the sender's set size (u64), the suite (u8,
  * psi_suite), and setup_clients (u64: 0 in a HELLO; in an ACCEPT the
@@ -39,6 +39,9 @@ typedef struct psi_net_handshake {
     unsigned version;
     int reveal;          // the intersection (rows, indices) is revealed
     int association;     // the association table is sent (needs reveal, raw)
+    int share_result;    // the client sends the server its matched setup
+                         // positions (both sides must ask; needs reveal, raw)
+    int payloads;        // the server sends its payload table (needs reveal)
     int structure;       // psi_structure, or PSI_NET_STRUCTURE_ANY in a HELLO
     double fpr;          // 0 in a HELLO: any
     uint64_t n;          // the sender's number of values
@@ -61,7 +64,9 @@ int psi_net_handshake_decode(psi_net_handshake *h, const uint8_t *p, size_t len,
 
 /** The server's check of a client's HELLO against its own settings (`self`,
  *  with the server's structure, fpr, n and setup_clients, which for a setup
- *  made per round must be hello->n) and limits.  Returns: 0, or -1
+ *  made per round must be hello->n, and its flags: payloads when it has
+ *  payload columns, share_result when it was started with it, which the
+ *  client's must then equal) and limits.  Returns: 0, or -1
  *  with a message in err saying what disagreed and how to fix it. */
 int psi_net_session_check_hello(const psi_net_handshake *hello,
                                 const psi_net_handshake *self, uint64_t max_peer,
