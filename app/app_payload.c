@@ -236,3 +236,48 @@ int psi_app_payload_rows_write(FILE *f, const psi_app_input *in, const uint8_t *
     *written = w;
     return bad ? -1 : 0;
 }
+
+int psi_app_payload_table_raw(int suite, const uint8_t *setup, size_t setup_len,
+                              const size_t *perm, const psi_value *pays, size_t n,
+                              size_t pad_len, uint8_t **table, size_t *table_len)
+{
+    psi_value *sorted = psi_app_alloc(n + 1, sizeof *sorted);
+    psi_setup *ps = NULL;
+    const uint8_t *el = NULL;
+    size_t len = 0;
+    int prc = sorted != NULL ? PSI_OK : PSI_E_NOMEM;
+
+    *table = NULL;
+    *table_len = 0;
+    if (prc == PSI_OK)
+        prc = psi_setup_parse(&ps, suite, setup, setup_len);
+    if (prc == PSI_OK && (psi_setup_raw_count(ps) != n ||
+                          (n > 0 && (el = psi_setup_raw_elements(ps)) == NULL)))
+        prc = PSI_E_INVALID_ARG;
+    for (size_t i = 0; prc == PSI_OK && i < n; i++)
+        sorted[i] = pays[perm[i]];
+    if (prc == PSI_OK)
+        prc = psi_payload_table_build(suite, NULL, &len, el, sorted, n, pad_len, NULL);
+    if (prc == PSI_E_BUFFER_TOO_SMALL) {
+        prc = (*table = psi_app_alloc(len + 1, 1)) != NULL ? PSI_OK : PSI_E_NOMEM;
+        if (prc == PSI_OK)
+            prc = psi_payload_table_build(suite, *table, &len, el, sorted, n, pad_len, NULL);
+    }
+    if (prc == PSI_E_PAYLOAD_DUPLICATE || prc == PSI_E_PAYLOAD_LENGTH) {
+        // The library names a setup position: the caller names an input row.
+        psi_error_detail d;
+        psi_error_detail_get(&d);
+        if (d.index >= 0 && (size_t)d.index < n)
+            d.index = (int64_t)perm[d.index];
+        psi_error_detail_set(&d);
+    }
+    if (prc != PSI_OK) {
+        free(*table);
+        *table = NULL;
+        len = 0;
+    }
+    *table_len = len;
+    psi_setup_free(ps);
+    free(sorted);
+    return prc;
+}

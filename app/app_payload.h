@@ -42,6 +42,16 @@ int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays
  *  line break stays in its quoted CSV form).  Returns: 0 or -1 (write). */
 int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len);
 
+/** The payload table of a raw setup made in memory with its permutation
+ *  (perm[i]: the input row of setup position i): the setup's elements are
+ *  the masked elements, so nothing is masked again.  pays are the n input
+ *  rows' payloads.  Returns: a psi code of psi_payload_table_build (its
+ *  detail's index an input row for _DUPLICATE and _LENGTH), or a decoding
+ *  error of the setup.  Out: *table (malloc'd), *table_len. */
+int psi_app_payload_table_raw(int suite, const uint8_t *setup, size_t setup_len,
+                              const size_t *perm, const psi_value *pays, size_t n,
+                              size_t pad_len, uint8_t **table, size_t *table_len);
+
 /** The payloads of the k matched rows idx (input indices, below the
  *  response's element count) of a client whose shards g made the request
  *  answered by resp: their response elements unmasked again (the client's

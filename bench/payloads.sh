@@ -4,6 +4,9 @@
 # same N-row CSV, of `shardpsi match` with and without --payloads for a client
 # of N/2 rows half of which match, and the table's bytes a row, in one run.
 # Checks that the joined rows are the plain match's rows with the columns.
+# Then the same join over the network (§22.2, loopback, no TLS): the
+# client's wall time and both sides' peak RSS of a plain round, a round with
+# --payloads and one with --payloads --share-result.
 #   bench/payloads.sh [--build DIR] [--n N] [--dir SCRATCH]
 set -euo pipefail
 build=build-release n=1000000 dir=
@@ -59,3 +62,43 @@ cmp -s <(cut -d, -f1,2 "$dir/joined") "$dir/rows" ||
 [[ $(wc -l <"$dir/joined") -eq $((n / 4 + 1)) ]] ||
     { echo "payloads: $(wc -l <"$dir/joined") joined lines, expected $((n / 4 + 1))" >&2; exit 1; }
 echo "payloads: the joined rows are the matched rows with their columns ($((n / 4)) rows)"
+
+# The network round: net NAME SERVER_ARGS -- CLIENT_ARGS.
+net() {
+    local name=$1 s=() c=() port t0 t1
+    shift
+    while [[ $1 != -- ]]; do s+=("$1"); shift; done
+    shift
+    c=("$@")
+    : >"$dir/slog"
+    /usr/bin/time -f %M -o "$dir/srss" "$psi" server --no-tls --listen 127.0.0.1:0 \
+        --input "$dir/server.csv" --column email --reveal "${s[@]}" 2>"$dir/slog" &
+    local spid=$!
+    for _ in $(seq 1 600); do
+        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/slog")
+        [[ -n $port ]] && break
+        sleep 0.1
+    done
+    [[ -n $port ]] || { echo "$0: the server did not start" >&2; cat "$dir/slog" >&2; exit 1; }
+    t0=$(date +%s.%N)
+    /usr/bin/time -f %M -o "$dir/crss" "$psi" client --no-tls --connect "127.0.0.1:$port" \
+        --input "$dir/client.csv" --column email --output "$dir/net.out" --no-progress \
+        "${c[@]}" 2>"$dir/clog" || { echo "$0: client $name failed" >&2; cat "$dir/clog" >&2; exit 1; }
+    t1=$(date +%s.%N)
+    wait "$spid" || { echo "$0: server $name failed" >&2; cat "$dir/slog" >&2; exit 1; }
+    awk -v s="$name" -v a="$t0" -v z="$t1" -v c="$(tail -n 1 "$dir/crss")" \
+        -v v="$(tail -n 1 "$dir/srss")" \
+        'BEGIN { printf "| %s | %.1f | %.1f | %.1f |\n", s, z - a, c / 1024, v / 1024 }'
+}
+echo
+printf '| network round | client s | client peak MiB | server peak MiB |\n| --- | --- | --- | --- |\n'
+net "plain" --
+cp "$dir/net.out" "$dir/net.rows"
+net "--payloads" --payload-columns region,segment -- --payloads
+cmp -s "$dir/net.out" "$dir/joined" ||
+    { echo "payloads: the network join differs from match --payloads" >&2; exit 1; }
+net "--payloads --share-result" --payload-columns region,segment --share-result \
+    --output "$dir/net.server" -- --payloads --share-result
+[[ $(wc -l <"$dir/net.server") -eq $((n / 4 + 1)) ]] ||
+    { echo "payloads: the server wrote $(wc -l <"$dir/net.server") lines" >&2; exit 1; }
+echo "payloads: the network join is match --payloads' output; the server's shared rows: $((n / 4))"

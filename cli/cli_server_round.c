@@ -14,6 +14,7 @@
 #include "app_clock.h"
 #include "app_output.h"
 #include "app_party.h"
+#include "app_payload.h"
 #include "app_spill.h"
 #include "app_util.h"
 #include "cli_offline.h"
@@ -153,7 +154,10 @@ static int round_setup(server_round *r)
     if ((rc = psi_setup_bound(&cap, s->o->net.suite, &p, s->in.n)) != PSI_OK)
         return round_fail_psi(r, "setup parameters", rc);
     r->setup = psi_app_alloc(cap, 1);
-    int keep = r->self.association || r->self.share_result;
+    // The order is kept for the association table, a shared result and the
+    // payload table, which a raw setup's elements feed.
+    int keep = r->self.association || r->self.share_result ||
+               (r->self.payloads && r->self.structure == PSI_STRUCTURE_RAW);
     if (keep)
         r->perm = psi_app_alloc(s->in.n, sizeof *r->perm);
     if (r->setup == NULL || (keep && r->perm == NULL))
@@ -176,8 +180,17 @@ static int round_payloads(server_round *r)
 
     if (!r->self.payloads)
         return 0;
-    rc = psi_shards_payload_table_build(r->g, NULL, &r->table_len, s->in.values, s->pays,
-                                        s->in.n, s->o->pad_len, NULL);
+    if (r->setup != NULL && r->perm != NULL && r->self.structure == PSI_STRUCTURE_RAW) {
+        // A raw setup holds the masked elements: nothing is masked again.
+        psi_app_progress_begin(&s->prog, "sealing the payload table", s->in.n);
+        rc = psi_app_payload_table_raw(s->o->net.suite, r->setup, r->setup_len, r->perm,
+                                       s->pays, s->in.n, s->o->pad_len, &r->table,
+                                       &r->table_len);
+        psi_app_progress_end(&s->prog);
+    } else {
+        rc = psi_shards_payload_table_build(r->g, NULL, &r->table_len, s->in.values, s->pays,
+                                            s->in.n, s->o->pad_len, NULL);
+    }
     if (rc == PSI_E_BUFFER_TOO_SMALL) {
         if ((r->table = psi_app_alloc(r->table_len + 1, 1)) == NULL)
             return round_fail(r, 1, "out of memory for the payload table");

@@ -273,3 +273,8 @@ size_t psi_setup_raw_count(const psi_setup *s)
 {
     return s != NULL ? s->raw_count : 0;
 }
+
+const uint8_t *psi_setup_raw_elements(const psi_setup *s)
+{
+    return s != NULL && s->raw_count > 0 ? s->raw : NULL;
+}

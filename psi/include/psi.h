@@ -948,6 +948,14 @@ PSI_API psi_structure psi_setup_structure(const psi_setup *s);
 /** Returns: the number of elements of a raw setup, 0 for other structures. */
 PSI_API size_t psi_setup_raw_count(const psi_setup *s);
 
+/** Returns: the elements of a raw setup parsed whole (psi_setup_parse):
+ *  psi_setup_raw_count(s) slots of PSI_ELEMENT_BYTES, in the setup's byte
+ *  order, owned by s and valid until psi_setup_free; NULL for a GCS or
+ *  Bloom setup, an empty one, or one read through a psi_read_fn
+ *  (psi_setup_parse_read).  They are the server's masked elements (§9.1),
+ *  what psi_payload_table_build takes. */
+PSI_API const uint8_t *psi_setup_raw_elements(const psi_setup *s);
+
 /* ---- Payloads: the server's columns for matched values (PROTOCOL.md §22) ----
  *
  * The server publishes beside its setup a payload table: for each of its

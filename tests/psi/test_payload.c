@@ -160,6 +160,64 @@ static void test_payload_round(void **state)
     }
 }
 
+/* psi_setup_raw_elements: a raw setup's elements, reordered payloads with
+ * its permutation, give the table of the masked values byte for byte (the
+ * network server builds its table so, masking nothing again); GCS and an
+ * empty setup have none. */
+static void test_payload_from_raw_setup(void **state)
+{
+    (void)state;
+    static const uint8_t salt[PSI_PAYLOAD_SALT_BYTES] = {7, 1, 2};
+    for (size_t si = 0; si < sizeof suites / sizeof suites[0]; si++) {
+        fixture f;
+        fixture_make(&f, suites[si], 200, 3, 0);
+        psi_engine *s = engine(f.suite, PSI_ROLE_SERVER);
+        psi_setup_params p = {.structure = PSI_STRUCTURE_RAW, .fpr = 1e-9,
+                              .num_client_inputs = 10};
+        size_t cap = 0, n = f.n, len1 = f.table_len, len2 = f.table_len;
+        assert_int_equal(psi_setup_bound(&cap, f.suite, &p, n), PSI_OK);
+        uint8_t *setup = malloc(cap), *t1 = malloc(len1), *t2 = malloc(len2);
+        size_t *perm = malloc(n * sizeof *perm);
+        psi_value *sorted = malloc(n * sizeof *sorted);
+        psi_setup *ps = NULL;
+        assert_true(setup && t1 && t2 && perm && sorted);
+        assert_int_equal(psi_server_create_setup(s, setup, &cap, perm, &p, f.s_vals, n),
+                         PSI_OK);
+        assert_int_equal(psi_setup_parse(&ps, f.suite, setup, cap), PSI_OK);
+        assert_int_equal(psi_setup_raw_count(ps), n);
+        const uint8_t *el = psi_setup_raw_elements(ps);
+        assert_non_null(el);
+        for (size_t i = 0; i < n; i++)
+            sorted[i] = f.pays[perm[i]];
+        assert_int_equal(psi_payload_table_build(f.suite, t1, &len1, el, sorted, n, 0, salt),
+                         PSI_OK);
+        assert_int_equal(build(s, t2, &len2, f.s_vals, f.pays, n, 0, salt), PSI_OK);
+        assert_int_equal(len1, len2);
+        assert_memory_equal(t1, t2, len1);
+        psi_setup_free(ps);
+        ps = NULL;
+        // GCS: no elements.
+        p.structure = PSI_STRUCTURE_GCS;
+        cap = 0;
+        assert_int_equal(psi_setup_bound(&cap, f.suite, &p, n), PSI_OK);
+        uint8_t *g = malloc(cap);
+        assert_non_null(g);
+        assert_int_equal(psi_server_create_setup(s, g, &cap, NULL, &p, f.s_vals, n), PSI_OK);
+        assert_int_equal(psi_setup_parse(&ps, f.suite, g, cap), PSI_OK);
+        assert_null(psi_setup_raw_elements(ps));
+        psi_setup_free(ps);
+        assert_null(psi_setup_raw_elements(NULL));
+        free(g);
+        free(setup);
+        free(t1);
+        free(t2);
+        free(perm);
+        free(sorted);
+        psi_engine_free(s);
+        fixture_free(&f);
+    }
+}
+
 /* Each tampering has its own code. */
 static void test_payload_tampered(void **state)
 {
@@ -414,6 +472,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_payload_round),
+        cmocka_unit_test(test_payload_from_raw_setup),
         cmocka_unit_test(test_payload_tampered),
         cmocka_unit_test(test_payload_build_refusals),
         cmocka_unit_test(test_payload_vectors),
