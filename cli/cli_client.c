@@ -1,7 +1,9 @@
 /*
  * `shardpsi client`: connects to a `shardpsi server` with its input, runs one round
- * (PROTOCOL.md §15) and writes the result: its intersecting rows, their
- * indices, the count, or the association table.
+ * (PROTOCOL.md §15) and writes the result: its intersecting rows (with
+ * the server's payload columns, --payloads, §22.2), their indices, the
+ * count, or the association table; with --share-result it then tells the
+ * server which setup rows matched (§22.3).
  */
 #include <inttypes.h>
 #include <signal.h>

@@ -1,7 +1,8 @@
 /*
  * One round of `shardpsi server` on one connection (PROTOCOL.md §15.3): TLS
  * and the handshake within the handshake deadline, then REQUEST before any
- * work that grows with the client's size, SETUP, RESPONSE, PERM, DONE.
+ * work that grows with the client's size, SETUP, RESPONSE, PERM, the payload
+ * table (PROTOCOL.md §22.2), the client's shared result (§22.3), DONE.
  * Every outcome is one line on stderr naming the peer, its identity, the
  * sizes, the suite, the outcome and the time; never a value or a key.
  */

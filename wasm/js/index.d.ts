@@ -90,8 +90,29 @@ export interface Server {
     inputs: readonly Input[], dataStructure?: DataStructureArg) => SetupWithPermutation;
   /** The Response to a client's Request. */
   readonly processRequest: (clientRequest: MessageArg) => Uint8Array;
+  /** The payload table of the inputs (extension, PROTOCOL.md §22): payloads[i] is sealed so
+   *  that only a client holding inputs[i] opens it.  A value twice is refused
+   *  (PSI_E_PAYLOAD_DUPLICATE), as is a payload longer than padLen (PSI_E_PAYLOAD_LENGTH). */
+  readonly createPayloadTable: (inputs: readonly Input[], payloads: readonly Input[],
+    options?: PayloadTableOptions) => Uint8Array;
   /** A copy of the 32-byte key: big-endian; little-endian for ristretto255. */
   readonly getPrivateKeyBytes: () => Uint8Array;
+}
+
+/** Options of a payload table. */
+export interface PayloadTableOptions {
+  /** Every payload padded to this length; default 0: the longest payload's. */
+  padLen?: number;
+  /** The table's 32-byte salt; default a fresh random one (tests pin it). */
+  salt?: Uint8Array;
+}
+
+/** The intersection with the server's payloads: payloads[i] belongs to indices[i]; null where
+ *  the table has no record (a GCS or Bloom false positive; against a raw setup, a table of
+ *  another key or input). */
+export interface IntersectionWithPayloads {
+  indices: number[];
+  payloads: (Uint8Array | null)[];
 }
 
 /** [clientIndices, serverIndices], pair i = (clientIndices[i], serverIndices[i]). */
@@ -111,6 +132,11 @@ export interface Client {
    *  createSetupMessageWithPermutation they are server input indices, ordered by them. */
   readonly getAssociationTable: (serverSetup: MessageArg, serverResponse: MessageArg,
     permutation?: ArrayLike<number>) => AssociationTable;
+  /** getIntersection and the payloads the server's table (createPayloadTable) holds for the
+   *  matched inputs (extension, PROTOCOL.md §22).  A record that does not decrypt throws
+   *  PSI_E_PAYLOAD_AUTH: the table was damaged or forged. */
+  readonly getIntersectionWithPayloads: (serverSetup: MessageArg, serverResponse: MessageArg,
+    payloadTable: Uint8Array) => IntersectionWithPayloads;
   readonly getPrivateKeyBytes: () => Uint8Array;
 }
 

@@ -115,6 +115,14 @@ function makeParties(ll, defaultSuite) {
         return { setup: bytes, permutation: perm };
       },
       processRequest: (request) => ll.processRequest(cell.get(), messageBytes(request, 'request')),
+      // Extension (PROTOCOL.md §22): the payload table of the inputs, payloads[i] the bytes
+      // (or string) of inputs[i], for getIntersectionWithPayloads.
+      createPayloadTable(inputs, payloads, options = undefined) {
+        const e = cell.get(), { padLen, salt } = ll.payloadOptions(options);
+        if (!Array.isArray(payloads)) throw new TypeError('payloads must be an array of strings or Uint8Arrays');
+        return ll.payloadTableBuild(ll.engineSuite(e), ll.mask(e, inputsOf(inputs)), payloads,
+          padLen, salt);
+      },
       getPrivateKeyBytes: () => ll.engineExportKey(cell.get()),
     }));
   }
@@ -135,6 +143,16 @@ function makeParties(ll, defaultSuite) {
         const n = pairs.length / 2, c = new Array(n), s = new Array(n);
         for (let i = 0; i < n; i++) { c[i] = pairs[2 * i]; s[i] = pairs[2 * i + 1]; }
         return [c, s];
+      },
+      // Extension (PROTOCOL.md §22): getIntersection's indices and, for each, the payload the
+      // server's table holds for it (null: none, a GCS or Bloom false positive).
+      getIntersectionWithPayloads(setup, response, table) {
+        const [e, st, resp] = args(setup, response), id = ll.engineSuite(e);
+        const t = asBytes(table, 'table');
+        ll.payloadTableCheck(id, t); // a bad table fails before the match
+        const indices = Array.from(ll.intersection(e, st, resp));
+        const opened = ll.payloadOpen(id, t, ll.unmask(e, ll.pickElements(resp, id, indices)));
+        return { indices, payloads: opened };
       },
       getPrivateKeyBytes: () => ll.engineExportKey(cell.get()),
     }));

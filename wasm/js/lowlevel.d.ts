@@ -99,6 +99,11 @@ export declare class LowLevel {
     payloads: readonly (string | Uint8Array)[] | PackedValues, padLen?: number,
     salt?: Uint8Array | null): Uint8Array;
   payloadTableCheck(suite: number, table: Uint8Array): { count: number; padLen: number };
+  /** { padLen, salt } of a payload table's options, checked. */
+  payloadOptions(options?: { padLen?: number; salt?: Uint8Array | null } | null):
+    { padLen: number; salt: Uint8Array | null };
+  /** A Response's elements at the given indices, in their order. */
+  pickElements(response: Uint8Array, suite: number, indices: readonly number[]): Uint8Array;
   /** The payloads of a client's unmasked elements; null where the table has none. */
   payloadOpen(suite: number, table: Uint8Array, elements: Uint8Array): (Uint8Array | null)[];
   setupParse(setup: Uint8Array, suite?: number): number;

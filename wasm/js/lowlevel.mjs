@@ -360,6 +360,29 @@ export class LowLevel {
         (o, l) => this.M._psi_payload_table_build(suite, o, l, ep, arr, n, padLen >>> 0, sp));
     });
   }
+  // The options of a payload table: { padLen (0: the longest payload), salt (32 bytes, or
+  // null for a fresh one) }.
+  payloadOptions(options, func = 'psi_payload_table_build') {
+    if (options === undefined || options === null) return { padLen: 0, salt: null };
+    if (typeof options !== 'object') throw new TypeError('options must be an object ({ padLen, salt })');
+    const padLen = options.padLen ?? 0;
+    if (!Number.isInteger(padLen) || padLen < 0) throw this.invalid('padLen must be a non-negative integer', func);
+    const salt = options.salt === undefined || options.salt === null ? null : asBytes(options.salt, 'salt');
+    return { padLen, salt };
+  }
+  // The elements of a Response (of suite) at the given indices, in their order: the
+  // matched values' elements a client unmasks again to open their payloads.
+  pickElements(response, suite, indices) {
+    const all = this.responseDecode(response, suite), E = this.ELEMENT_BYTES;
+    const out = new Uint8Array(indices.length * E);
+    indices.forEach((i, k) => {
+      if (!Number.isInteger(i) || i < 0 || (i + 1) * E > all.length) {
+        throw this.invalid(`index ${i} is not an element of the response`, 'psi_response_decode');
+      }
+      out.set(all.subarray(i * E, (i + 1) * E), k * E);
+    });
+    return out;
+  }
   // Checks a payload table of suite: { count, padLen }, else PsiError.
   payloadTableCheck(suite, table) {
     const t = asBytes(table, 'table');

@@ -32,7 +32,7 @@
 // single engine's.
 
 import { loadModule } from './module.mjs';
-import { LowLevel, PsiError, OP, STRUCTURE, toU32 } from './lowlevel.mjs';
+import { LowLevel, PsiError, OP, STEP, STRUCTURE, toU32 } from './lowlevel.mjs';
 import { parentChannel, wrapPort } from './pool-env.mjs';
 
 // How many slices a helper holds at once, the fewest values worth a slice of their own,
@@ -259,6 +259,28 @@ async function lead(parent, msg) {
       run(id, 'psi_server_process_request', { op: OP.RESPONSE, message: request }, elements(request)),
     createRequest: (id, [inputs]) =>
       run(id, 'psi_client_create_request', { op: OP.REQUEST, values: inputs }, inputs.length),
+    // createPayloadTable: (inputs, payloads, padLen, salt): the masks on the workers (a STEP
+    // plan), the table sealed here.
+    async payloadTable(id, [inputs, payloads, padLen, salt]) {
+      const { padLen: pad, salt: s } = ll.payloadOptions({ padLen, salt });
+      if (payloads.length !== inputs.length) { // the library's check, before any masking
+        throw ll.invalid(`${payloads.length} payloads for ${inputs.length} inputs`, 'psi_payload_table_build');
+      }
+      const el = inputs.length === 0 ? new Uint8Array(0)
+        : (await run(id, 'psi_engine_mask', { op: OP.STEP, step: STEP.MASK, values: inputs }, inputs.length)).elements;
+      return ll.payloadTableBuild(suite, el, payloads, pad, s);
+    },
+    // getIntersectionWithPayloads: (setup, response, table): the match and the matched
+    // elements' second unmasking on the workers, the opening here.
+    async payloads(id, [setup, response, table]) {
+      ll.payloadTableCheck(suite, table); // a bad table fails before the match
+      const indices = await run(id, 'psi_client_get_intersection',
+        { op: OP.INTERSECTION, setup, message: response }, elements(response));
+      const picked = ll.pickElements(response, suite, Array.from(indices));
+      const un = indices.length === 0 ? picked
+        : (await run(id, 'psi_engine_unmask', { op: OP.STEP, step: STEP.UNMASK, message: picked }, indices.length)).elements;
+      return { indices, payloads: ll.payloadOpen(suite, table, un) };
+    },
     // (kind: 'match' | 'count' | 'associate', setup, response, permutation?)
     async match(id, [kind, setup, response, permutation]) {
       const [op, func] = {

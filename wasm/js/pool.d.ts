@@ -3,8 +3,8 @@
 // Workers in a browser, worker_threads in Node), each with its own wasm instance built from one
 // key, and merged in the first worker: the messages are byte-identical to one instance's.
 
-import type { AssociationTable, DataStructureArg, Input, LoadOptions, MessageArg,
-  SetupWithPermutation, SuiteName } from './index.js';
+import type { AssociationTable, DataStructureArg, Input, IntersectionWithPayloads, LoadOptions,
+  MessageArg, PayloadTableOptions, SetupWithPermutation, SuiteName } from './index.js';
 
 /** An error of the pool itself: a worker threw, exited, was terminated or went silent past
  *  timeoutMs, or the pool is closed.  The pool is then failed: every later call rejects with a
@@ -65,6 +65,10 @@ export interface ServerPool extends PoolBase {
   readonly createSetupMessageWithPermutation: (fpr: number, numClientInputs: number | bigint,
     inputs: readonly Input[], dataStructure?: DataStructureArg) => Promise<SetupWithPermutation>;
   readonly processRequest: (clientRequest: MessageArg) => Promise<Uint8Array>;
+  /** The payload table (PROTOCOL.md §22), as Server.createPayloadTable: the values masked by
+   *  the workers, the same bytes as one instance for the same key and salt. */
+  readonly createPayloadTable: (inputs: readonly Input[], payloads: readonly Input[],
+    options?: PayloadTableOptions) => Promise<Uint8Array>;
 }
 
 export interface ClientPool extends PoolBase {
@@ -74,6 +78,9 @@ export interface ClientPool extends PoolBase {
   readonly getIntersectionSize: (serverSetup: MessageArg, serverResponse: MessageArg) => Promise<number>;
   readonly getAssociationTable: (serverSetup: MessageArg, serverResponse: MessageArg,
     permutation?: ArrayLike<number>) => Promise<AssociationTable>;
+  /** As Client.getIntersectionWithPayloads, the match and the unmasking on the workers. */
+  readonly getIntersectionWithPayloads: (serverSetup: MessageArg, serverResponse: MessageArg,
+    payloadTable: Uint8Array) => Promise<IntersectionWithPayloads>;
 }
 
 export declare function createPool(options: PoolOptions & { role: 'server' }): Promise<ServerPool>;

@@ -236,6 +236,15 @@ export async function createPool(options = {}) {
         return { setup: r.setup, permutation: r.perm };
       },
       processRequest: async (request) => call('processRequest', [bytesOf(request, 'request')]),
+      // The payload table (PROTOCOL.md §22): the values masked by the workers, the table
+      // sealed by the first; the bytes of one instance with the same key and salt.
+      async createPayloadTable(inputs, payloads, options = undefined) {
+        if (!Array.isArray(payloads)) throw new TypeError('payloads must be an array of strings or Uint8Arrays');
+        const o = options ?? {};
+        if (typeof o !== 'object') throw new TypeError('options must be an object ({ padLen, salt })');
+        const salt = o.salt === undefined || o.salt === null ? null : bytesOf(o.salt, 'salt').slice();
+        return call('payloadTable', [inputsOf(inputs), payloads, o.padLen ?? 0, salt]);
+      },
     });
   }
   const match = (kind, setup, response, perm) =>
@@ -245,6 +254,13 @@ export async function createPool(options = {}) {
     createRequest: async (inputs) => call('createRequest', [inputsOf(inputs)]),
     getIntersection: async (setup, response) => Array.from(await match('match', setup, response)),
     getIntersectionSize: async (setup, response) => match('count', setup, response),
+    // The intersection and its payloads (PROTOCOL.md §22): the match and the second
+    // unmasking of the matched elements run on the workers, the opening on the first.
+    async getIntersectionWithPayloads(setup, response, table) {
+      const r = await call('payloads', [bytesOf(setup, 'setup'), bytesOf(response, 'response'),
+        bytesOf(table, 'payload table')]);
+      return { indices: Array.from(r.indices), payloads: r.payloads };
+    },
     async getAssociationTable(setup, response, permutation) {
       const pairs = await match('associate', setup, response, permutation ?? undefined);
       const m = pairs.length / 2, c = new Array(m), s = new Array(m);

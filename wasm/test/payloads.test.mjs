@@ -73,3 +73,80 @@ test('a fresh salt each table; bad arguments refused', () => {
     ll.engineFree(se);
   }
 });
+
+// The psi.js-style API (createPayloadTable, getIntersectionWithPayloads) and the worker pool
+// at 1 and 3 workers: every case's table byte for byte with its key and salt, and the
+// payloads a client opens after a whole round (raw setup) are the vectors'.
+const { createPSI } = await import('../js/index.mjs');
+const { createPool } = await import('../js/pool.mjs');
+const psi = await createPSI();
+const module = await compileModule();
+const text = (p) => (p === null ? null : new TextDecoder().decode(p));
+
+async function joinCase(c, makeServer, makeClient) {
+  const server = await makeServer(unhex(c.server_key), c.suite);
+  const client = await makeClient(unhex(c.client_key), c.suite);
+  try {
+    const table = await server.createPayloadTable(c.server_inputs, c.payloads,
+      { padLen: c.pad_len, salt: unhex(c.salt) });
+    assert.equal(hex(table), c.table, `${c.suite}/${c.name}: table`);
+    const setup = await server.createSetupMessage(0, 0, c.server_inputs, psi.dataStructure.Raw);
+    const response = await server.processRequest(await client.createRequest(c.client_inputs));
+    const r = await client.getIntersectionWithPayloads(setup, response, table);
+    // The indices are getIntersection's (a raw setup pairs a value's copies one to one,
+    // PROTOCOL.md §9.5), and every one has the vectors' payload.
+    assert.deepEqual(r.indices, await client.getIntersection(setup, response), `${c.suite}/${c.name}: indices`);
+    assert.equal(new Set(r.indices.map((i) => c.client_inputs[i])).size,
+      new Set(c.client_inputs.filter((v, i) => c.expected[i] !== null)).size, `${c.suite}/${c.name}: every value`);
+    r.indices.forEach((i, k) => assert.equal(text(r.payloads[k]), c.expected[i], `${c.suite}/${c.name}: row ${i}`));
+    return table;
+  } finally {
+    await server.delete();
+    await client.delete();
+  }
+}
+
+test('the psi.js-style API: every case, table and opened payloads', async () => {
+  for (const c of doc.cases) {
+    await joinCase(c, (k, suite) => psi.server.createFromKey(k, true, { suite }),
+      (k, suite) => psi.client.createFromKey(k, true, { suite }));
+  }
+});
+
+for (const workers of [1, 3]) {
+  test(`the pool, ${workers} worker(s): every case, table and opened payloads`, async () => {
+    const make = (role) => (key, suite) => createPool({ role, reveal: true, key, suite, workers, module });
+    for (const c of doc.cases) await joinCase(c, make('server'), make('client'));
+  });
+}
+
+test('payloads through the API: refusals', async () => {
+  const server = psi.server.createWithNewKey(true), client = psi.client.createWithNewKey(true);
+  try {
+    assert.throws(() => server.createPayloadTable(['a', 'b'], ['x']), (e) => e.name === 'PSI_E_INVALID_ARG');
+    assert.throws(() => server.createPayloadTable(['a', 'a'], ['x', 'y']), (e) => e.name === 'PSI_E_PAYLOAD_DUPLICATE');
+    assert.throws(() => server.createPayloadTable(['a'], 'x'), TypeError);
+    assert.throws(() => server.createPayloadTable(['a'], ['xyz'], { padLen: 2 }), (e) => e.name === 'PSI_E_PAYLOAD_LENGTH');
+    const table = server.createPayloadTable(['a', 'b', 'c'], ['1', '2', '3']);
+    const setup = server.createSetupMessage(0, 0, ['a', 'b', 'c'], psi.dataStructure.Raw);
+    const response = server.processRequest(client.createRequest(['b', 'z']));
+    const ok = client.getIntersectionWithPayloads(setup, response, table);
+    assert.deepEqual(ok.indices, [0]);
+    assert.equal(text(ok.payloads[0]), '2');
+    // Every record's ciphertext changed (L = 1): b's record is matched and fails.
+    for (let j = 0; j < 3; j++) table[56 + j * (36 + 1) + 20] ^= 1;
+    assert.throws(() => client.getIntersectionWithPayloads(setup, response, table), (e) => e.name === 'PSI_E_PAYLOAD_AUTH');
+    assert.throws(() => client.getIntersectionWithPayloads(setup, response, table.subarray(0, 60)),
+      (e) => e.name === 'PSI_E_PAYLOAD_TRUNCATED');
+  } finally {
+    server.delete();
+    client.delete();
+  }
+  const pool = await createPool({ role: 'client', reveal: true, workers: 2, module });
+  try {
+    await assert.rejects(pool.getIntersectionWithPayloads(new Uint8Array(3), new Uint8Array(3), new Uint8Array(10)),
+      (e) => e.name === 'PSI_E_PAYLOAD_TRUNCATED');
+  } finally {
+    await pool.close();
+  }
+});

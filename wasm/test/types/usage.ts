@@ -1,7 +1,8 @@
 // Compiled (never run) by types.test.mjs with tsc --strict: the package's declarations
 // (js/*.d.ts) describe the API as used here, through the package's own
 // exports map (every entry).  Each @ts-expect-error line must be an error.
-import createPSI, { PsiError, suites, type PSILibrary, type AssociationTable, type SuiteName } from 'shardpsi';
+import createPSI, { PsiError, suites, type PSILibrary, type AssociationTable, type SuiteName,
+  type IntersectionWithPayloads } from 'shardpsi';
 import { createPool, PoolError, type ServerPool, type ClientPool } from 'shardpsi/pool';
 
 export async function single(): Promise<number> {
@@ -16,6 +17,12 @@ export async function single(): Promise<number> {
   const hits: number[] = client.getIntersection(setup, response);
   const table: AssociationTable = client.getAssociationTable(raw, response, permutation);
   const key: Uint8Array = server.getPrivateKeyBytes();
+  // payloads (PROTOCOL.md §22)
+  const pays: Uint8Array = server.createPayloadTable(['a', 'b'], ['x', new Uint8Array(2)], { padLen: 8 });
+  const joined: IntersectionWithPayloads = client.getIntersectionWithPayloads(raw, response, pays);
+  const p0: Uint8Array | null | undefined = joined.payloads[0]; void p0;
+  // @ts-expect-error: padLen is a number
+  server.createPayloadTable(['a'], ['x'], { padLen: '8' });
   try {
     psi.checkPoint(new Uint8Array(33));
   } catch (e) {
@@ -55,6 +62,12 @@ export async function pooled(): Promise<number> {
     const response: Uint8Array = await server.processRequest(await client.createRequest(['a']));
     const size: number = await client.getIntersectionSize(setup, response);
     const table: AssociationTable = await client.getAssociationTable(setup, response);
+    const pays: Uint8Array = await server.createPayloadTable(['a', 'b'], ['x', 'y'], { salt: new Uint8Array(32) });
+    const joined: IntersectionWithPayloads = await client.getIntersectionWithPayloads(setup, response, pays);
+    void joined.indices;
+    // @ts-expect-error: the pool's results are promises
+    const now: IntersectionWithPayloads = client.getIntersectionWithPayloads(setup, response, pays);
+    void now;
     // @ts-expect-error: the pool never hands the key back
     server.getPrivateKeyBytes();
     // @ts-expect-error: a server pool has no createRequest
