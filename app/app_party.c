@@ -2,6 +2,7 @@
 #include "app_party.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app_util.h"
@@ -167,4 +168,47 @@ int psi_app_party_association(const psi_app_party *p, psi_pair *out, size_t *out
                                                  setup_len, response, response_len);
     return psi_client_get_association(p->engine, out, out_count, setup, setup_len,
                                       response, response_len);
+}
+
+int psi_app_party_mask(const psi_app_party *p, uint8_t *out, size_t *out_len,
+                       const psi_value *values, size_t n)
+{
+    if (p->shards != NULL)
+        return psi_shards_mask(p->shards, out, out_len, values, n);
+    return psi_engine_mask(p->engine, out, out_len, values, n);
+}
+
+int psi_app_party_remask(const psi_app_party *p, uint8_t *out, size_t *out_len,
+                         const uint8_t *points, size_t n)
+{
+    if (p->shards != NULL)
+        return psi_shards_remask(p->shards, out, out_len, points, n);
+    return psi_engine_remask(p->engine, out, out_len, points, n);
+}
+
+int psi_app_party_unmask(const psi_app_party *p, uint8_t *out, size_t *out_len,
+                         const uint8_t *points, size_t n)
+{
+    if (p->shards != NULL)
+        return psi_shards_unmask(p->shards, out, out_len, points, n);
+    return psi_engine_unmask(p->engine, out, out_len, points, n);
+}
+
+int psi_app_party_payload_table(const psi_app_party *p, int suite, uint8_t *out,
+                                size_t *out_len, const psi_value *values,
+                                const psi_value *payloads, size_t n, size_t pad_len,
+                                const uint8_t *salt)
+{
+    if (p->shards != NULL)
+        return psi_shards_payload_table_build(p->shards, out, out_len, values, payloads, n,
+                                              pad_len, salt);
+    if (n > SIZE_MAX / PSI_ELEMENT_BYTES)
+        return PSI_E_INVALID_ARG;
+    size_t el_len = n * PSI_ELEMENT_BYTES;
+    uint8_t *el = malloc(el_len + 1);
+    int rc = el != NULL ? psi_engine_mask(p->engine, el, &el_len, values, n) : PSI_E_NOMEM;
+    if (rc == PSI_OK)
+        rc = psi_payload_table_build(suite, out, out_len, el, payloads, n, pad_len, salt);
+    free(el);
+    return rc;
 }

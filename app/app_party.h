@@ -96,4 +96,18 @@ int psi_app_party_association(const psi_app_party *p, psi_pair *out, size_t *out
                               const uint8_t *setup, size_t setup_len,
                               const uint8_t *response, size_t response_len);
 
+/* The batch primitives (psi_engine_mask, _remask, _unmask or their shards'). */
+int psi_app_party_mask(const psi_app_party *p, uint8_t *out, size_t *out_len,
+                       const psi_value *values, size_t n);
+int psi_app_party_remask(const psi_app_party *p, uint8_t *out, size_t *out_len,
+                         const uint8_t *points, size_t n);
+int psi_app_party_unmask(const psi_app_party *p, uint8_t *out, size_t *out_len,
+                         const uint8_t *points, size_t n);
+/** The payload table of n values (PROTOCOL.md §22): masked by the party,
+ *  then psi_payload_table_build (psi_shards_payload_table_build sharded). */
+int psi_app_party_payload_table(const psi_app_party *p, int suite, uint8_t *out,
+                                size_t *out_len, const psi_value *values,
+                                const psi_value *payloads, size_t n, size_t pad_len,
+                                const uint8_t *salt);
+
 #endif /* PSI_APP_PARTY_H */

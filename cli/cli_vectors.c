@@ -9,6 +9,7 @@
 
 #define VCHECK_FORMAT "psi-wire-vectors/1"
 #define VCHECK_EXTRA "shardpsi-extra-vectors/1"
+#define VCHECK_PAYLOAD "shardpsi-payload-vectors/1"
 
 static const char vectors_usage[] =
     "Usage: shardpsi vectors check [--quiet | --verbose] [--shards N] [--threads T]\n"
@@ -28,6 +29,12 @@ static const char vectors_usage[] =
     "table computed from the stored setup, response and permutation; each\n"
     "rejection case runs its operation on bad input, which must fail with\n"
     "exactly the named PSI_E_* error.\n"
+    "\n"
+    "\"shardpsi-payload-vectors/1\" (PROTOCOL.md §22): each case's payload\n"
+    "table is rebuilt from its server key, values, payloads, padded length\n"
+    "and salt and compared byte for byte, and its payloads are opened after a\n"
+    "round of masks with the case's keys; each damaged table must be refused\n"
+    "with exactly the named PSI_E_* error.  Its cases name their own suite.\n"
     "\n"
     "A file's top-level \"suite\" names the ciphersuite its cases are checked\n"
     "in: openmined-p256 (also when absent), p256-sswu or ristretto255.\n"
@@ -152,8 +159,9 @@ static int vcheck_format(const char *path, const psi_app_json *j)
     }
     format = cJSON_GetObjectItemCaseSensitive(j->root, "format");
     if (!cJSON_IsString(format)) {
-        psi_app_error("%s: \"format\" is %s, expected \"%s\" or \"%s\"", path,
-                      format ? "not a string" : "missing", VCHECK_FORMAT, VCHECK_EXTRA);
+        psi_app_error("%s: \"format\" is %s, expected \"%s\", \"%s\" or \"%s\"", path,
+                      format ? "not a string" : "missing", VCHECK_FORMAT, VCHECK_EXTRA,
+                      VCHECK_PAYLOAD);
         return 0;
     }
     psi_app_json_bytes(j, format, &text, &len);
@@ -161,8 +169,10 @@ static int vcheck_format(const char *path, const psi_app_json *j)
         return 1;
     if (len == strlen(VCHECK_EXTRA) && memcmp(text, VCHECK_EXTRA, len) == 0)
         return 2;
-    psi_app_error("%s: unknown format \"%.60s\", expected \"%s\" or \"%s\"", path,
-                  format->valuestring, VCHECK_FORMAT, VCHECK_EXTRA);
+    if (len == strlen(VCHECK_PAYLOAD) && memcmp(text, VCHECK_PAYLOAD, len) == 0)
+        return 3;
+    psi_app_error("%s: unknown format \"%.60s\", expected \"%s\", \"%s\" or \"%s\"", path,
+                  format->valuestring, VCHECK_FORMAT, VCHECK_EXTRA, VCHECK_PAYLOAD);
     return 0;
 }
 
@@ -204,6 +214,21 @@ static void vcheck_cases(vcheck_stats *st, const char *path, const psi_app_json 
     }
 }
 
+/* The report of a payload file's case (psi_cli_vreport_fn). */
+typedef struct vcheck_payload_arg {
+    vcheck_stats *st;
+    const char *path;
+} vcheck_payload_arg;
+
+static void vcheck_payload_report(void *arg, const char *array, size_t index,
+                                  const char *name, int rc, const char *msg)
+{
+    vcheck_payload_arg *a = arg;
+    vcheck_where w = {a->path, array, index};
+
+    vcheck_report(a->st, &w, name, rc, msg);
+}
+
 /* Both arrays of an extra file must be there before any case runs. */
 static int vcheck_extra(vcheck_stats *st, const char *path, const psi_app_json *j)
 {
@@ -233,6 +258,12 @@ static void vcheck_file(vcheck_stats *st, const char *path)
     } else if (format == 2) {
         if (vcheck_extra(st, path, &j) != 0)
             st->file_errors++;
+    } else if (format == 3) {
+        vcheck_payload_arg a = {st, path};
+        if (psi_cli_payload_file_run(&j, &st->shard, vcheck_payload_report, &a) != 0) {
+            psi_app_error("%s: \"cases\" or \"tampered\" is missing or not an array", path);
+            st->file_errors++;
+        }
     } else if ((cases = vcheck_array(path, &j, "cases")) == NULL) {
         st->file_errors++;
     } else {

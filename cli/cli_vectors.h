@@ -135,6 +135,20 @@ int psi_cli_vfield_inputs(psi_value **out, size_t *n, const psi_app_json *j,
 int psi_cli_vfield_structure(psi_structure *out, const psi_app_json *j,
                              const cJSON *obj, char *err, size_t err_len);
 
+/** Reports one case of a file: the array it is in, its index and name
+ *  (NULL when unreadable), rc (0 passed, 1 failed, -1 malformed) and msg. */
+typedef void (*psi_cli_vreport_fn)(void *arg, const char *array, size_t index,
+                                   const char *name, int rc, const char *msg);
+
+/** Runs the "cases" and "tampered" arrays of a "shardpsi-payload-vectors/1"
+ *  file (cli_vector_payload.c): each table rebuilt from its keys, values,
+ *  payloads, L and salt and compared byte for byte, its payloads opened
+ *  after a round with the case's keys (every mask on one engine or shards
+ *  as `so` asks), each damaged table refused with its error.  Returns: 0,
+ *  or -1 when either array is missing (no case run). */
+int psi_cli_payload_file_run(const psi_app_json *j, const psi_app_shard_opts *so,
+                             psi_cli_vreport_fn report, void *arg);
+
 /* Largest integer a JSON number (a double) holds exactly. */
 #define PSI_CLI_MAX_EXACT 9007199254740992.0
 

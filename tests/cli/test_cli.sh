@@ -360,6 +360,26 @@ same_sharded() {
     fi
 }
 
+# The payload vector file (PROTOCOL.md §22): every table and damaged table,
+# on one engine and on shards; a changed table byte and a changed expected
+# error each fail their case.
+test_vectors_payloads() {
+    local pay=$root/vectors/shardpsi-payloads.json
+    run 0 vectors check "$pay" && has_out '^36 passed, 0 failed$'
+    run 0 vectors check --shards 5 --threads 2 "$pay" && has_out '^36 passed, 0 failed$'
+    python3 - "$pay" "$tmp/pay-altered.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d['cases'][0]['table']
+d['cases'][0]['table'] = t[:-2] + ('00' if t[-2:] != '00' else '01')
+d['tampered'][0]['error'] = 'PSI_E_PAYLOAD_FORMAT' if d['tampered'][0]['error'] != 'PSI_E_PAYLOAD_FORMAT' else 'PSI_E_PAYLOAD_ORDER'
+json.dump(d, open(sys.argv[2], 'w'))
+EOF
+    run 1 vectors check "$tmp/pay-altered.json" && has_out '^34 passed, 2 failed$'
+    has_out '^FAIL .*pay-altered\.json: basic: table: .* differing from the stored'
+    has_out '^FAIL .*pay-altered\.json: .*: gave PSI_E_[A-Z_]*, expected PSI_E_PAYLOAD_'
+}
+
 test_vectors_sharded() {
     local f
     for f in altered_byte altered_result extra_altered extra_malformed \
@@ -671,6 +691,7 @@ test_vectors_altered
 test_vectors_nul
 test_vectors_extra
 test_vectors_sharded
+test_vectors_payloads
 test_demo
 test_demo_spill
 test_demo_sharded

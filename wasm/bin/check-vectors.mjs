@@ -11,10 +11,12 @@
 import { readFileSync } from 'node:fs';
 import { createPSI, compileModule } from '../js/index.mjs';
 import { createPool } from '../js/pool.mjs';
-import { Malformed, readWireCase, readAssocCase, readRejectCase, runCase, runReject } from './vector-cases.mjs';
+import { Malformed, readWireCase, readAssocCase, readRejectCase, runCase, runReject, readPayloadCase,
+  readTamperedCase, runPayloadCase, runTamperedCase } from './vector-cases.mjs';
 
 const WIRE = 'psi-wire-vectors/1';
 const EXTRA = 'shardpsi-extra-vectors/1';
+const PAYLOAD = 'shardpsi-payload-vectors/1';
 const PROG = 'check-vectors';
 
 const USAGE = `Usage: node wasm/bin/check-vectors.mjs [--quiet | --verbose] [--workers N] FILE...
@@ -33,6 +35,13 @@ response, and compares each with the stored value byte for byte.
 a raw setup, plus the setup's permutation, and the association table computed
 from the stored setup, response and permutation; each rejection case runs its
 operation on bad input, which must fail with exactly the named PSI_E_* error.
+
+"${PAYLOAD}" (PROTOCOL.md §22): each case's payload table is
+rebuilt from its server key, values, payloads, padded length and salt and
+compared byte for byte, and a whole round of its parties (raw setup) opens the
+matched values' payloads, compared with the stored ones; each damaged table
+must fail the round with exactly the named PSI_E_* error.  Its cases name
+their own suite.
 
 Prints "FAIL <file>: <case>: <what differed>" for each failing case and a
 last line "N passed, M failed" counting the cases of all files.
@@ -115,7 +124,7 @@ function where(text, message) {
 }
 
 function formatOf(path, root) {
-  const want = `expected "${WIRE}" or "${EXTRA}"`;
+  const want = `expected "${WIRE}", "${EXTRA}" or "${PAYLOAD}"`;
   if (root === null || typeof root !== 'object' || Array.isArray(root)) {
     error(`${path}: the top level is not a JSON object`);
     return null;
@@ -125,7 +134,7 @@ function formatOf(path, root) {
     error(`${path}: "format" is ${f === undefined ? 'missing' : 'not a string'}, ${want}`);
     return null;
   }
-  if (f === WIRE || f === EXTRA) return f;
+  if (f === WIRE || f === EXTRA || f === PAYLOAD) return f;
   error(`${path}: unknown format "${f.slice(0, 60)}", ${want}`);
   return null;
 }
@@ -198,7 +207,7 @@ async function checkFiles(psi, opts) {
       let c;
       try {
         c = read(cases[index], psi);
-        c.suite = suite;
+        if (c.suite === undefined) c.suite = suite; // payload cases name their own
       } catch (e) {
         if (!(e instanceof Malformed)) throw e;
         report(path, array, index, e.caseName, { rc: -1, msg: e.message });
@@ -223,6 +232,16 @@ async function checkFiles(psi, opts) {
       if (reject) {
         await runAll(path, assoc, 'association_cases', readAssocCase, runCase, suite);
         await runAll(path, reject, 'rejection_cases', readRejectCase, runReject, suite);
+      } else st.fileErrors++;
+    } else if (format === PAYLOAD) {
+      const cases = arrayOf(path, root, 'cases');
+      const tampered = cases && arrayOf(path, root, 'tampered');
+      if (tampered) {
+        await runAll(path, cases, 'cases', readPayloadCase, runPayloadCase, undefined);
+        const read = [];
+        for (const obj of cases) { try { read.push(readPayloadCase(obj)); } catch { /* reported */ } }
+        const baseOf = (t) => read.find((c) => c.suite === t.suite && c.name === t.of);
+        await runAll(path, tampered, 'tampered', readTamperedCase, (p, t) => runTamperedCase(p, t, baseOf(t)), undefined);
       } else st.fileErrors++;
     } else {
       st.fileErrors++;

@@ -325,3 +325,85 @@ export async function runReject(psi, r) {
     await p.party.delete();
   }
 }
+
+// ------------------------------------------------- payload files (PROTOCOL.md §22)
+
+// A table case of a "shardpsi-payload-vectors/1" file; its cases name their own suite.
+export function readPayloadCase(obj) {
+  const name = start(obj);
+  return named(name, () => {
+    const c = { name, suite: str(obj, 'suite'), serverKey: hex(obj, 'server_key'),
+      clientKey: hex(obj, 'client_key'), salt: hex(obj, 'salt'), table: hex(obj, 'table'),
+      padLen: integer(obj, 'pad_len', 0, 1 << 20), serverInputs: inputs(obj, 'server_inputs'),
+      payloads: inputs(obj, 'payloads'), clientInputs: inputs(obj, 'client_inputs') };
+    c.expected = array(obj, 'expected', 'an array of strings and nulls');
+    c.expected.forEach((p, i) => {
+      if (p !== null && typeof p !== 'string') throw new Malformed(`field "expected": item ${i} is neither a string nor null`);
+    });
+    if (c.payloads.length !== c.serverInputs.length || c.expected.length !== c.clientInputs.length) {
+      throw new Malformed(`${c.payloads.length} payloads for ${c.serverInputs.length} server inputs, ` +
+        `${c.expected.length} expected for ${c.clientInputs.length} client inputs`);
+    }
+    return c;
+  });
+}
+
+// A damaged table: { name, suite, of (the case it damages), table, error }.
+export function readTamperedCase(obj) {
+  const name = start(obj);
+  return named(name, () => ({ name, suite: str(obj, 'suite'), of: str(obj, 'of'),
+    table: hex(obj, 'table'), error: str(obj, 'error') }));
+}
+
+// A whole round of the case's parties (raw setup): the table rebuilt (compared byte for
+// byte unless `damaged` is given, which replaces it), then getIntersectionWithPayloads.
+async function payloadRound(psi, c, damaged) {
+  const s = await party(psi, 'server', true, c.serverKey, 'server_key', c.suite);
+  if (!s.party) return s;
+  const k = await party(psi, 'client', true, c.clientKey, 'client_key', c.suite);
+  if (!k.party) { await s.party.delete(); return k; }
+  const rep = new Report();
+  try {
+    let table = damaged;
+    if (table === undefined) {
+      table = await s.party.createPayloadTable(c.serverInputs, c.payloads, { padLen: c.padLen, salt: c.salt });
+      rep.bytes('table', table, c.table);
+    }
+    const setup = await s.party.createSetupMessage(0, 0, c.serverInputs, psi.dataStructure.Raw);
+    const response = await s.party.processRequest(await k.party.createRequest(c.clientInputs));
+    const r = await k.party.getIntersectionWithPayloads(setup, response, table);
+    const dec = new TextDecoder();
+    r.indices.forEach((i, n) => {
+      const got = r.payloads[n] === null ? null : dec.decode(r.payloads[n]);
+      if (got !== c.expected[i]) rep.note(`the payload of client input ${i} differs from the stored one`);
+    });
+    // A raw setup pairs a value's copies one to one (PROTOCOL.md §9.5): every value counts once.
+    const got = new Set(r.indices.map((i) => c.clientInputs[i]));
+    const want = new Set(c.clientInputs.filter((v, i) => c.expected[i] !== null));
+    if (got.size !== want.size || [...want].some((v) => !got.has(v))) rep.note('the matched values differ from the stored ones');
+    return { rc: rep.failed ? 1 : 0, msg: rep.msg };
+  } catch (e) {
+    return { rc: 1, msg: '', error: e };
+  } finally {
+    await s.party.delete();
+    await k.party.delete();
+  }
+}
+
+export async function runPayloadCase(psi, c) {
+  const r = await payloadRound(psi, c);
+  if (r.error) {
+    const e = r.error;
+    return { rc: 1, msg: typeof e.code === 'number' ? `${e.func}: error ${e.code} (${psi.errorMessage(e.code)})` : String(e.message) };
+  }
+  return r;
+}
+
+// Runs the damaged table of t in a round of its base case: it must fail with t.error.
+export async function runTamperedCase(psi, t, base) {
+  if (base === undefined) return { rc: -1, msg: `no case "${t.of}" of its suite` };
+  const r = await payloadRound(psi, base, t.table);
+  if (r.rc < 0) return r;
+  const got = r.error ? (r.error.codeName ?? r.error.name) : 'PSI_OK';
+  return got === t.error ? { rc: 0, msg: '' } : { rc: 1, msg: `gave ${got}, expected ${t.error}` };
+}

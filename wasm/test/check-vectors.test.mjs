@@ -117,6 +117,7 @@ test('--workers N: the worker pool prints what the single instance prints', () =
 // prints for it (when built) and passes every case.  (A pool of one worker: pool.test.mjs runs
 // the committed wire files through it byte for byte, and the fixtures above print alike.)
 const COMMITTED = ['vectors/openmined-psi-2.0.6.json', 'vectors/shardpsi-extra.json',
+  'vectors/shardpsi-payloads.json',
   'vectors/reference/sample-vectors.json'].map((f) => root + f);
 
 function checkEverywhere(files) {
