@@ -6,6 +6,7 @@
 #include <sodium.h>
 
 #include "app_payload.h"
+#include "app_offline.h"
 #include "app_util.h"
 
 size_t psi_app_csv_fields(const uint8_t *rec, size_t len, psi_app_span *f, size_t max)
@@ -280,4 +281,45 @@ int psi_app_payload_table_raw(int suite, const uint8_t *setup, size_t setup_len,
     psi_setup_free(ps);
     free(sorted);
     return prc;
+}
+
+int psi_app_payload_file_load(const char *path, int suite, uint64_t max_bytes, uint8_t **buf,
+                              size_t *len, size_t *head_len, size_t *count, size_t *pad_len,
+                              char *err, size_t err_len)
+{
+    psi_app_msg_file f;
+    const uint8_t *nl;
+    int prc;
+
+    *buf = NULL;
+    *len = 0;
+    if (psi_app_msg_open(&f, path, "payload file", err, err_len) != 0)
+        return -1;
+    if (f.len > max_bytes) {
+        snprintf(err, err_len, "payload file %s: %llu bytes, past a quarter of --memory (it is "
+                 "held whole): raise --memory to at least %llu", path,
+                 (unsigned long long)f.len, (unsigned long long)f.len * 4);
+        psi_app_msg_close(&f);
+        return -1;
+    }
+    int rc = psi_app_msg_read_whole(&f, "payload file", buf, len, err, err_len);
+    psi_app_msg_close(&f);
+    if (rc != 0)
+        return -1;
+    nl = memchr(*buf, '\n', *len < PSI_APP_PAYLOAD_HEAD_MAX ? *len : PSI_APP_PAYLOAD_HEAD_MAX);
+    if (nl == NULL) {
+        snprintf(err, err_len, "payload file %s: no header line of columns (is it a file "
+                 "shardpsi payloads wrote?)", path);
+    } else {
+        *head_len = (size_t)(nl - *buf);
+        prc = psi_payload_table_check(suite, nl + 1, *len - *head_len - 1, count, pad_len);
+        if (prc == PSI_OK)
+            return 0;
+        snprintf(err, err_len, "payload file %s: the payload table is invalid: %s (%s)", path,
+                 psi_strerror(prc), psi_error_name(prc) ? psi_error_name(prc) : "?");
+    }
+    free(*buf);
+    *buf = NULL;
+    *len = 0;
+    return -1;
 }

@@ -42,6 +42,16 @@ int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays
  *  line break stays in its quoted CSV form).  Returns: 0 or -1 (write). */
 int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len);
 
+/** A payload file (the columns' header line, "\n", the table) read whole
+ *  and checked for `suite`: at most max_bytes (else refused, naming the
+ *  size), a header line of at most PSI_APP_PAYLOAD_HEAD_MAX bytes, a table
+ *  psi_payload_table_check accepts.  Returns: 0, or -1 with a message
+ *  naming the file in err.  Out: *buf (malloc'd, *len bytes: free it),
+ *  *head_len (the table starts at *buf + *head_len + 1), *count, *pad_len. */
+int psi_app_payload_file_load(const char *path, int suite, uint64_t max_bytes, uint8_t **buf,
+                              size_t *len, size_t *head_len, size_t *count, size_t *pad_len,
+                              char *err, size_t err_len);
+
 /** The payload table of a raw setup made in memory with its permutation
  *  (perm[i]: the input row of setup position i): the setup's elements are
  *  the masked elements, so nothing is masked again.  pays are the n input

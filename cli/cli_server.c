@@ -24,6 +24,7 @@
 #include "app_keyfile.h"
 #include "app_output.h"
 #include "app_payload.h"
+#include "app_spill.h"
 #include "app_util.h"
 #include "cli_commands.h"
 #include "cli_server.h"
@@ -92,6 +93,9 @@ void psi_cli_server_usage(FILE *out)
         "                       in the input is refused\n"
         "  --pad-to BYTES       every payload padded to this length (default: the\n"
         "                       longest payload's); a longer payload is refused\n"
+        "  --payloads FILE      with a raw --setup: send clients that ask the payload\n"
+        "                       file `shardpsi payloads` made with the setup's key and\n"
+        "                       input (held in memory, in a quarter of --memory)\n"
         "  --share-result       run only with clients that also give --share-result:\n"
         "                       the client sends back which setup rows matched, and\n"
         "                       this side writes its matched rows to --output (raw\n"
@@ -155,6 +159,8 @@ static int server_own_opt(void *arg, int argc, char **argv, int *i)
         return v != NULL ? (o->payload_columns = v, 1) : -1;
     else if (psi_app_opt_value(argc, argv, i, "--output", &v))
         return v != NULL ? (o->output = v, 1) : -1;
+    else if (psi_app_opt_value(argc, argv, i, "--payloads", &v))
+        return v != NULL ? (o->payload_file = v, 1) : -1;
     else if (psi_app_opt_value(argc, argv, i, "--pad-to", &v))
         return v != NULL && psi_app_parse_count(&o->pad_len, v, PSI_PAYLOAD_MAX,
                                                 "server: --pad-to") == 0 ? 1 : -1;
@@ -181,8 +187,15 @@ static int server_check_join(const server_opts *o)
         bad = "--pad-to needs --payload-columns";
     else if (o->payload_columns != NULL && o->net.column == NULL)
         bad = "--payload-columns needs a CSV input (--column NAME)";
-    else if ((o->payload_columns != NULL || o->share_result) && !o->reveal)
-        bad = "--payload-columns and --share-result need --reveal";
+    else if ((o->payload_columns != NULL || o->share_result || o->payload_file != NULL) &&
+             !o->reveal)
+        bad = "--payload-columns, --payloads and --share-result need --reveal";
+    else if (o->payload_file != NULL && o->pre.setup == NULL)
+        bad = "--payloads FILE goes with --setup (with --input, --payload-columns makes the "
+              "table in each round)";
+    else if (o->payload_file != NULL && o->net.structure != PSI_NET_STRUCTURE_ANY &&
+             o->net.structure != PSI_STRUCTURE_RAW)
+        bad = "--payloads needs a raw --setup";
     else if ((o->payload_columns != NULL || o->share_result) && o->pre.setup != NULL)
         bad = "--payload-columns and --share-result need the input, not --setup (a "
               "prebuilt setup with payloads or a shared result is not built yet)";
@@ -274,6 +287,37 @@ static int server_load_join(psi_cli_server *s)
     return 0;
 }
 
+/* --payloads with a raw --setup: the payload file, read whole (in a quarter
+ * of the budget) and checked: the suite, the table, one record for each of
+ * the setup's elements.  Returns: 0 or -1 after a message. */
+static int server_load_payload_file(psi_cli_server *s)
+{
+    uint64_t budget = s->o->net.memory != 0 ? s->o->net.memory : psi_app_memory_default();
+    size_t count = 0;
+
+    if (s->pre.pb.structure != PSI_STRUCTURE_RAW) {
+        psi_app_error("server: --payloads needs a raw setup, and %s is %s (a client checks "
+                      "the table against the setup's count)", s->o->pre.setup,
+                      psi_app_structure_name(s->pre.pb.structure));
+        return -1;
+    }
+    if (psi_app_payload_file_load(s->o->payload_file, s->o->net.suite, budget / 4,
+                                  &s->pay_file, &s->pay_file_len, &s->pay_head_len, &count,
+                                  &s->pay_pad, s->err, sizeof s->err) != 0) {
+        psi_app_error("server: %s", s->err);
+        return -1;
+    }
+    if (count != s->pre.pb.n) {
+        psi_app_error("server: payload file %s holds %zu records and setup %s %llu values: "
+                      "give the payload file made from the setup's input", s->o->payload_file,
+                      count, s->o->pre.setup, (unsigned long long)s->pre.pb.n);
+        return -1;
+    }
+    psi_app_progress_note(&s->prog, "serving the payload file %s (%zu rows, padded to %zu "
+                          "bytes)", s->o->payload_file, count, s->pay_pad);
+    return 0;
+}
+
 /* Loads the input (or the setup file) and the key file.  Returns: 0 or an
  * exit code. */
 static int server_load(psi_cli_server *s)
@@ -332,7 +376,8 @@ static int server_load(psi_cli_server *s)
         psi_app_error("server: %s", s->err);
         return PSI_APP_EXIT_USAGE;
     }
-    return 0;
+    return s->o->payload_file != NULL && server_load_payload_file(s) != 0 ? PSI_APP_EXIT_USAGE
+                                                                         : 0;
 }
 
 /* The listener's bookkeeping. */
@@ -399,6 +444,7 @@ static void server_child_exit(psi_cli_server *s, int code)
     free(s->pays);
     free(s->pay_buf);
     free(s->pay_head);
+    free(s->pay_file);
     fflush(NULL);
     _exit(code);
 }
@@ -487,5 +533,6 @@ int psi_cli_cmd_server(int argc, char **argv)
     free(s.pays);
     free(s.pay_buf);
     free(s.pay_head);
+    free(s.pay_file);
     return rc;
 }

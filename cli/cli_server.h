@@ -27,6 +27,8 @@ typedef struct psi_cli_server_opts {
     const char *payload_columns; // --payload-columns LIST: a payload table sent to
                          // clients asking for it (PROTOCOL.md §22.2)
     size_t pad_len;      // --pad-to BYTES (0: the longest payload)
+    const char *payload_file; // --payloads FILE: with --setup, the payload file
+                         // `shardpsi payloads` made with its key and input
     int share_result;    // --share-result: clients send their matched rows back
     const char *output;  // --output FILE: this side's matched rows (shared result)
 } psi_cli_server_opts;
@@ -45,6 +47,8 @@ typedef struct psi_cli_server {
     psi_value *pays;       // --payload-columns: each row's payload (into pay_buf)
     uint8_t *pay_buf;
     char *pay_head;        // the chosen columns' header fields, joined by ","
+    uint8_t *pay_file;     // --payloads: the payload file, read whole
+    size_t pay_file_len, pay_head_len, pay_pad; // its length, header line's, L
     char in_what[64];      // "305 values"
     const char *what;      // in_what, or pre.what
     psi_app_progress prog;

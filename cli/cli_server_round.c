@@ -102,7 +102,7 @@ static int round_handshake(server_round *r)
     // A setup made in the round is made for the client's announced count,
     // once its request has shown that many values.
     r->self.setup_clients = r->hello.n;
-    r->self.payloads = s->pays != NULL;
+    r->self.payloads = s->pays != NULL || s->pay_file != NULL;
     r->self.share_result = s->o->share_result;
     rc = s->prebuilt ? psi_net_session_check_prebuilt(&r->hello, &r->self, &s->pre.pb,
                                                       s->o->net.max_peer, r->err,
@@ -179,8 +179,8 @@ static int round_payloads(server_round *r)
     psi_error_detail d;
     int rc;
 
-    if (!r->self.payloads)
-        return 0;
+    if (!r->self.payloads || s->pay_file != NULL)
+        return 0; // --payloads: the file is sent as it is
     if (r->setup != NULL && r->perm != NULL && r->self.structure == PSI_STRUCTURE_RAW) {
         // A raw setup holds the masked elements: nothing is masked again.
         psi_app_progress_begin(&s->prog, "sealing the payload table", s->in.n);
@@ -221,19 +221,23 @@ static int round_payloads(server_round *r)
 static int round_send_payloads(server_round *r)
 {
     psi_cli_server *s = r->s;
-    size_t head_len = strlen(s->pay_head);
+    // --payloads: the file's header line and table; else the round's.
+    int file = s->pay_file != NULL;
+    size_t head_len = file ? s->pay_head_len : strlen(s->pay_head);
+    const uint8_t *table = file ? s->pay_file + s->pay_head_len + 1 : r->table;
+    size_t table_len = file ? s->pay_file_len - s->pay_head_len - 1 : r->table_len;
     uint8_t *head = psi_app_alloc(head_len + 4, 1);
     int rc;
 
     if (head == NULL)
         return round_fail(r, 1, "out of memory");
-    psi_app_store_be(head, r->pad_len, 4);
-    memcpy(head + 4, s->pay_head, head_len);
+    psi_app_store_be(head, file ? s->pay_pad : r->pad_len, 4);
+    memcpy(head + 4, file ? s->pay_file : (const uint8_t *)s->pay_head, head_len);
     rc = psi_net_send(r->c, PSI_NET_FRAME_PAYLOAD_HEAD, head, head_len + 4, NULL, NULL);
     free(head);
     if (rc == 0)
-        rc = psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_PAYLOADS, r->table,
-                                   r->table_len, "sending the payload table");
+        rc = psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_PAYLOADS, table, table_len,
+                                   "sending the payload table");
     free(r->table);
     r->table = NULL;
     return rc != 0 ? round_fail_net(r, rc) : 0;

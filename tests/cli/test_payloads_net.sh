@@ -145,6 +145,40 @@ expect_rc "no --payloads: client" 0 "$crc" "$d/plain.err" &&
 checks=$((checks + 1))
 grep -q "payload table sent" "$d/plain.server.err" && fail "no --payloads: a table was sent"
 
+# --- a prebuilt setup with its payload file (server --setup --payloads) ----------
+"$psi" keygen --output "$d/sk" 2>"$d/err" && "$psi" keygen --output "$d/other.key" 2>"$d/err" &&
+    "$psi" setup --key-file "$d/sk" --input "$d/server.csv" --column email --structure raw \
+        --output "$d/setup.bin" 2>"$d/err" &&
+    "$psi" payloads --key-file "$d/sk" --input "$d/server.csv" --column email \
+        --payload-columns region,segment --output "$d/pay.bin" 2>"$d/err" &&
+    "$psi" payloads --key-file "$d/other.key" --input "$d/server.csv" --column email \
+        --payload-columns region,segment --output "$d/pay.other" 2>"$d/err"
+expect_rc "prebuilt: the offline steps" 0 $? "$d/err"
+PRE=(--setup "$d/setup.bin" --key-file "$d/sk" --reveal)
+round pre "${PRE[@]}" --payloads "$d/pay.bin" -- "${CLI[@]}" --payloads
+expect_rc "prebuilt: client" 0 "$crc" "$d/pre.err" "$d/pre.server.err" &&
+    same_csv "prebuilt: the client's rows vs the plain join" "$d/pre.out" "$d/want.csv"
+expect_rc "prebuilt: server" 0 "$rc" "$d/pre.server.err" &&
+    expect_fixed "prebuilt: the server names the file" "serving the payload file" \
+        "$d/pre.server.err"
+# A payload file of another key: the client finds no record for a row the
+# raw setup matched, and says so to both.
+round preother "${PRE[@]}" --payloads "$d/pay.other" -- "${CLI[@]}" --payloads
+expect_rc "prebuilt, another key's table: client" 1 "$crc" "$d/preother.err" &&
+    expect_fixed "prebuilt, another key's table: message" "has no payload for row" \
+        "$d/preother.err"
+expect_no_output "prebuilt, another key's table" "$d/preother.out"
+expect_rc "prebuilt, another key's table: server" 1 "$rc" "$d/preother.server.err"
+# A payload file of another input (another count) is refused at start.
+head -n 101 "$d/server.csv" >"$d/server100.csv"
+"$psi" payloads --key-file "$d/sk" --input "$d/server100.csv" --column email \
+    --payload-columns region --output "$d/pay.100" 2>"$d/err"
+timeout 20 "$psi" server --no-tls --listen 127.0.0.1:0 "${PRE[@]}" --payloads "$d/pay.100" \
+    >/dev/null 2>"$d/pre100.err"
+expect_rc "prebuilt, another input's table" 2 $? "$d/pre100.err" &&
+    expect_fixed "prebuilt, another input's table: message" "holds 100 records and setup" \
+        "$d/pre100.err"
+
 # --- --share-result -------------------------------------------------------------
 round share "${SRV[@]}" --payload-columns region,segment --share-result \
     --output "$d/share.server.csv" -- "${CLI[@]}" --payloads --share-result
@@ -329,6 +363,8 @@ usage2 "--output without --share-result" "it needs --share-result" server --no-t
     --listen 127.0.0.1:0 "${SRV[@]}" --output "$d/x"
 usage2 "--payload-columns without --reveal" "need --reveal" server --no-tls \
     --listen 127.0.0.1:0 --input "$d/server.csv" --column email --payload-columns region
+usage2 "--payloads without --setup" "goes with --setup" server --no-tls \
+    --listen 127.0.0.1:0 "${SRV[@]}" --payloads "$d/pay.bin"
 usage2 "client --payloads with --indices" "not with --indices" client --no-tls \
     --connect 127.0.0.1:9 "${CLI[@]}" --payloads --indices --output "$d/x"
 usage2 "client --share-result with --count-only" "not --count-only" client --no-tls \
