@@ -11,65 +11,9 @@
 command -v python3 >/dev/null || { echo "test_payloads: python3 is needed"; exit 77; }
 d=$tmp
 
-# The inputs: a server with an id, the email (the join key), a region with
-# commas and quotes in some fields, and a segment; a client with a name and
-# the email, every third row a server's, in another order, and one row whose
-# email differs from a server's only in case.
-python3 - "$d" <<'EOF'
-import csv, random, sys
-d = sys.argv[1]
-rng = random.Random(20261205)
-regions = ['north', 'south', 'east, west', '"quoted"', 'caf\u00e9', '']
-with open(d + '/server.csv', 'w', newline='', encoding='utf-8') as f:
-    w = csv.writer(f, lineterminator='\n')
-    w.writerow(['id', 'email', 'region', 'segment'])
-    for i in range(600):
-        w.writerow([i, 'user%d@example.org' % i, rng.choice(regions), 'seg%d' % (i % 7)])
-rows = [['n%d' % i, 'user%d@example.org' % i] for i in range(0, 1600, 3)] + [['upper', 'USER1@example.org']]
-rng.shuffle(rows)
-with open(d + '/client.csv', 'w', newline='', encoding='utf-8') as f:
-    w = csv.writer(f, lineterminator='\n')
-    w.writerow(['name', 'email'])
-    w.writerows(rows)
-with open(d + '/client.txt', 'w', encoding='utf-8') as f:
-    f.writelines(r[1] + '\n' for r in rows)
-EOF
-
-# join.py CLIENT SERVER KEY COLS OUT [lines]: the plain inner join, as match
-# --payloads writes it (client rows in input order, the server's columns
-# appended; lines: the client's value and the columns, tab-separated).
-cat >"$d/join.py" <<'EOF'
-import csv, sys
-client, server, key, cols, out = sys.argv[1:6]
-lines = len(sys.argv) > 6
-cols = cols.split(',')
-with open(server, newline='', encoding='utf-8') as f:
-    r = csv.reader(f)
-    h = next(r)
-    srv = {row[h.index(key)]: [row[h.index(c)] for c in cols] for row in r}
-with open(out, 'w', newline='', encoding='utf-8') as f:
-    if lines:
-        for v in open(client, encoding='utf-8').read().splitlines():
-            if v in srv:
-                f.write('\t'.join([v] + srv[v]) + '\n')
-    else:
-        w = csv.writer(f, lineterminator='\n')
-        with open(client, newline='', encoding='utf-8') as g:
-            r = csv.reader(g)
-            h = next(r)
-            w.writerow(h + cols)
-            for row in r:
-                if row[h.index(key)] in srv:
-                    w.writerow(row + srv[row[h.index(key)]])
-EOF
-# same_csv WHAT A B: the two CSV files hold the same records (quoting aside).
-same_csv() {
-    checks=$((checks + 1))
-    python3 -c '
-import csv, sys
-a, b = (list(csv.reader(open(p, newline="", encoding="utf-8"))) for p in sys.argv[1:3])
-sys.exit(0 if a == b else 1)' "$2" "$3" || { fail "$1: $2 and $3 differ"; diff "$2" "$3" | head -5; }
-}
+# shellcheck source=payload_common.sh
+. "$(dirname "$0")/payload_common.sh"
+payload_inputs 600 1600
 
 # expect_no_output WHAT FILE: a failed command left no output file.
 expect_no_output() {
@@ -77,8 +21,8 @@ expect_no_output() {
     [ ! -e "$2" ] || fail "$1: $2 was left behind"
 }
 
-python3 "$d/join.py" "$d/client.csv" "$d/server.csv" email region,segment "$d/want.csv"
-python3 "$d/join.py" "$d/client.txt" "$d/server.csv" email segment,id,region "$d/want.tsv" lines
+payload_join "$d/client.csv" "$d/server.csv" email region,segment "$d/want.csv"
+payload_join "$d/client.txt" "$d/server.csv" email segment,id,region "$d/want.tsv" lines
 [ "$(wc -l <"$d/want.csv")" -gt 150 ] || fail "the plain join is too small"
 
 for suite in openmined-p256 p256-sswu ristretto255; do

@@ -21,78 +21,14 @@ command -v python3 >/dev/null || { echo "test_payloads_net: python3 is needed"; 
 . "$(dirname "$0")/net_common.sh"
 d=$tmp
 
-# The inputs: a server with an id, the email (the join key), a region with
-# commas and quotes in some fields, and a segment; a client with a name and
-# the email, every third row a server's, in another order, and one row whose
-# email differs from a server's only in case.  (No value twice: a raw setup
-# pairs copies one to one, PROTOCOL.md §9.5, where a join repeats them.)
-python3 - "$d" <<'EOF'
-import csv, random, sys
-d = sys.argv[1]
-rng = random.Random(20261205)
-regions = ['north', 'south', 'east, west', '"quoted"', 'caf\u00e9', '']
-with open(d + '/server.csv', 'w', newline='', encoding='utf-8') as f:
-    w = csv.writer(f, lineterminator='\n')
-    w.writerow(['id', 'email', 'region', 'segment'])
-    for i in range(700):
-        w.writerow([i, 'user%d@example.org' % i, rng.choice(regions), 'seg%d' % (i % 7)])
-rows = [['n%d' % i, 'user%d@example.org' % i] for i in range(0, 1900, 3)]
-rows += [['upper', 'USER1@example.org']]
-rng.shuffle(rows)
-with open(d + '/client.csv', 'w', newline='', encoding='utf-8') as f:
-    w = csv.writer(f, lineterminator='\n')
-    w.writerow(['name', 'email'])
-    w.writerows(rows)
-with open(d + '/client.txt', 'w', encoding='utf-8') as f:
-    f.writelines(r[1] + '\n' for r in rows)
-EOF
+# shellcheck source=payload_common.sh
+. "$(dirname "$0")/payload_common.sh"
+payload_inputs 700 1900
 
-# join.py CLIENT SERVER KEY COLS OUT [lines|server]: the plain inner join, as
-# the client writes it (its rows in input order, the server's columns
-# appended; lines: the value and the columns, tab-separated), or (server)
-# the server's rows whose value the client holds, in the server's order.
-cat >"$d/join.py" <<'EOF'
-import csv, sys
-client, server, key, cols, out = sys.argv[1:6]
-mode = sys.argv[6] if len(sys.argv) > 6 else 'csv'
-cols = cols.split(',') if cols else []
-with open(server, newline='', encoding='utf-8') as f:
-    r = csv.reader(f)
-    sh = next(r)
-    srows = list(r)
-srv = {row[sh.index(key)]: [row[sh.index(c)] for c in cols] for row in srows}
-with open(out, 'w', newline='', encoding='utf-8') as f:
-    w = csv.writer(f, lineterminator='\n')
-    if mode == 'lines':
-        for v in open(client, encoding='utf-8').read().splitlines():
-            if v in srv:
-                f.write('\t'.join([v] + srv[v]) + '\n')
-        sys.exit(0)
-    with open(client, newline='', encoding='utf-8') as g:
-        r = csv.reader(g)
-        ch = next(r)
-        crows = list(r)
-    if mode == 'server':
-        held = {row[ch.index(key)] for row in crows}
-        w.writerow(sh)
-        w.writerows(row for row in srows if row[sh.index(key)] in held)
-    else:
-        w.writerow(ch + cols)
-        w.writerows(row + srv[row[ch.index(key)]] for row in crows if row[ch.index(key)] in srv)
-EOF
-# same_csv WHAT A B: the two CSV files hold the same records (quoting aside).
-same_csv() {
-    checks=$((checks + 1))
-    python3 -c '
-import csv, sys
-a, b = (list(csv.reader(open(p, newline="", encoding="utf-8"))) for p in sys.argv[1:3])
-sys.exit(0 if a == b else 1)' "$2" "$3" || { fail "$1: $2 and $3 differ"; diff "$2" "$3" | head -5; }
-}
-
-python3 "$d/join.py" "$d/client.csv" "$d/server.csv" email region,segment "$d/want.csv"
-python3 "$d/join.py" "$d/client.txt" "$d/server.csv" email segment,id,region "$d/want.tsv" lines
-python3 "$d/join.py" "$d/client.csv" "$d/server.csv" email '' "$d/want.server.csv" server
-python3 "$d/join.py" "$d/client.csv" "$d/server.csv" email '' "$d/want.rows.csv"
+payload_join "$d/client.csv" "$d/server.csv" email region,segment "$d/want.csv"
+payload_join "$d/client.txt" "$d/server.csv" email segment,id,region "$d/want.tsv" lines
+payload_join "$d/client.csv" "$d/server.csv" email '' "$d/want.server.csv" server
+payload_join "$d/client.csv" "$d/server.csv" email '' "$d/want.rows.csv"
 checks=$((checks + 1))
 [ "$(wc -l <"$d/want.csv")" -gt 200 ] || fail "the plain join is too small"
 
