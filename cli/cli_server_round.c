@@ -288,7 +288,9 @@ static int round_shared(server_round *r)
     qsort(rows, k, sizeof *rows, round_cmp_size);
     if (psi_app_output_open(&r->out, s->o->output, r->err, sizeof r->err) != 0) {
         free(rows);
-        return round_fail(r, 1, "the server cannot write its output");
+        // The client hears that much; the log keeps the reason (r->err).
+        psi_net_send_error(r->c, "the server cannot write its shared result");
+        return -1;
     }
     psi_app_input_write_header(r->out.f, &s->in);
     for (size_t i = 0; i < k; i++)
