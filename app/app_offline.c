@@ -173,6 +173,9 @@ static const offline_cmd offline_cmds[] = {
      "                       it is; a longer payload is refused\n"
      "  --output PAYLOADS    the payload file: the columns' header line, then the\n"
      "                       table\n"
+     "  --salt HEX           the table's 32-byte salt (default: a fresh random one);\n"
+     "                       for reproducing a table only: two tables of one key\n"
+     "                       with one salt share their tags, which links them\n"
      OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
 };
 
@@ -217,6 +220,7 @@ static int offline_value_opt(psi_app_offline_opts *o, unsigned opts, int argc, c
         {"--response", OPT_MATCH, offsetof(psi_app_offline_opts, response)},
         {"--payloads", OPT_MATCH, offsetof(psi_app_offline_opts, payloads)},
         {"--payload-columns", OPT_PAYLOAD, offsetof(psi_app_offline_opts, payload_columns)},
+        {"--salt", OPT_PAYLOAD, offsetof(psi_app_offline_opts, salt)},
     };
     const char *v = NULL;
 

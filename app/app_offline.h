@@ -56,6 +56,7 @@ typedef struct psi_app_offline_opts {
     const char *temp_dir;       // --temp-dir (NULL: $TMPDIR, else the output's directory)
     const char *payload_columns;// payloads: --payload-columns LIST (CSV header names)
     size_t pad_len;             // payloads: --pad-to BYTES (0: the longest payload)
+    const char *salt;           // payloads: --salt HEX (NULL: a fresh salt)
     const char *payloads;       // match: --payloads FILE (the server's payload file)
 } psi_app_offline_opts;
 

@@ -323,3 +323,46 @@ int psi_app_payload_file_load(const char *path, int suite, uint64_t max_bytes, u
     *len = 0;
     return -1;
 }
+
+void psi_app_payload_build_error(char *err, size_t err_len, const char *input, int prc,
+                                 const psi_value *pays, size_t pad_len)
+{
+    psi_error_detail d;
+
+    psi_error_detail_get(&d);
+    if (prc == PSI_E_PAYLOAD_DUPLICATE)
+        snprintf(err, err_len, "%s: the value of row %lld is there twice: a payload table "
+                 "holds one payload a value (join the rows first)", input,
+                 (long long)d.index + 1);
+    else if (prc == PSI_E_PAYLOAD_LENGTH && d.index >= 0)
+        snprintf(err, err_len, "%s: the payload of row %lld is %zu bytes, longer than --pad-to "
+                 "%zu", input, (long long)d.index + 1, pays[d.index].len, pad_len);
+    else if (prc == PSI_E_PAYLOAD_LENGTH)
+        snprintf(err, err_len, "%s: a payload is longer than %zu bytes, the most a table pads "
+                 "to", input, (size_t)PSI_PAYLOAD_MAX);
+    else
+        snprintf(err, err_len, "%s: cannot build the payload table: %s (%s)", input,
+                 psi_strerror(prc), psi_error_name(prc) ? psi_error_name(prc) : "?");
+}
+
+int psi_app_payload_salt(uint8_t out[PSI_PAYLOAD_SALT_BYTES], const char *hex, char *err,
+                         size_t err_len)
+{
+    uint8_t *b = NULL;
+    size_t n = 0;
+    char why[128];
+
+    if (psi_app_hex_decode(&b, &n, hex, strlen(hex), why, sizeof why) != 0) {
+        snprintf(err, err_len, "--salt: %s", why);
+        return -1;
+    }
+    if (n != PSI_PAYLOAD_SALT_BYTES) {
+        snprintf(err, err_len, "--salt: %zu bytes, not %d (64 hex digits)", n,
+                 PSI_PAYLOAD_SALT_BYTES);
+        free(b);
+        return -1;
+    }
+    memcpy(out, b, n);
+    free(b);
+    return 0;
+}

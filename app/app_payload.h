@@ -42,6 +42,18 @@ int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays
  *  line break stays in its quoted CSV form).  Returns: 0 or -1 (write). */
 int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len);
 
+/** The message of a failed payload table build (psi_payload_table_build
+ *  or the shards', code prc, with its error detail) of the rows of `input`:
+ *  a value twice, naming its row; a payload past pad_len (naming the row)
+ *  or past PSI_PAYLOAD_MAX; else the library's message. */
+void psi_app_payload_build_error(char *err, size_t err_len, const char *input, int prc,
+                                 const psi_value *pays, size_t pad_len);
+
+/** Decodes --salt HEX: exactly PSI_PAYLOAD_SALT_BYTES bytes.  Returns: 0, or
+ *  -1 with a message in err.  Out: out. */
+int psi_app_payload_salt(uint8_t out[PSI_PAYLOAD_SALT_BYTES], const char *hex, char *err,
+                         size_t err_len);
+
 /** A payload file (the columns' header line, "\n", the table) read whole
  *  and checked for `suite`: at most max_bytes (else refused, naming the
  *  size), a header line of at most PSI_APP_PAYLOAD_HEAD_MAX bytes, a table

@@ -25,6 +25,11 @@ int psi_cli_offline_payloads(psi_app_offline *s)
     size_t len = 0;
     int rc = PSI_APP_EXIT_USAGE, prc;
 
+    uint8_t salt[PSI_PAYLOAD_SALT_BYTES];
+    if (s->o.salt != NULL && psi_app_payload_salt(salt, s->o.salt, s->err, sizeof s->err) != 0) {
+        psi_app_offline_fail(s, "%s", s->err);
+        goto done;
+    }
     if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0)
         goto done;
     if (psi_app_payloads(&s->in, s->o.payload_columns, &pays, &pbuf, &head, s->err,
@@ -38,7 +43,7 @@ int psi_cli_offline_payloads(psi_app_offline *s)
     if (psi_app_offline_shards(s, PSI_ROLE_SERVER, 0) != 0)
         goto done;
     prc = psi_shards_payload_table_build(s->g, NULL, &len, s->in.values, pays, s->in.n,
-                                         s->o.pad_len, NULL);
+                                         s->o.pad_len, s->o.salt != NULL ? salt : NULL);
     if (prc == PSI_E_BUFFER_TOO_SMALL) {
         if ((table = psi_app_alloc(len + 1, 1)) == NULL) {
             psi_app_offline_fail(s, "out of memory for a payload table of %zu bytes", len);
@@ -46,27 +51,13 @@ int psi_cli_offline_payloads(psi_app_offline *s)
         }
         psi_app_progress_begin(&s->prog, "masking the values", s->in.n);
         prc = psi_shards_payload_table_build(s->g, table, &len, s->in.values, pays, s->in.n,
-                                             s->o.pad_len, NULL);
+                                             s->o.pad_len, s->o.salt != NULL ? salt : NULL);
         psi_app_progress_end(&s->prog);
     }
-    if (prc == PSI_E_PAYLOAD_DUPLICATE || prc == PSI_E_PAYLOAD_LENGTH) {
-        psi_error_detail d;
-        psi_error_detail_get(&d);
-        if (prc == PSI_E_PAYLOAD_DUPLICATE)
-            psi_app_offline_fail(s, "%s: the value of row %" PRId64 " is there twice: a payload "
-                                 "table holds one payload a value (join the rows first)",
-                                 s->o.input, d.index + 1);
-        else if (d.index >= 0)
-            psi_app_offline_fail(s, "%s: the payload of row %" PRId64 " is %zu bytes, longer "
-                                 "than --pad-to %zu", s->o.input, d.index + 1,
-                                 pays[d.index].len, s->o.pad_len);
-        else
-            psi_app_offline_fail(s, "%s: a payload is longer than %zu bytes, the most a "
-                                 "table pads to", s->o.input, (size_t)PSI_PAYLOAD_MAX);
-        goto done;
-    }
     if (prc != PSI_OK) {
-        psi_app_offline_fail_psi(s, "cannot build the payload table", s->o.input, prc);
+        char msg[512];
+        psi_app_payload_build_error(msg, sizeof msg, s->o.input, prc, pays, s->o.pad_len);
+        psi_app_offline_fail(s, "%s", msg);
         goto done;
     }
     if (fprintf(s->out.f, "%s\n", head) < 0 || fwrite(table, 1, len, s->out.f) != len ||

@@ -249,6 +249,8 @@ int psi_mpi_setup(psi_mpi_run *r);
 int psi_mpi_request(psi_mpi_run *r);
 int psi_mpi_response(psi_mpi_run *r);
 int psi_mpi_match(psi_mpi_run *r);
+/* mpi_payloads.c: the payload file of a CSV input (PROTOCOL.md §22.1). */
+int psi_mpi_payloads(psi_mpi_run *r);
 
 /** Builds r->s.g on the rank's engine (see psi_app_offline_shards) and
  *  agrees.  Returns: as psi_mpi_agree. */

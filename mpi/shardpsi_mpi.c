@@ -24,7 +24,7 @@
 
 static void psi_mpi_usage(FILE *out)
 {
-    fputs("Usage: mpirun -np R shardpsi-mpi setup|request|response|match [options]\n"
+    fputs("Usage: mpirun -np R shardpsi-mpi setup|request|response|match|payloads [options]\n"
           "\n"
           "Runs one step of the offline protocol (shardpsi setup, shardpsi request, shardpsi response,\n"
           "shardpsi match: see 'shardpsi-mpi CMD --help') on R MPI ranks and writes the same bytes\n"
@@ -43,7 +43,13 @@ static void psi_mpi_usage(FILE *out)
           "quarter of the node's memory shared among its ranks): a rank whose part\n"
           "is more than a chunk of its budget masks it a chunk at a time into\n"
           "sorted runs in --temp-dir, which rank 0 merges (PROTOCOL.md §18.5).\n"
-          "Make keys with 'shardpsi keygen'.\n", out);
+          "Make keys with 'shardpsi keygen'.\n"
+          "\n"
+          "payloads (shardpsi payloads, PROTOCOL.md §22.1) reads a CSV input (--column,\n"
+          "--payload-columns) whole on every rank, each rank masking its share of the\n"
+          "values; rank 0 seals the table and writes the payload file.  It holds the\n"
+          "input on every rank and the table on rank 0: an input past a quarter of\n"
+          "--memory is refused.\n", out);
 }
 
 /* The command's options, parsed by psi's offline parser; messages from rank
@@ -77,7 +83,8 @@ static int psi_mpi_parse(psi_mpi_run *r, int argc, char **argv)
         return rc;
     if (r->s.o.input != NULL && strcmp(r->s.o.input, "-") == 0)
         rc = -1;
-    if (r->s.o.column != NULL)
+    // payloads reads its CSV whole on every rank; the other steps cut lines.
+    if (r->s.o.column != NULL && strcmp(argv[0], "payloads") != 0)
         rc = -2;
     if (r->s.o.mode == PSI_APP_OFFLINE_ASSOCIATION)
         rc = -4;
@@ -130,7 +137,7 @@ static int psi_mpi_main(psi_mpi_run *r, int argc, char **argv)
         const char *name;
         int (*run)(psi_mpi_run *r);
     } cmds[] = {{"setup", psi_mpi_setup}, {"request", psi_mpi_request}, {"response", psi_mpi_response},
-                {"match", psi_mpi_match}};
+                {"match", psi_mpi_match}, {"payloads", psi_mpi_payloads}};
     int (*run)(psi_mpi_run *r) = NULL;
     int local = psi_mpi_local_ranks();
     size_t threads = psi_mpi_default_threads(local), chunk;
@@ -148,8 +155,8 @@ static int psi_mpi_main(psi_mpi_run *r, int argc, char **argv)
             run = cmds[i].run;
     if (run == NULL) {
         if (r->rank == 0)
-            psi_app_error("shardpsi-mpi: unknown command '%s' (setup, request, response or "
-                          "match; keys come from 'shardpsi keygen')", argv[1]);
+            psi_app_error("shardpsi-mpi: unknown command '%s' (setup, request, response, "
+                          "match or payloads; keys come from 'shardpsi keygen')", argv[1]);
         return PSI_APP_EXIT_USAGE;
     }
     snprintf(r->label, sizeof r->label, "shardpsi-mpi %s", argv[1]);

@@ -649,6 +649,7 @@ open(sys.argv[3], "wb").write(d[:37] + b"\x18\x05" + d[37:])' \
             expect_same "interop: shardpsi-mpi -np 3 response to $v vs psi" "$d/$v.m" "$d/$v.p"
     done
     part_c_budget
+    part_c_payloads
 }
 
 # Every step past its budget (PROTOCOL.md §18.5): each rank masks its part
@@ -796,6 +797,76 @@ tagged() {
         tr '\0' '\n' 2>/dev/null <"$e" | grep -qx -- "TEST_MPI_TAG=$1" &&
             basename "$(dirname "$e")"
     done
+}
+
+# shardpsi-mpi payloads (PROTOCOL.md §22.1): the same payload file as shardpsi
+# payloads with the same key, input, columns, --pad-to and --salt, in every
+# suite under -np 1 and 3; its table opened by shardpsi match --payloads
+# gives the plain join; and its faults.
+part_c_payloads() {
+    local d=$tmp/payloads su np salt
+    mkdir -p "$d"
+    salt=$(printf '%064x' 20261205)
+    python3 - "$d" <<'EOF'
+import csv, sys
+d = sys.argv[1]
+with open(d + '/server.csv', 'w', newline='', encoding='utf-8') as f:
+    w = csv.writer(f, lineterminator='\n')
+    w.writerow(['id', 'email', 'region'])
+    for i in range(2000):
+        w.writerow([i, 'user%d@example.org' % i, ['north', 'east, "west"', 'caf\u00e9', ''][i % 4]])
+with open(d + '/client.txt', 'w') as f:
+    f.writelines('user%d@example.org\n' % i for i in range(0, 5000, 7))
+with open(d + '/want.tsv', 'w', encoding='utf-8') as f:
+    for i in range(0, 2000, 7):
+        f.write('user%d@example.org\t%d\t%s\n' % (i, i, ['north', 'east, "west"', 'caf\u00e9', ''][i % 4]))
+EOF
+    for su in openmined-p256 p256-sswu ristretto255; do
+        local K=(--key-file "$d/sk.$su" --suite "$su") P=(--input "$d/server.csv" --column email
+            --payload-columns id,region --pad-to 40 --salt "$salt")
+        run "payloads $su: keygen" 0 "$d/err" "$psi" keygen --suite "$su" --output "$d/sk.$su"
+        run "payloads $su: shardpsi payloads" 0 "$d/err" "$psi" payloads "${K[@]}" "${P[@]}" \
+            --output "$d/ref.$su" || continue
+        for np in 1 3; do
+            run "payloads $su: shardpsi-mpi -np $np payloads" 0 "$d/err" mpi "$np" 60 payloads \
+                "${K[@]}" "${P[@]}" --output "$d/m$np.$su" &&
+                expect_same "payloads $su: shardpsi-mpi -np $np vs shardpsi" "$d/m$np.$su" \
+                    "$d/ref.$su"
+        done
+    done
+    # The MPI table joins: a line-mode client's values with the id and region.
+    local S=(--key-file "$d/sk.ristretto255" --suite ristretto255)
+    run "payloads: keygen" 0 "$d/err" "$psi" keygen --suite ristretto255 --output "$d/ck"
+    run "payloads: setup" 0 "$d/err" "$psi" setup "${S[@]}" --input "$d/server.csv" \
+        --column email --structure raw --output "$d/setup" &&
+    run "payloads: request" 0 "$d/err" "$psi" request --key-file "$d/ck" --suite ristretto255 \
+        --input "$d/client.txt" --output "$d/req" &&
+    run "payloads: response" 0 "$d/err" "$psi" response "${S[@]}" --request "$d/req" --reveal \
+        --output "$d/resp" &&
+    run "payloads: match --payloads of the shardpsi-mpi table" 0 "$d/err" "$psi" match \
+        --key-file "$d/ck" --suite ristretto255 --input "$d/client.txt" --setup "$d/setup" \
+        --response "$d/resp" --payloads "$d/m3.ristretto255" --output "$d/joined" &&
+        expect_same "payloads: the join through shardpsi-mpi's table vs the plain join" \
+            "$d/joined" "$d/want.tsv"
+    # Faults: a value twice (its row named), an unknown column, a bad salt, an
+    # input past a quarter of the budget; no output left.
+    printf 'id,email,region\n1,a@x,n\n2,b@x,s\n3,a@x,e\n' >"$d/dup.csv"
+    run "payloads: a value twice" 1 "$d/err" mpi 3 60 payloads "${S[@]}" --input "$d/dup.csv" \
+        --column email --payload-columns region --output "$d/f1" &&
+        expect_grep "payloads: a value twice: message" "row 3 is there twice" "$d/err"
+    expect_no_output "payloads: a value twice" "$d/f1"
+    run "payloads: an unknown column" 2 "$d/err" mpi 2 60 payloads "${S[@]}" \
+        --input "$d/server.csv" --column email --payload-columns zone --output "$d/f2" &&
+        expect_grep "payloads: an unknown column: message" "no column 'zone'" "$d/err"
+    expect_no_output "payloads: an unknown column" "$d/f2"
+    run "payloads: a bad salt" 2 "$d/err" mpi 2 60 payloads "${S[@]}" --input "$d/server.csv" \
+        --column email --payload-columns region --salt abcd --output "$d/f3" &&
+        expect_grep "payloads: a bad salt: message" "--salt: 2 bytes, not 32" "$d/err"
+    run "payloads: past the budget" 1 "$d/err" mpi 2 60 payloads "${S[@]}" \
+        --input "$d/server.csv" --column email --payload-columns region --memory 64K \
+        --output "$d/f4" && expect_grep "payloads: past the budget: message" \
+        "holds the input on every rank" "$d/err"
+    expect_no_output "payloads: past the budget" "$d/f4"
 }
 
 part_d() {
