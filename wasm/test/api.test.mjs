@@ -35,9 +35,14 @@ test('same method names as psi.js 2.0.6, plus the documented extensions', { skip
   try {
     assert.deepEqual(names(psi.server), names(om.server));
     assert.deepEqual(names(psi.client), names(om.client));
-    // extensions: createSetupMessageWithPermutation, getAssociationTable and the suite property
-    assert.deepEqual(names(s).filter((n) => n !== 'createSetupMessageWithPermutation' && n !== 'suite'), names(os));
-    assert.deepEqual(names(c).filter((n) => n !== 'getAssociationTable' && n !== 'suite'), names(oc));
+    // extensions: createSetupMessageWithPermutation, getAssociationTable, the payloads
+    // (createPayloadTable, getIntersectionWithPayloads) and the suite property
+    const serverExt = ['createSetupMessageWithPermutation', 'createPayloadTable', 'suite'];
+    const clientExt = ['getAssociationTable', 'getIntersectionWithPayloads', 'suite'];
+    assert.deepEqual(names(s).filter((n) => !serverExt.includes(n)), names(os));
+    assert.deepEqual(names(c).filter((n) => !clientExt.includes(n)), names(oc));
+    assert.deepEqual(names(s).filter((n) => serverExt.includes(n)), [...serverExt].sort());
+    assert.deepEqual(names(c).filter((n) => clientExt.includes(n)), [...clientExt].sort());
     for (const k of ['Raw', 'GCS', 'BloomFilter']) assert.equal(psi.dataStructure[k], om.dataStructure[k].value);
   } finally { [s, c, os, oc].forEach((o) => o.delete()); }
 });
