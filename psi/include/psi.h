@@ -1021,6 +1021,72 @@ PSI_API int psi_payload_open(int suite, const uint8_t *table, size_t len,
                              const uint8_t *elements, size_t k, uint8_t *out, size_t out_len,
                              size_t *lens);
 
+/* ---- A payload table in parts (PROTOCOL.md §22.4) ----
+ *
+ * For a table too large to hold: the header, then the records, a batch at
+ * a time.  A builder makes the header (n and L known first), seals each
+ * batch's records, and orders all of them by tag (an external sort past
+ * memory: equal adjacent tags are two equal values); a reader checks the
+ * header, then each batch's order against the record before it, and opens
+ * the record whose tag an element derives.  The whole-table calls above are
+ * these parts composed in memory, so both give the same bytes and codes. */
+
+/* A record's bytes beyond the padded payload: tag 16, length 4, AEAD tag 16. */
+#define PSI_PAYLOAD_RECORD_EXTRA 36
+
+/** Makes a table's header: suite, L = pad_len, n records, salt
+ *  (PSI_PAYLOAD_SALT_BYTES; NULL for a fresh random one).  Returns: PSI_OK,
+ *  PSI_E_PAYLOAD_LENGTH (pad_len past PSI_PAYLOAD_MAX), PSI_E_MSG_TOO_LARGE
+ *  (the table's size past 2^64), PSI_E_SUITE, PSI_E_INVALID_ARG.  Out: head. */
+PSI_API int psi_payload_head_make(int suite, uint8_t head[PSI_PAYLOAD_HEAD_BYTES], uint64_t n,
+                                  size_t pad_len, const uint8_t *salt);
+
+/** Checks a header as psi_payload_table_check does, in its order, given
+ *  the first len bytes of a table (len below PSI_PAYLOAD_HEAD_BYTES:
+ *  PSI_E_PAYLOAD_TRUNCATED); the table's length, 56 + n * (36 + L), is the
+ *  caller's to check.  Returns: PSI_OK or the header codes of
+ *  psi_payload_table_check.  Out: *n, *pad_len (either may be NULL). */
+PSI_API int psi_payload_head_check(int suite, const uint8_t *head, size_t len, uint64_t *n,
+                                   size_t *pad_len);
+
+/** Seals the records of k values under a header made by
+ *  psi_payload_head_make: record i (36 + L bytes, at out + i * (36 + L))
+ *  for elements + i * PSI_ELEMENT_BYTES (the server's masked elements) and
+ *  payloads[i], in the elements' order: the caller orders the records by
+ *  tag (their first PSI_PAYLOAD_TAG_BYTES).  Returns: PSI_OK,
+ *  PSI_E_PAYLOAD_LENGTH (a payload longer than L; detail index: i), the
+ *  header's codes, PSI_E_NOMEM, PSI_E_CRYPTO, PSI_E_INVALID_ARG. */
+PSI_API int psi_payload_seal(int suite, const uint8_t head[PSI_PAYLOAD_HEAD_BYTES],
+                             const uint8_t *elements, const psi_value *payloads, size_t k,
+                             uint8_t *out);
+
+/** The tags the records of k elements have under a header (a client's
+ *  unmasked elements, to look their records up; a builder's, to order
+ *  them): tag i at tags + i * PSI_PAYLOAD_TAG_BYTES.  Returns: PSI_OK, the
+ *  header's codes, PSI_E_INVALID_ARG. */
+PSI_API int psi_payload_tags(int suite, const uint8_t head[PSI_PAYLOAD_HEAD_BYTES],
+                             const uint8_t *elements, size_t k, uint8_t *tags);
+
+/** Checks that count consecutive records of a checked header's table,
+ *  records [first, first + count), are in strictly ascending order of
+ *  their tags, the first of them after prev (the record before them; NULL
+ *  for the table's first).  Returns: PSI_OK or PSI_E_PAYLOAD_ORDER (detail
+ *  index: the record's number in the table, offset: its offset),
+ *  PSI_E_INVALID_ARG. */
+PSI_API int psi_payload_records_check(const uint8_t head[PSI_PAYLOAD_HEAD_BYTES],
+                                      const uint8_t *prev, const uint8_t *records,
+                                      size_t count, uint64_t first);
+
+/** Opens the record an element's tag found (36 + L bytes of a table with
+ *  this header): its payload to out (L bytes; NULL when L is 0) and its
+ *  length to *len.  A record of another tag does not authenticate.
+ *  Returns: PSI_OK, PSI_E_PAYLOAD_AUTH, PSI_E_PAYLOAD_LENGTH (a length field
+ *  past L or padding that is not zero), the header's codes, PSI_E_NOMEM,
+ *  PSI_E_INVALID_ARG; on failure *len is PSI_PAYLOAD_NONE. */
+PSI_API int psi_payload_record_open(int suite, const uint8_t head[PSI_PAYLOAD_HEAD_BYTES],
+                                    const uint8_t *element, const uint8_t *record,
+                                    uint8_t *out, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -160,6 +160,112 @@ static void test_payload_round(void **state)
     }
 }
 
+/* Sorting records by their tags (the test's external sort). */
+static int parts_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, PSI_PAYLOAD_TAG_BYTES);
+}
+
+/* The table in parts (PROTOCOL.md §22.4): a header, records sealed in
+ * batches and ordered by tag, checked a batch at a time, opened one record
+ * at a time: the same bytes and codes as the whole-table calls. */
+static void test_payload_parts(void **state)
+{
+    (void)state;
+    static const uint8_t salt[PSI_PAYLOAD_SALT_BYTES] = {9, 8, 7};
+    for (size_t si = 0; si < sizeof suites / sizeof suites[0]; si++) {
+        int suite = suites[si];
+        fixture f;
+        fixture_make(&f, suite, 200, 60, 16);
+        psi_engine *s = engine(suite, PSI_ROLE_SERVER);
+        size_t n = f.n, L = 16, rec = PSI_PAYLOAD_RECORD_EXTRA + L, len;
+        uint8_t *el = malloc(n * PSI_ELEMENT_BYTES), *whole, head[PSI_PAYLOAD_HEAD_BYTES];
+        uint8_t *recs = malloc(n * rec);
+        size_t el_len = n * PSI_ELEMENT_BYTES;
+        assert_int_equal(psi_engine_mask(s, el, &el_len, f.s_vals, n), PSI_OK);
+        len = psi_payload_table_bytes(n, L);
+        whole = malloc(len);
+        assert_int_equal(psi_payload_table_build(suite, whole, &len, el, f.pays, n, L, salt),
+                         PSI_OK);
+        assert_int_equal(psi_payload_head_make(suite, head, n, L, salt), PSI_OK);
+        assert_memory_equal(head, whole, PSI_PAYLOAD_HEAD_BYTES);
+        // Sealed in batches of 37, in input order; then ordered by tag.
+        for (size_t b = 0; b < n; b += 37) {
+            size_t k = n - b < 37 ? n - b : 37;
+            assert_int_equal(psi_payload_seal(suite, head, el + b * PSI_ELEMENT_BYTES,
+                                              f.pays + b, k, recs + b * rec), PSI_OK);
+        }
+        qsort(recs, n, rec, parts_cmp);
+        assert_memory_equal(recs, whole + PSI_PAYLOAD_HEAD_BYTES, n * rec);
+        // The tags psi_payload_tags derives are the records'.
+        uint8_t tag[PSI_PAYLOAD_TAG_BYTES];
+        assert_int_equal(psi_payload_tags(suite, head, el, 1, tag), PSI_OK);
+        int found = 0;
+        for (size_t j = 0; j < n; j++)
+            found |= memcmp(recs + j * rec, tag, sizeof tag) == 0;
+        assert_true(found);
+        // Checked in batches against the record before; a swap is found at
+        // its number in the table, whichever batch it falls in.
+        uint64_t count = 0;
+        size_t pad = 0;
+        assert_int_equal(psi_payload_head_check(suite, whole, PSI_PAYLOAD_HEAD_BYTES, &count,
+                                                &pad), PSI_OK);
+        assert_int_equal(count, n);
+        assert_int_equal(pad, L);
+        assert_int_equal(psi_payload_head_check(suite, whole, 55, NULL, NULL),
+                         PSI_E_PAYLOAD_TRUNCATED);
+        for (size_t b = 0; b < n; b += 50)
+            assert_int_equal(psi_payload_records_check(head, b > 0 ? recs + (b - 1) * rec : NULL,
+                                                       recs + b * rec, 50, b), PSI_OK);
+        uint8_t *tmp = malloc(rec);
+        memcpy(tmp, recs + 99 * rec, rec);
+        memcpy(recs + 99 * rec, recs + 100 * rec, rec);
+        memcpy(recs + 100 * rec, tmp, rec);
+        assert_int_equal(psi_payload_records_check(head, recs + 99 * rec, recs + 100 * rec, 50,
+                                                   100), PSI_E_PAYLOAD_ORDER);
+        psi_error_detail d;
+        psi_error_detail_get(&d);
+        assert_int_equal(d.index, 100);
+        assert_int_equal(d.offset, PSI_PAYLOAD_HEAD_BYTES + 100 * rec);
+        free(tmp);
+        // One record opened (the fixture's table, of the key the client's
+        // elements were answered with): the matched client values'
+        // payloads; another element's record does not authenticate.
+        const uint8_t *fh = f.table, *fr = f.table + PSI_PAYLOAD_HEAD_BYTES;
+        uint8_t out[16];
+        size_t plen = 0;
+        for (size_t i = 0; i < f.m; i += 3) {
+            size_t j = (i * 7) % n;
+            const uint8_t *e = f.unmasked + i * PSI_ELEMENT_BYTES, *r = NULL;
+            assert_int_equal(psi_payload_tags(suite, fh, e, 1, tag), PSI_OK);
+            for (size_t x = 0; x < n && r == NULL; x++)
+                if (memcmp(fr + x * rec, tag, sizeof tag) == 0)
+                    r = fr + x * rec;
+            assert_non_null(r);
+            assert_int_equal(psi_payload_record_open(suite, fh, e, r, out, &plen), PSI_OK);
+            assert_int_equal(plen, f.pays[j].len);
+            assert_memory_equal(out, f.pays[j].data, plen);
+            const uint8_t *other = r == fr ? r + rec : r - rec;
+            assert_int_equal(psi_payload_record_open(suite, fh, e, other, out, &plen),
+                             PSI_E_PAYLOAD_AUTH);
+            assert_true(plen == PSI_PAYLOAD_NONE);
+        }
+        // A payload longer than the header's L: refused with its index.
+        psi_value longer[2] = {f.pays[0], {(const uint8_t *)"seventeen bytes!!", 17}};
+        assert_int_equal(psi_payload_seal(suite, head, el, longer, 2, recs),
+                         PSI_E_PAYLOAD_LENGTH);
+        psi_error_detail_get(&d);
+        assert_int_equal(d.index, 1);
+        assert_int_equal(psi_payload_head_make(suite, head, n, PSI_PAYLOAD_MAX + 1, salt),
+                         PSI_E_PAYLOAD_LENGTH);
+        free(el);
+        free(recs);
+        free(whole);
+        psi_engine_free(s);
+        fixture_free(&f);
+    }
+}
+
 /* psi_setup_raw_elements: a raw setup's elements, reordered payloads with
  * its permutation, give the table of the masked values byte for byte (the
  * network server builds its table so, masking nothing again); GCS and an
@@ -472,6 +578,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_payload_round),
+        cmocka_unit_test(test_payload_parts),
         cmocka_unit_test(test_payload_from_raw_setup),
         cmocka_unit_test(test_payload_tampered),
         cmocka_unit_test(test_payload_build_refusals),
