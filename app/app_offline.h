@@ -61,6 +61,8 @@ typedef struct psi_app_offline_opts {
 } psi_app_offline_opts;
 
 /* The state of one offline command's run. */
+#define PSI_APP_OFFLINE_FILES 6
+
 typedef struct psi_app_offline {
     psi_app_offline_opts o;
     psi_app_progress prog;
@@ -77,12 +79,10 @@ typedef struct psi_app_offline {
     // PSI_APP_OFFLINE_FILES: an output opened at file_path[i] (the same
     // pointer) is written to file[i] instead, and its commit only flushes
     // it; in messages, file_path[i] reads file_label[i].
-    const char *file_path[5];
-    const char *file_label[5];
-    FILE *file[5];
+    const char *file_path[PSI_APP_OFFLINE_FILES];
+    const char *file_label[PSI_APP_OFFLINE_FILES];
+    FILE *file[PSI_APP_OFFLINE_FILES];
 } psi_app_offline;
-
-#define PSI_APP_OFFLINE_FILES 5
 
 /** Loads the key file (which must exist, be the command's suite and be
  *  readable by its owner alone); with s->key already set (a round's key,

@@ -1,5 +1,6 @@
 /* The CLI's payloads: chosen CSV columns of the server's rows; see
  * app_payload.h. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,21 +166,14 @@ int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len)
     return bad ? -1 : 0;
 }
 
-int psi_app_payload_open(psi_shards *g, int suite, const uint8_t *table, size_t table_len,
-                         size_t pad_len, const uint8_t *resp, size_t resp_len,
-                         const size_t *idx, size_t k, uint8_t **out, size_t **lens)
+int psi_app_payload_pick(int suite, const uint8_t *resp, size_t resp_len, const size_t *idx,
+                         size_t k, uint8_t **picked)
 {
     size_t cap = psi_message_element_bound(suite, resp_len), n = cap;
-    size_t ul = k * PSI_ELEMENT_BYTES;
-    uint8_t *all = psi_app_alloc(cap + 1, PSI_ELEMENT_BYTES), *picked = NULL, *un = NULL;
+    uint8_t *all = psi_app_alloc(cap + 1, PSI_ELEMENT_BYTES);
     int prc = PSI_E_NOMEM;
 
-    *out = NULL;
-    *lens = NULL;
-    if (all == NULL || (picked = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES)) == NULL ||
-        (un = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES)) == NULL ||
-        (*out = psi_app_alloc(k * pad_len + 1, 1)) == NULL ||
-        (*lens = psi_app_alloc(k + 1, sizeof **lens)) == NULL)
+    if (all == NULL || (*picked = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES)) == NULL)
         goto done;
     if ((prc = psi_response_decode(all, &n, suite, resp, resp_len)) != PSI_OK)
         goto done;
@@ -188,26 +182,106 @@ int psi_app_payload_open(psi_shards *g, int suite, const uint8_t *table, size_t 
             prc = PSI_E_INVALID_ARG;
             goto done;
         }
-        memcpy(picked + i * PSI_ELEMENT_BYTES, all + idx[i] * PSI_ELEMENT_BYTES,
+        memcpy(*picked + i * PSI_ELEMENT_BYTES, all + idx[i] * PSI_ELEMENT_BYTES,
                PSI_ELEMENT_BYTES);
     }
-    if ((prc = psi_shards_unmask(g, un, &ul, picked, k)) != PSI_OK)
-        goto done;
-    prc = psi_payload_open(suite, table, table_len, un, k, *out, k * pad_len, *lens);
 done:
     free(all);
-    free(picked);
+    if (prc != PSI_OK) {
+        free(*picked);
+        *picked = NULL;
+    }
+    return prc;
+}
+
+int psi_app_payload_open(psi_shards *g, psi_app_paytab *t, const uint8_t *picked, size_t k,
+                         uint8_t **out, size_t **lens, char *err, size_t err_len)
+{
+    size_t ul = k * PSI_ELEMENT_BYTES, L = t->pad_len;
+    uint8_t *un = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES);
+    int prc = PSI_E_NOMEM;
+
+    *out = NULL;
+    *lens = NULL;
+    if (un == NULL || (*out = psi_app_alloc(k * L + 1, 1)) == NULL ||
+        (*lens = psi_app_alloc(k + 1, sizeof **lens)) == NULL)
+        goto done;
+    if ((prc = psi_shards_unmask(g, un, &ul, picked, k)) != PSI_OK)
+        goto done;
+    for (size_t i = 0; i < k && prc == PSI_OK; i++) {
+        prc = psi_app_paytab_open(t, un + i * PSI_ELEMENT_BYTES, *out + i * L, &(*lens)[i], err,
+                                  err_len);
+        if (prc == PSI_E_PAYLOAD_AUTH || prc == PSI_E_PAYLOAD_LENGTH) {
+            psi_error_detail d;
+            psi_error_detail_get(&d);
+            d.index = (int64_t)i;
+            psi_error_detail_set(&d);
+        }
+    }
+done:
+    if (un != NULL)
+        sodium_memzero(un, k * PSI_ELEMENT_BYTES);
     free(un);
     if (prc != PSI_OK) {
         // The opened payloads are the client's results: not left in freed memory.
         if (*out != NULL)
-            sodium_memzero(*out, k * pad_len);
+            sodium_memzero(*out, k * L);
         free(*out);
         free(*lens);
         *out = NULL;
         *lens = NULL;
     }
     return prc;
+}
+
+int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int header,
+                         const uint8_t *picked, const size_t *idx, size_t k, uint64_t base,
+                         size_t *written, int *code, char *err, size_t err_len)
+{
+    uint8_t *pays = NULL;
+    size_t *lens = NULL;
+    psi_error_detail d;
+    char why[512] = "";
+    const char *source = j->source;
+    int rc = psi_app_payload_open(j->g, j->t, picked, k, &pays, &lens, why, sizeof why);
+
+    *code = rc;
+    if (rc != PSI_OK) {
+        psi_error_detail_get(&d);
+        if (rc == PSI_E_PAYLOAD_AUTH || rc == PSI_E_PAYLOAD_LENGTH)
+            snprintf(err, err_len, "%s: the payload of matched row %zu %s (a damaged or forged "
+                     "table): %s", source,
+                     d.index >= 0 && (size_t)d.index < k ? base + idx[d.index] + 1 : 0,
+                     rc == PSI_E_PAYLOAD_AUTH ? "does not decrypt"
+                                              : "has a wrong length or padding",
+                     psi_error_name(rc));
+        else if (rc == PSI_E_IO)
+            snprintf(err, err_len, "%s: %s", source, why);
+        else
+            snprintf(err, err_len, "%s: cannot open the payloads: %s (%s)", source,
+                     psi_strerror(rc), psi_error_name(rc) ? psi_error_name(rc) : "?");
+        return -1;
+    }
+    for (size_t i = 0; i < k && j->raw; i++) {
+        if (lens[i] == PSI_PAYLOAD_NONE) {
+            // A raw setup's match is exact: its element is a server value's.
+            snprintf(err, err_len, "%s has no payload for row %" PRIu64 ", which the raw setup "
+                     "matched: a table of another key or input", source, base + idx[i] + 1);
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == PSI_OK &&
+        psi_app_payload_rows_write(j->f, in, header ? (const uint8_t *)j->head : NULL,
+                                   j->head_len, idx, k, pays, j->t->pad_len, lens,
+                                   written) != 0) {
+        snprintf(err, err_len, "cannot write the rows");
+        rc = -1;
+    }
+    sodium_memzero(pays, k * j->t->pad_len);
+    free(pays);
+    free(lens);
+    return rc != PSI_OK ? -1 : 0;
 }
 
 int psi_app_payload_rows_write(FILE *f, const psi_app_input *in, const uint8_t *head,
@@ -218,7 +292,7 @@ int psi_app_payload_rows_write(FILE *f, const psi_app_input *in, const uint8_t *
     int csv = in->records != NULL, bad = 0;
     size_t w = 0;
 
-    if (csv) {
+    if (csv && head != NULL) {
         bad |= fwrite(in->data + in->header.off, 1, in->header.len, f) != in->header.len;
         bad |= fputc(',', f) == EOF;
         bad |= head_len > 0 && fwrite(head, 1, head_len, f) != head_len;
@@ -283,45 +357,63 @@ int psi_app_payload_table_raw(int suite, const uint8_t *setup, size_t setup_len,
     return prc;
 }
 
-int psi_app_payload_file_load(const char *path, int suite, uint64_t max_bytes, uint8_t **buf,
-                              size_t *len, size_t *head_len, size_t *count, size_t *pad_len,
-                              char *err, size_t err_len)
+int psi_app_payfile_open(psi_app_payfile *p, const char *path, int suite, uint64_t memory,
+                         char *err, size_t err_len)
 {
-    psi_app_msg_file f;
+    size_t want;
     const uint8_t *nl;
     int prc;
 
-    *buf = NULL;
-    *len = 0;
-    if (psi_app_msg_open(&f, path, "payload file", err, err_len) != 0)
+    memset(p, 0, sizeof *p);
+    p->t.fd = -1;
+    if (psi_app_msg_open(&p->f, path, "payload file", err, err_len) != 0)
         return -1;
-    if (f.len > max_bytes) {
-        snprintf(err, err_len, "payload file %s: %llu bytes, past a quarter of --memory (it is "
-                 "held whole): raise --memory to at least %llu", path,
-                 (unsigned long long)f.len, (unsigned long long)f.len * 4);
-        psi_app_msg_close(&f);
-        return -1;
+    want = p->f.len < PSI_APP_PAYLOAD_HEAD_MAX + 1 ? (size_t)p->f.len
+                                                    : PSI_APP_PAYLOAD_HEAD_MAX + 1;
+    if ((p->head = malloc(want + 1)) == NULL) {
+        snprintf(err, err_len, "payload file %s: out of memory", path);
+        goto fail;
     }
-    int rc = psi_app_msg_read_whole(&f, "payload file", buf, len, err, err_len);
-    psi_app_msg_close(&f);
-    if (rc != 0)
-        return -1;
-    nl = memchr(*buf, '\n', *len < PSI_APP_PAYLOAD_HEAD_MAX ? *len : PSI_APP_PAYLOAD_HEAD_MAX);
-    if (nl == NULL) {
+    if (psi_app_msg_read(&p->f, 0, (uint8_t *)p->head, want) != 0) {
+        snprintf(err, err_len, "payload file %s", p->f.err);
+        goto fail;
+    }
+    if ((nl = memchr(p->head, '\n', want)) == NULL) {
         snprintf(err, err_len, "payload file %s: no header line of columns (is it a file "
                  "shardpsi payloads wrote?)", path);
+        goto fail;
+    }
+    p->head_len = (size_t)(nl - (const uint8_t *)p->head);
+    p->head[p->head_len] = '\0';
+    p->table_at = p->head_len + 1;
+    p->table_len = p->f.len - p->table_at;
+    prc = psi_app_paytab_file(&p->t, suite, p->f.fd, p->table_at, p->table_len, memory, NULL,
+                              NULL, err, err_len);
+    if (prc == PSI_OK)
+        return 0;
+    if (prc == PSI_E_IO || (prc == PSI_E_MSG_TOO_LARGE && err[0] != '\0')) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, err_len, "payload file %s: %s", path, why);
+    } else if (prc == PSI_E_SUITE_MISMATCH) {
+        snprintf(err, err_len, "payload file %s: the payload table is of another suite, not "
+                 "%s (PSI_E_SUITE_MISMATCH): give the file made with this suite's key", path,
+                 psi_app_suite_label(suite));
     } else {
-        *head_len = (size_t)(nl - *buf);
-        prc = psi_payload_table_check(suite, nl + 1, *len - *head_len - 1, count, pad_len);
-        if (prc == PSI_OK)
-            return 0;
         snprintf(err, err_len, "payload file %s: the payload table is invalid: %s (%s)", path,
                  psi_strerror(prc), psi_error_name(prc) ? psi_error_name(prc) : "?");
     }
-    free(*buf);
-    *buf = NULL;
-    *len = 0;
+fail:
+    psi_app_payfile_close(p);
     return -1;
+}
+
+void psi_app_payfile_close(psi_app_payfile *p)
+{
+    psi_app_paytab_free(&p->t);
+    psi_app_msg_close(&p->f);
+    free(p->head);
+    p->head = NULL;
 }
 
 void psi_app_payload_build_error(char *err, size_t err_len, const char *input, int prc,
@@ -334,7 +426,7 @@ void psi_app_payload_build_error(char *err, size_t err_len, const char *input, i
         snprintf(err, err_len, "%s: the value of row %lld is there twice: a payload table "
                  "holds one payload a value (join the rows first)", input,
                  (long long)d.index + 1);
-    else if (prc == PSI_E_PAYLOAD_LENGTH && d.index >= 0)
+    else if (prc == PSI_E_PAYLOAD_LENGTH && d.index >= 0 && pays != NULL)
         snprintf(err, err_len, "%s: the payload of row %lld is %zu bytes, longer than --pad-to "
                  "%zu", input, (long long)d.index + 1, pays[d.index].len, pad_len);
     else if (prc == PSI_E_PAYLOAD_LENGTH)

@@ -17,6 +17,10 @@
 #include <stdio.h>
 
 #include "app_input.h"
+#include "app_offline.h"
+#include "app_paytab.h"
+#include "app_progress.h"
+#include "app_spill.h"
 #include "psi_shard.h"
 
 /* The most columns a payload names, and the longest header line of a file. */
@@ -42,6 +46,31 @@ int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays
  *  line break stays in its quoted CSV form).  Returns: 0 or -1 (write). */
 int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len);
 
+/** What a payload file is built from past the budget. */
+typedef struct psi_app_paybuild {
+    psi_shards *g;            // the server's shards (its key)
+    int suite;
+    const char *input;        // a CSV file
+    const char *column;       // the value's column
+    const char *columns;      // the payload columns (--payload-columns)
+    size_t pad_len;           // --pad-to (0: the longest payload)
+    const uint8_t *salt;      // --salt (NULL: a fresh one)
+    psi_app_budget budget;    // --memory
+    const char *temp_dir;     // where the runs go
+    psi_app_progress *prog;
+} psi_app_paybuild;
+
+/** Writes the payload file of o->input to f (its header line, "\n", the
+ *  table) within o->budget (app_payload_build.c, PROTOCOL.md §22.4): the
+ *  input read twice a chunk at a time, the sealed records spilled in runs
+ *  ordered by tag to a nameless file in o->temp_dir and merged; the same
+ *  bytes as psi_payload_table_build for a given salt.  Returns: 0, or -1
+ *  with a message in err (the input's errors as the whole reading gives
+ *  them, a value twice naming both rows, a payload past --pad-to naming
+ *  its row, the disk).  Out: *n (rows), *pad_len (L). */
+int psi_app_payload_build_file(const psi_app_paybuild *o, FILE *f, uint64_t *n,
+                               size_t *pad_len, char *err, size_t err_len);
+
 /** The message of a failed payload table build (psi_payload_table_build
  *  or the shards', code prc, with its error detail) of the rows of `input`:
  *  a value twice, naming its row; a payload past pad_len (naming the row)
@@ -54,15 +83,26 @@ void psi_app_payload_build_error(char *err, size_t err_len, const char *input, i
 int psi_app_payload_salt(uint8_t out[PSI_PAYLOAD_SALT_BYTES], const char *hex, char *err,
                          size_t err_len);
 
-/** A payload file (the columns' header line, "\n", the table) read whole
- *  and checked for `suite`: at most max_bytes (else refused, naming the
- *  size), a header line of at most PSI_APP_PAYLOAD_HEAD_MAX bytes, a table
- *  psi_payload_table_check accepts.  Returns: 0, or -1 with a message
- *  naming the file in err.  Out: *buf (malloc'd, *len bytes: free it),
- *  *head_len (the table starts at *buf + *head_len + 1), *count, *pad_len. */
-int psi_app_payload_file_load(const char *path, int suite, uint64_t max_bytes, uint8_t **buf,
-                              size_t *len, size_t *head_len, size_t *count, size_t *pad_len,
-                              char *err, size_t err_len);
+/** A payload file (the columns' header line, "\n", the table) opened for
+ *  lookups: its header line read (at most PSI_APP_PAYLOAD_HEAD_MAX bytes),
+ *  its table checked for the suite and indexed where it lies in the file,
+ *  within `memory` (psi_app_paytab_file), never held whole. */
+typedef struct psi_app_payfile {
+    psi_app_msg_file f;
+    char *head;             // the header line, NUL-terminated (head_len bytes)
+    size_t head_len;
+    uint64_t table_at, table_len;   // the table's place in the file
+    psi_app_paytab t;
+} psi_app_payfile;
+
+/** Opens `path` as above.  Returns: 0, or -1 with a message naming the
+ *  file in err (no header line, a table of another suite, an invalid table
+ *  with its code's name, a read failure, an index past `memory`).  Out: *p
+ *  (psi_app_payfile_close it, also after a failure). */
+int psi_app_payfile_open(psi_app_payfile *p, const char *path, int suite, uint64_t memory,
+                         char *err, size_t err_len);
+
+void psi_app_payfile_close(psi_app_payfile *p);
 
 /** The payload table of a raw setup made in memory with its permutation
  *  (perm[i]: the input row of setup position i): the setup's elements are
@@ -74,22 +114,52 @@ int psi_app_payload_table_raw(int suite, const uint8_t *setup, size_t setup_len,
                               const size_t *perm, const psi_value *pays, size_t n,
                               size_t pad_len, uint8_t **table, size_t *table_len);
 
-/** The payloads of the k matched rows idx (input indices, below the
- *  response's element count) of a client whose shards g made the request
- *  answered by resp: their response elements unmasked again (the client's
- *  ser(k_s * H(y)), a server value's masked element) and opened in table, a
- *  table whose padded length is pad_len (psi_payload_table_check's).
- *  Returns: a psi code; on failure the library's detail names the position
- *  in idx (PSI_E_PAYLOAD_AUTH, _LENGTH) and *out, *lens are NULL.  Out:
- *  *out (k * pad_len bytes), *lens (k lengths, PSI_PAYLOAD_NONE: no
- *  record); free both. */
-int psi_app_payload_open(psi_shards *g, int suite, const uint8_t *table, size_t table_len,
-                         size_t pad_len, const uint8_t *resp, size_t resp_len,
-                         const size_t *idx, size_t k, uint8_t **out, size_t **lens);
+/** The response elements of the k matched rows idx (input indices) of a
+ *  response held whole, decoded.  Returns: a psi code (the response's
+ *  decoding; PSI_E_INVALID_ARG for an index past its elements).  Out:
+ *  *picked (k * PSI_ELEMENT_BYTES, malloc'd; NULL on failure). */
+int psi_app_payload_pick(int suite, const uint8_t *resp, size_t resp_len, const size_t *idx,
+                         size_t k, uint8_t **picked);
+
+/** The payloads of k matched rows of a client whose shards g made the
+ *  request, from their response elements `picked`: unmasked again (the
+ *  client's ser(k_s * H(y)), a server value's masked element), looked up
+ *  and opened in table t.  Returns: a psi code; PSI_E_PAYLOAD_AUTH and
+ *  _LENGTH with the detail's index the position in picked; PSI_E_IO with
+ *  the reason in err (a table file that cannot be read back); on failure
+ *  *out, *lens are NULL.  Out: *out (k * L bytes), *lens (k lengths,
+ *  PSI_PAYLOAD_NONE: no record); free both. */
+int psi_app_payload_open(psi_shards *g, psi_app_paytab *t, const uint8_t *picked, size_t k,
+                         uint8_t **out, size_t **lens, char *err, size_t err_len);
+
+/** The client's side of the join (PROTOCOL.md §22.1, §22.2, §22.4). */
+typedef struct psi_app_join {
+    FILE *f;                  // the output
+    psi_shards *g;            // the client's shards (its key)
+    psi_app_paytab *t;        // the server's table
+    const char *head;         // the payload columns' header line
+    size_t head_len;
+    int raw;                  // the setup is raw: a matched row has a record
+    const char *source;       // names the table in messages ("payload file X")
+} psi_app_join;
+
+/** Writes the k matched rows idx (ascending, indices into `in`, a chunk
+ *  whose first row is row `base` of the whole input) with their payloads:
+ *  picked are their response elements, opened (psi_app_payload_open) and
+ *  written (psi_app_payload_rows_write; with `header`, the header line
+ *  first).  A matched row without a record: against a raw setup, a table
+ *  of another key or input (refused); else a false positive of a GCS or
+ *  Bloom match (dropped, not counted).  Messages name rows of the whole
+ *  input.  Returns: 0, or -1 with a message in err and *code the library's
+ *  code (PSI_OK for a missing record or a failed write).  Out: *written. */
+int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int header,
+                         const uint8_t *picked, const size_t *idx, size_t k, uint64_t base,
+                         size_t *written, int *code, char *err, size_t err_len);
 
 /** Writes the matched rows idx[0..k) of `in` that have a payload (lens[i] not
  *  PSI_PAYLOAD_NONE), each followed by its payload (psi_app_payload_write),
- *  after, for a CSV input, a header line: the input's header, ",", head.
+ *  after, for a CSV input and head not NULL, a header line: the input's
+ *  header, ",", head.
  *  Returns: 0 or -1 (a write failed).  Out: *written, the rows written. */
 int psi_app_payload_rows_write(FILE *f, const psi_app_input *in, const uint8_t *head,
                                size_t head_len, const size_t *idx, size_t k,

@@ -5,12 +5,14 @@
  * count, or the association table; with --share-result it then tells the
  * server which setup rows matched (§22.3).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -59,6 +61,9 @@ typedef struct client_ctx {
     psi_net_handshake hello, accept;
     uint8_t *setup, *response, *perm, *table, *pay_head;
     size_t setup_len, response_len, perm_len, table_len, pay_head_len, pad_len;
+    int payloads;          // the payload table arrived: tab (in table, or in tab_fd)
+    psi_app_paytab tab;
+    int tab_fd;            // a table past a quarter of the budget: a nameless file
     psi_cli_round_spill *spill; // past the budget: the round's steps and files
     char err[PSI_NET_MSG_MAX + 200];
 } client_ctx;
@@ -336,13 +341,14 @@ static int client_recv(client_ctx *s, int type, size_t max, const char *step,
 
 /* Receives the payload head (L and the columns) and the payload table of
  * the server's n values, whose size it bounds before it is received: held
- * whole, in a quarter of the budget.  Returns: 0 or -1 (reported). */
-static int client_recv_payloads(client_ctx *s)
+ * whole within a quarter of the budget, else written to a nameless file in
+ * the temporary directory as it arrives and indexed there (PROTOCOL.md
+ * §22.4).  Returns: 0 or -1 (reported). */
+/* Receives the payload head: L (at most PSI_PAYLOAD_MAX) and the columns'
+ * header line (no line break).  Returns: 0 or -1 (reported).  Out:
+ * *bound, the bytes of the server's table. */
+static int client_recv_payload_head(client_ctx *s, size_t *bound)
 {
-    uint64_t budget = s->o->net.memory != 0 ? s->o->net.memory : psi_app_memory_default();
-    size_t count = 0, pad = 0, bound;
-    int rc;
-
     if (client_recv(s, PSI_NET_FRAME_PAYLOAD_HEAD, 4 + PSI_APP_PAYLOAD_HEAD_MAX,
                     "receiving the payload head", &s->pay_head, &s->pay_head_len) != 0)
         return -1;
@@ -353,21 +359,55 @@ static int client_recv_payloads(client_ctx *s)
                  s->pay_head_len);
         return client_fail(s, 1, s->err);
     }
-    bound = psi_payload_table_bytes((size_t)s->accept.n, s->pad_len);
-    if (bound == 0 || bound > budget / 4) {
+    *bound = psi_payload_table_bytes((size_t)s->accept.n, s->pad_len);
+    if (*bound == 0) {
         snprintf(s->err, sizeof s->err, "the server's payload table of %llu values padded to "
-                 "%zu bytes takes %zu bytes, past a quarter of --memory %llu: it is held "
-                 "whole (raise --memory)", (unsigned long long)s->accept.n, s->pad_len,
-                 bound, (unsigned long long)budget);
+                 "%zu bytes is too large to address", (unsigned long long)s->accept.n,
+                 s->pad_len);
         return client_fail(s, 1, s->err);
     }
-    if (client_recv(s, PSI_NET_FRAME_PAYLOADS, bound, "receiving the payload table",
-                    &s->table, &s->table_len) != 0)
+    return 0;
+}
+
+static int client_recv_payloads(client_ctx *s)
+{
+    uint64_t budget = s->o->net.memory != 0 ? s->o->net.memory : psi_app_memory_default();
+    uint64_t got = 0;
+    size_t bound;
+    char dir[4096], why[4400];
+    int rc;
+
+    if (client_recv_payload_head(s, &bound) != 0)
         return -1;
-    rc = psi_payload_table_check(s->o->net.suite, s->table, s->table_len, &count, &pad);
-    if (rc == PSI_OK && (count != s->accept.n || pad != s->pad_len))
+    if (bound <= budget / 4) {
+        if (client_recv(s, PSI_NET_FRAME_PAYLOADS, bound, "receiving the payload table",
+                        &s->table, &s->table_len) != 0)
+            return -1;
+        rc = psi_app_paytab_mem(&s->tab, s->o->net.suite, s->table, s->table_len);
+    } else {
+        psi_app_output_dir(dir, sizeof dir, s->o->output);
+        if (psi_app_spill_tmpfile(&s->tab_fd, psi_app_temp_dir(s->o->net.temp_dir, dir), why,
+                                  sizeof why) != 0)
+            return client_fail(s, 1, why);
+        rc = psi_net_progress_recv_fd(&s->prog, &s->conn, PSI_NET_FRAME_PAYLOADS, bound,
+                                      s->tab_fd, &got, "receiving the payload table");
+        if (rc != 0)
+            return client_fail_net(s, rc);
+        rc = psi_app_paytab_file(&s->tab, s->o->net.suite, s->tab_fd, 0, got, budget, NULL,
+                                 NULL, why, sizeof why);
+        if (rc == PSI_E_IO || (rc == PSI_E_MSG_TOO_LARGE && why[0] != '\0'))
+            return client_fail(s, 1, why);
+        if (rc == PSI_OK)
+            psi_app_progress_note(&s->prog, "the payload table (%" PRIu64 " bytes, past a "
+                                  "quarter of --memory) is kept in a file and looked up "
+                                  "through an index of %" PRIu64 " tags", got, s->tab.n_index);
+    }
+    if (rc == PSI_OK && (s->tab.n != s->accept.n || s->tab.pad_len != s->pad_len))
         rc = PSI_E_PAYLOAD_TRUNCATED;
-    return rc != PSI_OK ? client_fail_psi(s, "the server's payload table is invalid", rc) : 0;
+    if (rc != PSI_OK)
+        return client_fail_psi(s, "the server's payload table is invalid", rc);
+    s->payloads = 1;
+    return 0;
 }
 
 /* Masks and sends the request (the client commits to its size first:
@@ -439,44 +479,19 @@ static int client_cmp_pair(const void *a, const void *b)
  * the setup (refused).  Returns: 0 or -1 (reported).  Out: *count. */
 static int client_write_payloads(client_ctx *s, const size_t *idx, size_t k, size_t *count)
 {
-    uint8_t *pays = NULL;
-    size_t *lens = NULL;
-    psi_error_detail d;
-    int rc = psi_app_payload_open(s->g, s->o->net.suite, s->table, s->table_len, s->pad_len,
-                                  s->response, s->response_len, idx, k, &pays, &lens);
+    psi_app_join j = {s->out.f, s->g, &s->tab, (const char *)s->pay_head + 4,
+                      s->pay_head_len - 4, s->accept.structure == PSI_STRUCTURE_RAW,
+                      "the server's payload table"};
+    uint8_t *picked = NULL;
+    int code = PSI_OK, rc;
 
-    if (rc != PSI_OK) {
-        psi_error_detail_get(&d);
-        if (rc == PSI_E_PAYLOAD_AUTH || rc == PSI_E_PAYLOAD_LENGTH) {
-            snprintf(s->err, sizeof s->err, "the server's payload of matched row %zu %s "
-                     "(a damaged or forged table): %s",
-                     d.index >= 0 && (size_t)d.index < k ? idx[d.index] + 1 : 0,
-                     rc == PSI_E_PAYLOAD_AUTH ? "does not decrypt"
-                                              : "has a wrong length or padding",
-                     psi_error_name(rc));
-            return client_fail(s, 1, s->err);
-        }
+    rc = psi_app_payload_pick(s->o->net.suite, s->response, s->response_len, idx, k, &picked);
+    if (rc != PSI_OK)
         return client_fail_psi(s, "cannot open the server's payloads", rc);
-    }
-    for (size_t i = 0; i < k && s->accept.structure == PSI_STRUCTURE_RAW; i++) {
-        if (lens[i] == PSI_PAYLOAD_NONE) {
-            snprintf(s->err, sizeof s->err, "the server's payload table has no payload for "
-                     "row %zu, which its raw setup matched (a table of another key or "
-                     "input)", idx[i] + 1);
-            rc = -1;
-            break;
-        }
-    }
-    if (rc == PSI_OK &&
-        psi_app_payload_rows_write(s->out.f, &s->in, s->pay_head + 4, s->pay_head_len - 4,
-                                   idx, k, pays, s->pad_len, lens, count) != 0) {
-        snprintf(s->err, sizeof s->err, "%s: cannot write", s->o->output);
-        rc = -1;
-    }
-    sodium_memzero(pays, k * s->pad_len);
-    free(pays);
-    free(lens);
-    return rc != PSI_OK ? client_fail(s, 1, s->err) : 0;
+    rc = psi_app_payload_join(&j, &s->in, 1, picked, idx, k, 0, count, &code, s->err,
+                              sizeof s->err);
+    free(picked);
+    return rc == 0 ? 0 : client_fail(s, 1, s->err);
 }
 
 /* Writes the rows or indices of the intersection. */
@@ -496,7 +511,7 @@ static int client_write_matches(client_ctx *s, size_t *count)
         return client_fail_psi(s, "cannot compute the intersection", rc);
     }
     psi_app_sort_indices(idx, k);
-    if (s->table != NULL) {
+    if (s->payloads) {
         rc = client_write_payloads(s, idx, k, count);
         free(idx);
         return rc;
@@ -633,6 +648,62 @@ static int client_setup_cap(const client_ctx *s, psi_app_budget *b, psi_setup_pa
     return psi_setup_bound(cap, s->o->net.suite, p, (size_t)s->accept.n);
 }
 
+/* Writes len bytes to fd at its offset.  Returns: 0 or -1 (errno). */
+static int client_write_all(int fd, const uint8_t *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Past the budget: the payload head and table received into a file as a
+ * payload file (the columns' line, then the table as it arrives), which
+ * the match step reads where it lies (PROTOCOL.md §22.4); its count and L
+ * checked against the handshake and the head.  Returns: 0 or -1
+ * (reported). */
+static int client_spill_payloads(client_ctx *s)
+{
+    psi_cli_round_spill *r = s->spill;
+    psi_app_offline *o = &r->off;
+    uint64_t got = 0;
+    size_t bound;
+    psi_app_payfile pf;
+    int fd, rc;
+
+    if (client_recv_payload_head(s, &bound) != 0)
+        return -1;
+    if (psi_cli_round_spill_file(r, PSI_CLI_MSG_PAYLOADS, "the server's payload table") != 0)
+        return client_fail(s, 1, o->err);
+    fd = r->fd[PSI_CLI_MSG_PAYLOADS];
+    if (client_write_all(fd, s->pay_head + 4, s->pay_head_len - 4) != 0 ||
+        client_write_all(fd, (const uint8_t *)"\n", 1) != 0) {
+        snprintf(s->err, sizeof s->err, "the server's payload table: cannot write its file: %s",
+                 strerror(errno));
+        return client_fail(s, 1, s->err);
+    }
+    rc = psi_net_progress_recv_fd(&s->prog, &s->conn, PSI_NET_FRAME_PAYLOADS, bound, fd, &got,
+                                  "receiving the payload table");
+    if (rc != 0)
+        return client_fail_net(s, rc);
+    if (psi_app_payfile_open(&pf, r->path[PSI_CLI_MSG_PAYLOADS], s->o->net.suite,
+                             o->o.memory != 0 ? o->o.memory : psi_app_memory_default(), s->err,
+                             sizeof s->err) != 0)
+        return client_fail(s, 1, s->err);
+    rc = pf.t.n != s->accept.n || pf.t.pad_len != s->pad_len ? PSI_E_PAYLOAD_TRUNCATED : PSI_OK;
+    psi_app_payfile_close(&pf);
+    if (rc != PSI_OK)
+        return client_fail_psi(s, "the server's payload table is invalid", rc);
+    o->o.payloads = r->path[PSI_CLI_MSG_PAYLOADS];
+    return 0;
+}
+
 /* client_exchange and client_result past the budget: the request made by
  * `shardpsi request`'s step into a file and sent from it, the setup and
  * the response received into files, and the result made by `shardpsi
@@ -659,7 +730,7 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
     if (client_spill_step(s, psi_cli_offline_request) != 0)
         return -1;
     rc = psi_net_progress_send_fd(&s->prog, &s->conn, PSI_NET_FRAME_REQUEST,
-                                  r->fd[PSI_CLI_MSG_REQUEST],
+                                  r->fd[PSI_CLI_MSG_REQUEST], 0,
                                   psi_cli_round_spill_size(r, PSI_CLI_MSG_REQUEST),
                                   "sending the request");
     if (rc != 0)
@@ -711,6 +782,8 @@ static int client_spill_exchange(client_ctx *s, size_t *count)
         o->o.permutation = r->path[PSI_CLI_MSG_PERM];
         o->o.perm_payload = 1;
     }
+    if (s->accept.payloads && client_spill_payloads(s) != 0)
+        return -1;
     // The result goes to the output opened at the start.
     o->o.setup = r->path[PSI_CLI_MSG_SETUP];
     o->o.response = r->path[PSI_CLI_MSG_RESPONSE];
@@ -737,10 +810,10 @@ static int client_spill_late(client_ctx *s)
     size_t cap = 0, n = s->in.n;
 
     if (client_setup_cap(s, &b, &p, &cap) == PSI_OK && cap > b.bytes / 4 &&
-        (s->accept.payloads || s->accept.share_result)) {
+        s->accept.share_result) {
         snprintf(s->err, sizeof s->err, "the server's setup of %zu bytes is past a quarter of "
-                 "--memory %" PRIu64 ", and payloads and a shared result are not built for "
-                 "rounds past the budget: raise --memory", cap, b.bytes);
+                 "--memory %" PRIu64 ", and a shared result is not built for rounds past the "
+                 "budget: raise --memory", cap, b.bytes);
         return client_fail(s, 1, s->err);
     }
     if (s->accept.structure != PSI_STRUCTURE_RAW || in == NULL || strcmp(in, "-") == 0 || stat(in, &st) != 0 || !S_ISREG(st.st_mode))
@@ -835,6 +908,7 @@ int psi_cli_cmd_client(int argc, char **argv)
     memset(&s, 0, sizeof s);
     s.o = &o;
     s.conn.fd = -1;
+    s.tab_fd = -1;
     psi_app_progress_init(&s.prog, "shardpsi client", o.net.progress);
     signal(SIGPIPE, SIG_IGN);
     uint64_t n = 0;
@@ -842,9 +916,9 @@ int psi_cli_cmd_client(int argc, char **argv)
     if (past < 0) {
         psi_app_error("client: %s", s.err);
         rc = PSI_APP_EXIT_USAGE;
-    } else if (past && (o.payloads || o.share_result)) {
-        psi_app_error("client: the input is past --memory, and payloads and a shared result "
-                      "are not built for rounds past the budget: raise --memory");
+    } else if (past && o.share_result) {
+        psi_app_error("client: the input is past --memory, and a shared result is not built "
+                      "for rounds past the budget: raise --memory");
         rc = PSI_APP_EXIT_USAGE;
     } else if (past) {
         // The round's key is the steps' own.
@@ -885,6 +959,9 @@ int psi_cli_cmd_client(int argc, char **argv)
     free(s.setup);
     free(s.response);
     free(s.perm);
+    psi_app_paytab_free(&s.tab);
+    if (s.tab_fd >= 0)
+        close(s.tab_fd);
     free(s.table);
     free(s.pay_head);
     if (s.spill != NULL)

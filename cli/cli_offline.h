@@ -10,6 +10,7 @@
 
 #include "app_index_runs.h"
 #include "app_offline.h"
+#include "app_payload.h"
 #include "app_perm.h"
 
 /* The steps (cli_offline_steps.c, cli_offline_match.c): each runs after parsing and returns the
@@ -67,26 +68,34 @@ void psi_cli_assoc_free(psi_cli_assoc *m);
 /** `shardpsi payloads`: the payload file of --input's rows. */
 int psi_cli_offline_payloads(psi_app_offline *s);
 
-/** A payload file read whole: the columns' header line and the table. */
-typedef struct psi_cli_payload_file {
-    uint8_t *buf;            // the file
-    size_t len;
-    size_t head_len;         // the header line's bytes at buf, without "\n"
-    const uint8_t *table;    // after it
-    size_t table_len;
-    size_t pad_len;          // the table's L
-} psi_cli_payload_file;
+/** match --payloads past the budget (PROTOCOL.md §22.4): the payload file
+ *  opened where it lies, and the response decoded again alongside the
+ *  input's chunks. */
+typedef struct psi_cli_payjoin {
+    psi_app_payfile pf;
+    int open;
+    int raw;                   // the setup is raw
+    char source[4200];
+    psi_app_msg_file resp;
+    psi_reader *reader;
+    uint8_t *buf;              // a block of the response file
+    size_t pos, len;
+    uint64_t at;               // the file's next byte to read
+} psi_cli_payjoin;
 
-/** Reads --payloads and checks its table.  Returns: 0 or an exit code
- *  (reported); free p->buf either way. */
-int psi_cli_payload_file_read(psi_app_offline *s, psi_cli_payload_file *p);
+/** Opens --payloads and --response.  Returns: 0 or -1 (reported); close p
+ *  either way. */
+int psi_cli_payjoin_open(psi_app_offline *s, psi_cli_payjoin *p, int raw);
 
-/** The payloads of the k matched rows idx (ascending input indices) of a
- *  response held whole: their elements unmasked again and opened.
- *  Returns: 0 or -1 (reported).  Out: *out (k * pad_len bytes), *lens
- *  (PSI_PAYLOAD_NONE: no payload); free both. */
-int psi_cli_payload_open(psi_app_offline *s, const psi_cli_payload_file *p,
-                         const uint8_t *resp, size_t resp_len, const size_t *idx, size_t k,
-                         uint8_t **out, size_t **lens);
+/** Writes the matched rows idx (k, ascending, whole-input indices) of the
+ *  input chunk `chunk` (its first row is `base`) with their payloads; the
+ *  response's next chunk->n elements are decoded for it (every chunk is
+ *  passed, in order, matched or not).  Returns: 0 or -1 (reported).
+ *  Out: *written grows by the rows written. */
+int psi_cli_payjoin_chunk(psi_app_offline *s, psi_cli_payjoin *p, const psi_app_input *chunk,
+                          uint64_t base, const size_t *idx, size_t k, int header,
+                          size_t *written);
+
+void psi_cli_payjoin_close(psi_cli_payjoin *p);
 
 #endif /* PSI_CLI_OFFLINE_H */

@@ -22,6 +22,7 @@
 #include "cli_offline.h"
 #include "cli_offline_spill.h"
 #include "app_payload.h"
+#include "app_spill.h"
 #include "app_util.h"
 
 /* The files, for the library's messages. */
@@ -55,45 +56,35 @@ static int match_write_payloads(psi_app_offline *s, const uint8_t *setup, size_t
                                 const uint8_t *resp, size_t resp_len, const size_t *idx,
                                 size_t k, size_t *count)
 {
-    psi_cli_payload_file pf;
+    psi_app_payfile pf;
     psi_setup *parsed = NULL;
-    uint8_t *out = NULL;
-    size_t *lens = NULL, w = 0, kept = k;
-    int rc = -1;
+    size_t kept = k;
+    char source[4200];
+    int code = PSI_OK, raw, rc;
 
     while (kept > 0 && idx[kept - 1] >= s->in.n)
         kept--; // refused later: the response is not this input's
-    if (psi_cli_payload_file_read(s, &pf) != 0 ||
-        psi_cli_payload_open(s, &pf, resp, resp_len, idx, kept, &out, &lens) != 0)
-        goto done;
-    // A row without a payload: the setup's structure says which case it is
-    // (parsed again only then).
-    int raw = -1;
-    for (size_t i = 0; i < kept; i++) {
-        if (lens[i] == PSI_PAYLOAD_NONE && raw < 0)
-            raw = psi_setup_parse(&parsed, s->o.suite, setup, setup_len) == PSI_OK &&
-                  psi_setup_structure(parsed) == PSI_STRUCTURE_RAW;
-        if (lens[i] == PSI_PAYLOAD_NONE && raw == 1) {
-            psi_app_offline_fail(s, "payload file %s has no payload for row %zu of %s, which "
-                                 "the raw setup %s matched: give the payload file made with "
-                                 "the setup's key and input", s->o.payloads, idx[i] + 1,
-                                 s->o.input, s->o.setup);
-            goto done;
-        }
-    }
-    if (psi_app_payload_rows_write(s->out.f, &s->in, pf.buf, pf.head_len, idx, kept, out,
-                                   pf.pad_len, lens, &w) != 0) {
-        psi_app_offline_fail(s, "%s: cannot write", s->o.output);
-        goto done;
-    }
-    *count = w;
-    rc = 0;
-done:
+    if (psi_app_payfile_open(&pf, s->o.payloads, s->o.suite,
+                             s->o.memory != 0 ? s->o.memory : psi_app_memory_default(), s->err,
+                             sizeof s->err) != 0)
+        return psi_app_offline_fail(s, "%s", s->err);
+    // Whether a row without a payload is refused (raw) or dropped.
+    raw = psi_setup_parse(&parsed, s->o.suite, setup, setup_len) == PSI_OK &&
+          psi_setup_structure(parsed) == PSI_STRUCTURE_RAW;
     psi_setup_free(parsed);
-    free(pf.buf);
-    free(out);
-    free(lens);
-    return rc;
+    snprintf(source, sizeof source, "payload file %s", s->o.payloads);
+    psi_app_join j = {s->out.f, s->g, &pf.t, pf.head, pf.head_len, raw, source};
+    uint8_t *picked = NULL;
+    rc = psi_app_payload_pick(s->o.suite, resp, resp_len, idx, kept, &picked);
+    if (rc != PSI_OK)
+        snprintf(s->err, sizeof s->err, "response %s: %s (%s)", s->o.response,
+                 psi_strerror(rc), psi_error_name(rc) ? psi_error_name(rc) : "?");
+    else
+        rc = psi_app_payload_join(&j, &s->in, 1, picked, idx, kept, 0, count, &code, s->err,
+                                  sizeof s->err);
+    free(picked);
+    psi_app_payfile_close(&pf);
+    return rc != 0 ? psi_app_offline_fail(s, "%s", s->err) : 0;
 }
 
 /* Computes the result and writes it to s->out (not committed).  Out: *count. */
@@ -283,10 +274,11 @@ done:
 /* Writes the matched indices, ascending from idx, or the rows they name
  * from a second read of the input; stops at an index past the input (the
  * count check then refuses the response).  Returns: 0 or -1 (reported). */
-static int match_write_sorted(psi_app_offline *s, spill *x, psi_app_index_runs *idx)
+static int match_write_sorted(psi_app_offline *s, spill *x, psi_app_index_runs *idx,
+                              psi_cli_payjoin *pj, size_t *count)
 {
     psi_app_input_stream in;
-    size_t next = 0;
+    size_t next = 0, *mi = NULL, written = 0;
     int have, rc = -1, rows = s->o.mode == PSI_APP_OFFLINE_ROWS;
 
     if (psi_app_index_runs_read_begin(idx) != 0)
@@ -309,29 +301,49 @@ static int match_write_sorted(psi_app_offline *s, spill *x, psi_app_index_runs *
     }
     if (match_input_open(s, x, &in) != 0)
         return -1;
-    psi_app_progress_begin(&s->prog, "writing the rows", psi_cli_spill_values(x));
+    if (pj != NULL && (mi = psi_app_alloc(psi_cli_spill_budget(x)->chunk_values + 1,
+                                          sizeof *mi)) == NULL) {
+        psi_app_input_stream_close(&in);
+        return psi_app_offline_fail(s, "out of memory for a chunk's matches");
+    }
+    psi_app_progress_begin(&s->prog, pj != NULL ? "writing the rows and their payloads"
+                                                : "writing the rows", psi_cli_spill_values(x));
     for (int first = 1;; first = 0) {
         if (psi_app_input_stream_next(&in, s->err, sizeof s->err) != 0) {
             psi_app_offline_fail(s, "%s", s->err); // the file changed since the first read
             goto done;
         }
-        if (first)
+        if (first && pj == NULL)
             psi_app_input_write_header(s->out.f, &in.chunk);
-        if (in.chunk.n == 0)
+        if (in.chunk.n == 0 && !(first && pj != NULL))
             break;
         uint64_t end = in.values + in.chunk.n;
+        size_t k = 0;
         while (have > 0 && next < end) {
-            psi_app_input_write_row(s->out.f, &in.chunk, (size_t)(next - in.values));
+            if (pj != NULL)
+                mi[k++] = next;
+            else
+                psi_app_input_write_row(s->out.f, &in.chunk, (size_t)(next - in.values));
             have = psi_app_index_runs_next(idx, &next);
         }
         if (have < 0) {
             psi_app_offline_fail(s, "%s", idx->file.err);
             goto done;
         }
+        // With payloads, every chunk goes to the join (its elements are
+        // decoded in step), the first with the header line.
+        if (pj != NULL && psi_cli_payjoin_chunk(s, pj, &in.chunk, in.values, mi, k, first,
+                                                &written) != 0)
+            goto done;
+        if (in.chunk.n == 0)
+            break;
         psi_app_progress_update(&s->prog, end, s->prog.total);
     }
+    if (pj != NULL)
+        *count = written;
     rc = 0;
 done:
+    free(mi);
     psi_app_progress_end(&s->prog);
     psi_app_input_stream_close(&in);
     return rc;
@@ -356,7 +368,11 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     int pairs = s->o.mode == PSI_APP_OFFLINE_ASSOCIATION;
     const char *what = match_what(s);
     char files[512];
+    psi_cli_payjoin pj;
+    int pj_open = 0;
 
+    memset(&pj, 0, sizeof pj);
+    pj.resp.fd = -1;
     psi_app_index_runs_init(&idx, psi_cli_spill_dir(x), b->read_bytes);
     psi_cli_assoc_init(&assoc, psi_cli_spill_dir(x), b->read_bytes);
     match_files(s, files, sizeof files);
@@ -398,6 +414,12 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
     }
     psi_step_kind kind = psi_setup_structure(parsed) == PSI_STRUCTURE_RAW
                              ? PSI_STEP_UNMASK_SORT : PSI_STEP_UNMASK;
+    // --payloads: the payload file checked and indexed before the work.
+    if (s->o.payloads != NULL) {
+        pj_open = 1;
+        if (psi_cli_payjoin_open(s, &pj, kind == PSI_STEP_UNMASK_SORT) != 0)
+            goto done;
+    }
     // The association table: a raw setup, and its permutation checked
     // before the response, as in memory.
     if (pairs && (psi_cli_assoc_setup(s, parsed, &n_server) != 0 ||
@@ -435,14 +457,18 @@ static int match_spill(psi_app_offline *s, spill *x, uint64_t resp_len, size_t *
         goto done;
     if (s->o.mode == PSI_APP_OFFLINE_COUNT)
         fprintf(s->out.f, "%zu\n", *count);
+    else if (pj_open && match_check_count(s, n, resp_len) != 0)
+        goto done; // before the response is read again for the payloads
     else if (pairs ? psi_cli_assoc_write(s, &assoc, count) != 0
-                   : match_write_sorted(s, x, &idx) != 0)
+                   : match_write_sorted(s, x, &idx, pj_open ? &pj : NULL, count) != 0)
         goto done;
     if (match_check_count(s, n, resp_len) != 0)
         goto done;
     *n_out = n;
     rc = PSI_APP_EXIT_OK;
 done:
+    if (pj_open)
+        psi_cli_payjoin_close(&pj);
     psi_setup_free(parsed);
     psi_app_msg_close(&setup);
     psi_app_index_runs_close(&idx);
@@ -477,13 +503,7 @@ int psi_cli_offline_match(psi_app_offline *s)
                (s->o.mode == PSI_APP_OFFLINE_ASSOCIATION &&
                 stat(s->o.permutation, &in_st) == 0 && S_ISREG(in_st.st_mode) &&
                 (uint64_t)in_st.st_size > b->bytes / 4));
-    if (spilled && s->o.payloads != NULL) {
-        psi_app_offline_fail(s, "match --payloads holds the input, the response and the "
-                             "payload table whole, and they do not fit --memory %" PRIu64
-                             ": give a larger --memory (payloads within a budget are not "
-                             "built yet)", b->bytes);
-        rc = PSI_APP_EXIT_FAIL;
-    } else if (spilled) {
+    if (spilled) {
         rc = match_spill(s, x, (uint64_t)st.st_size, &count, &n);
     } else {
         rc = match_whole(s, x, &count);

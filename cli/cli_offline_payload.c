@@ -4,18 +4,71 @@
  * payload table beside its setup, and the client's matched rows with the
  * payloads they open.  The server's values are masked by its shards
  * (psi_shards_payload_table_build); the library derives, encrypts and
- * orders.  Both
- * sides hold their input and the table whole: a payload file is not yet
- * built or read within a memory budget.
+ * orders.  An input past --memory is built a chunk at a time, the table
+ * ordered through runs on disk (psi_app_payload_build_file, §22.4); the
+ * client's side reads the payload file where it lies (psi_app_payfile).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "app_payload.h"
+#include "app_spill.h"
 #include "app_util.h"
 #include "cli_offline.h"
+
+/* Whether --input fits one chunk of the budget b (then it is read whole).
+ * Returns: 1, 0, or -1 (reported). */
+static int payloads_fit(psi_app_offline *s, const psi_app_budget *b)
+{
+    psi_app_input_stream in;
+    struct stat st;
+    int whole;
+
+    // stdin, or a pipe, cannot be read twice: it is held in memory.
+    if (strcmp(s->o.input, "-") == 0 || stat(s->o.input, &st) != 0 || !S_ISREG(st.st_mode))
+        return 1;
+
+    if (psi_app_input_stream_open(&in, s->o.input, s->o.column, 0, b->block_bytes,
+                                  b->chunk_values, b->record_max, s->err, sizeof s->err) != 0 ||
+        psi_app_input_stream_next(&in, s->err, sizeof s->err) != 0) {
+        psi_app_input_stream_close(&in);
+        return psi_app_offline_fail(s, "%s", s->err);
+    }
+    whole = psi_app_input_stream_at_end(&in);
+    psi_app_input_stream_close(&in);
+    return whole;
+}
+
+/* The payload file of an input past the budget. */
+static int payloads_spill(psi_app_offline *s, const psi_app_budget *b, const uint8_t *salt)
+{
+    char dir[4096];
+    uint64_t n = 0;
+    size_t L = 0;
+
+    if (psi_app_offline_open(s, &s->out, s->o.output) != 0)
+        return PSI_APP_EXIT_USAGE;
+    if (psi_app_offline_shards(s, PSI_ROLE_SERVER, 0) != 0)
+        return PSI_APP_EXIT_FAIL;
+    psi_app_output_dir(dir, sizeof dir, s->o.output);
+    psi_app_paybuild o = {s->g, s->o.suite, s->o.input, s->o.column, s->o.payload_columns,
+                          s->o.pad_len, salt, *b, psi_app_temp_dir(s->o.temp_dir, dir),
+                          &s->prog};
+    if (psi_app_payload_build_file(&o, s->out.f, &n, &L, s->err, sizeof s->err) != 0) {
+        psi_app_offline_fail(s, "%s", s->err);
+        return PSI_APP_EXIT_FAIL;
+    }
+    if (psi_app_output_commit(&s->out, s->err, sizeof s->err) != 0) {
+        psi_app_offline_fail(s, "%s: cannot write: %s", s->o.output, s->err);
+        return PSI_APP_EXIT_FAIL;
+    }
+    psi_app_progress_note(&s->prog, "a payload table of %" PRIu64 " rows (padded to %zu "
+                          "bytes), built within --memory %" PRIu64, n, L, b->bytes);
+    return PSI_APP_EXIT_OK;
+}
 
 int psi_cli_offline_payloads(psi_app_offline *s)
 {
@@ -30,7 +83,18 @@ int psi_cli_offline_payloads(psi_app_offline *s)
         psi_app_offline_fail(s, "%s", s->err);
         goto done;
     }
-    if (psi_app_offline_key(s) != 0 || psi_app_offline_input(s) != 0)
+    if (psi_app_offline_key(s) != 0)
+        goto done;
+    psi_app_budget b;
+    psi_app_budget_init(&b, s->o.memory != 0 ? s->o.memory : psi_app_memory_default());
+    int fit = payloads_fit(s, &b);
+    if (fit < 0)
+        goto done;
+    if (fit == 0) {
+        rc = payloads_spill(s, &b, s->o.salt != NULL ? salt : NULL);
+        goto done;
+    }
+    if (psi_app_offline_input(s) != 0)
         goto done;
     if (psi_app_payloads(&s->in, s->o.payload_columns, &pays, &pbuf, &head, s->err,
                          sizeof s->err) != 0) {
@@ -76,52 +140,110 @@ done:
     return rc;
 }
 
-int psi_cli_payload_file_read(psi_app_offline *s, psi_cli_payload_file *p)
+/* ---- match --payloads past the budget (PROTOCOL.md §22.4) ----------------
+ * The rows are written a chunk of the input at a time (match_write_sorted);
+ * the response is decoded alongside, as many elements as the chunk has
+ * rows, so a chunk's matched rows have their elements at hand: unmasked
+ * again, looked up in the payload file through its index, and written. */
+
+#define PJ_READ 65536
+
+int psi_cli_payjoin_open(psi_app_offline *s, psi_cli_payjoin *p, int raw)
 {
-    const uint8_t *nl;
-    size_t count = 0;
+    uint64_t memory = s->o.memory != 0 ? s->o.memory : psi_app_memory_default();
     int prc;
 
     memset(p, 0, sizeof *p);
-    if (psi_app_offline_read_msg(s, s->o.payloads, "payload file", &p->buf, &p->len) != 0)
-        return PSI_APP_EXIT_USAGE;
-    nl = memchr(p->buf, '\n', p->len < PSI_APP_PAYLOAD_HEAD_MAX ? p->len
-                                                                : PSI_APP_PAYLOAD_HEAD_MAX);
-    if (nl == NULL) {
-        psi_app_offline_fail(s, "payload file %s: no header line of columns (is it a file "
-                             "shardpsi payloads wrote?)", s->o.payloads);
-        return PSI_APP_EXIT_FAIL;
+    p->resp.fd = -1;
+    if (psi_app_payfile_open(&p->pf, s->o.payloads, s->o.suite, memory, s->err,
+                             sizeof s->err) != 0) {
+        psi_app_offline_fail(s, "%s", s->err);
+        return -1;
     }
-    p->head_len = (size_t)(nl - p->buf);
-    p->table = nl + 1;
-    p->table_len = p->len - p->head_len - 1;
-    prc = psi_payload_table_check(s->o.suite, p->table, p->table_len, &count, &p->pad_len);
-    if (prc != PSI_OK) {
-        psi_app_offline_fail_psi(s, "the payload table is invalid", s->o.payloads, prc);
-        return PSI_APP_EXIT_FAIL;
+    p->open = 1;
+    snprintf(p->source, sizeof p->source, "payload file %s", s->o.payloads);
+    p->raw = raw;
+    if (psi_app_offline_open_msg(s, s->o.response, "response", &p->resp) != 0)
+        return -1;
+    if ((prc = psi_reader_create(&p->reader, s->o.suite, PSI_MESSAGE_RESPONSE)) != PSI_OK ||
+        (p->buf = malloc(PJ_READ)) == NULL) {
+        psi_app_offline_fail(s, "out of memory for reading the response");
+        return -1;
     }
     return 0;
 }
 
-int psi_cli_payload_open(psi_app_offline *s, const psi_cli_payload_file *p,
-                         const uint8_t *resp, size_t resp_len, const size_t *idx, size_t k,
-                         uint8_t **out, size_t **lens)
+/* Decodes the response's next n elements into el.  Returns: 0 or -1
+ * (reported: the response was checked by the match, so only a file that
+ * changed since fails here). */
+static int payjoin_decode(psi_app_offline *s, psi_cli_payjoin *p, uint8_t *el, size_t n)
 {
-    int prc = psi_app_payload_open(s->g, s->o.suite, p->table, p->table_len, p->pad_len, resp,
-                                   resp_len, idx, k, out, lens);
-    psi_error_detail d;
+    size_t got = 0;
 
-    if (prc == PSI_OK)
-        return 0;
-    psi_error_detail_get(&d);
-    if (prc == PSI_E_PAYLOAD_AUTH || prc == PSI_E_PAYLOAD_LENGTH)
-        psi_app_offline_fail(s, "payload file %s: the payload of matched row %zu %s "
-                             "(a damaged or forged table): %s", s->o.payloads,
-                             d.index >= 0 && (size_t)d.index < k ? idx[d.index] + 1 : 0,
-                             prc == PSI_E_PAYLOAD_AUTH ? "does not decrypt"
-                                                       : "has a wrong length or padding",
-                             psi_error_name(prc));
-    else
-        psi_app_offline_fail_psi(s, "cannot open the payloads", s->o.payloads, prc);
-    return -1;
+    while (got < n) {
+        if (p->pos == p->len) {
+            size_t want = p->resp.len - p->at < PJ_READ ? (size_t)(p->resp.len - p->at) : PJ_READ;
+            if (want == 0 || psi_app_msg_read(&p->resp, p->at, p->buf, want) != 0)
+                return psi_app_offline_fail(s, "response %s: it ended or changed while it "
+                                            "was read again", s->o.response);
+            p->at += want;
+            p->pos = 0;
+            p->len = want;
+        }
+        size_t count = n - got, used = 0;
+        int prc = psi_reader_feed(p->reader, el + got * PSI_ELEMENT_BYTES, &count, &used,
+                                  p->buf + p->pos, p->len - p->pos);
+        if (prc != PSI_OK)
+            return psi_app_offline_fail_psi(s, "the response changed while it was read again",
+                                            s->o.response, prc);
+        got += count;
+        p->pos += used;
+    }
+    return 0;
+}
+
+int psi_cli_payjoin_chunk(psi_app_offline *s, psi_cli_payjoin *p, const psi_app_input *chunk,
+                          uint64_t base, const size_t *idx, size_t k, int header,
+                          size_t *written)
+{
+    uint8_t *el = psi_app_alloc(chunk->n + 1, PSI_ELEMENT_BYTES);
+    uint8_t *picked = psi_app_alloc(k + 1, PSI_ELEMENT_BYTES);
+    size_t *rel = psi_app_alloc(k + 1, sizeof *rel), w = 0;
+    int code = PSI_OK, rc = -1;
+
+    if (el == NULL || picked == NULL || rel == NULL) {
+        psi_app_offline_fail(s, "out of memory for a chunk's payloads");
+        goto done;
+    }
+    if (payjoin_decode(s, p, el, chunk->n) != 0)
+        goto done;
+    for (size_t i = 0; i < k; i++) {
+        rel[i] = (size_t)(idx[i] - base);
+        memcpy(picked + i * PSI_ELEMENT_BYTES, el + rel[i] * PSI_ELEMENT_BYTES,
+               PSI_ELEMENT_BYTES);
+    }
+    psi_app_join j = {s->out.f, s->g, &p->pf.t, p->pf.head, p->pf.head_len, p->raw, p->source};
+    if (psi_app_payload_join(&j, chunk, header, picked, rel, k, base, &w, &code, s->err,
+                             sizeof s->err) != 0) {
+        psi_app_offline_fail(s, "%s", s->err);
+        goto done;
+    }
+    *written += w;
+    rc = 0;
+done:
+    free(el);
+    free(picked);
+    free(rel);
+    return rc;
+}
+
+void psi_cli_payjoin_close(psi_cli_payjoin *p)
+{
+    if (p->open)
+        psi_app_payfile_close(&p->pf);
+    psi_app_msg_close(&p->resp);
+    psi_reader_free(p->reader);
+    free(p->buf);
+    memset(p, 0, sizeof *p);
+    p->resp.fd = -1;
 }

@@ -27,8 +27,9 @@ enum {
     PSI_CLI_MSG_RESPONSE = 2,
     PSI_CLI_MSG_PERM = 3,      // the server's permutation: as `setup --permutation` writes
                                // it (server), the PERM frame's payload (client)
-    PSI_CLI_MSGS = 4,
-    PSI_CLI_OUTPUT = 4         // the command's own output (not a file of the round)
+    PSI_CLI_MSG_PAYLOADS = 4,  // the server's payload file (§22.4)
+    PSI_CLI_MSGS = 5,
+    PSI_CLI_OUTPUT = 5         // the command's own output (not a file of the round)
 };
 
 typedef struct psi_cli_round_spill {

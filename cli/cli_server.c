@@ -244,6 +244,33 @@ static int server_parse(server_opts *o, int argc, char **argv)
     return server_check_join(o);
 }
 
+/* An input past the budget: its header names every --payload-columns
+ * column (read from its first chunk; each round reads the whole again).
+ * Returns: 0 or -1 after a message. */
+static int server_check_columns(psi_cli_server *s)
+{
+    const server_opts *o = s->o;
+    psi_app_input_stream in;
+    psi_value *pays = NULL;
+    uint8_t *buf = NULL;
+    char *head = NULL;
+    int rc = -1;
+
+    if (psi_app_input_stream_open(&in, o->net.input, o->net.column, 0, 1 << 20, 1, 1 << 22,
+                                  s->err, sizeof s->err) == 0 &&
+        psi_app_input_stream_next(&in, s->err, sizeof s->err) == 0 &&
+        psi_app_payloads(&in.chunk, o->payload_columns, &pays, &buf, &head, s->err,
+                         sizeof s->err) == 0)
+        rc = 0;
+    else
+        psi_app_error("server: %s: %s", o->net.input, s->err);
+    psi_app_input_stream_close(&in);
+    free(pays);
+    free(buf);
+    free(head);
+    return rc;
+}
+
 /* The payloads of --payload-columns (each row's fields, and the columns'
  * header), and a check that --output can be written.  Returns: 0 or -1
  * after a message. */
@@ -252,12 +279,8 @@ static int server_load_join(psi_cli_server *s)
     const server_opts *o = s->o;
     psi_app_output out;
 
-    if (o->payload_columns != NULL && s->spilled) {
-        psi_app_error("server: --payload-columns holds the input and the payload table "
-                      "whole, and the input is past --memory: give a larger --memory "
-                      "(payloads within a budget are not built yet)");
-        return -1;
-    }
+    if (o->payload_columns != NULL && s->spilled)
+        return server_check_columns(s); // each round builds its table within the budget
     if (o->share_result && s->spilled) {
         psi_app_error("server: --share-result keeps the setup's order in memory, and the "
                       "input is past --memory: give a larger --memory");
@@ -287,13 +310,13 @@ static int server_load_join(psi_cli_server *s)
     return 0;
 }
 
-/* --payloads with a raw --setup: the payload file, read whole (in a quarter
- * of the budget) and checked: the suite, the table, one record for each of
- * the setup's elements.  Returns: 0 or -1 after a message. */
+/* --payloads with a raw --setup: the payload file, checked where it lies
+ * (never held whole: PROTOCOL.md §22.4) for the suite, the table, and one
+ * record for each of the setup's elements.  Returns: 0 or -1 after a
+ * message. */
 static int server_load_payload_file(psi_cli_server *s)
 {
     uint64_t budget = s->o->net.memory != 0 ? s->o->net.memory : psi_app_memory_default();
-    size_t count = 0;
 
     if (s->pre.pb.structure != PSI_STRUCTURE_RAW) {
         psi_app_error("server: --payloads needs a raw setup, and %s is %s (a client checks "
@@ -301,20 +324,22 @@ static int server_load_payload_file(psi_cli_server *s)
                       psi_app_structure_name(s->pre.pb.structure));
         return -1;
     }
-    if (psi_app_payload_file_load(s->o->payload_file, s->o->net.suite, budget / 4,
-                                  &s->pay_file, &s->pay_file_len, &s->pay_head_len, &count,
-                                  &s->pay_pad, s->err, sizeof s->err) != 0) {
+    if (psi_app_payfile_open(&s->pay_file, s->o->payload_file, s->o->net.suite, budget,
+                             s->err, sizeof s->err) != 0) {
         psi_app_error("server: %s", s->err);
         return -1;
     }
-    if (count != s->pre.pb.n) {
-        psi_app_error("server: payload file %s holds %zu records and setup %s %llu values: "
+    s->has_pay_file = 1;
+    if (s->pay_file.t.n != s->pre.pb.n) {
+        psi_app_error("server: payload file %s holds %llu records and setup %s %llu values: "
                       "give the payload file made from the setup's input", s->o->payload_file,
-                      count, s->o->pre.setup, (unsigned long long)s->pre.pb.n);
+                      (unsigned long long)s->pay_file.t.n, s->o->pre.setup,
+                      (unsigned long long)s->pre.pb.n);
         return -1;
     }
-    psi_app_progress_note(&s->prog, "serving the payload file %s (%zu rows, padded to %zu "
-                          "bytes)", s->o->payload_file, count, s->pay_pad);
+    psi_app_progress_note(&s->prog, "serving the payload file %s (%llu rows, padded to %zu "
+                          "bytes)", s->o->payload_file, (unsigned long long)s->pay_file.t.n,
+                          s->pay_file.t.pad_len);
     return 0;
 }
 
@@ -444,7 +469,9 @@ static void server_child_exit(psi_cli_server *s, int code)
     free(s->pays);
     free(s->pay_buf);
     free(s->pay_head);
-    free(s->pay_file);
+    if (s->has_pay_file)
+        psi_app_payfile_close(&s->pay_file);
+    s->has_pay_file = 0;
     fflush(NULL);
     _exit(code);
 }
@@ -533,6 +560,7 @@ int psi_cli_cmd_server(int argc, char **argv)
     free(s.pays);
     free(s.pay_buf);
     free(s.pay_head);
-    free(s.pay_file);
+    if (s.has_pay_file)
+        psi_app_payfile_close(&s.pay_file);
     return rc;
 }

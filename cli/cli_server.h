@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "app_input.h"
+#include "app_payload.h"
 #include "app_progress.h"
 #include "cli_round.h"
 #include "cli_server_setup.h"
@@ -47,8 +48,8 @@ typedef struct psi_cli_server {
     psi_value *pays;       // --payload-columns: each row's payload (into pay_buf)
     uint8_t *pay_buf;
     char *pay_head;        // the chosen columns' header fields, joined by ","
-    uint8_t *pay_file;     // --payloads: the payload file, read whole
-    size_t pay_file_len, pay_head_len, pay_pad; // its length, header line's, L
+    psi_app_payfile pay_file; // --payloads: the payload file, checked where it lies
+    int has_pay_file;
     char in_what[64];      // "305 values"
     const char *what;      // in_what, or pre.what
     psi_app_progress prog;

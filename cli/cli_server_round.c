@@ -37,6 +37,8 @@ typedef struct server_round {
     size_t *perm;          // the setup's order (association, shared result)
     uint8_t *setup, *resp, *table;
     size_t setup_len, resp_len, table_len, pad_len;
+    psi_app_payfile pf;    // past the budget: the round's payload file
+    int has_pf;
     psi_app_output out;    // --share-result: this side's matched rows
     size_t shared;         // their number
     char who[sizeof ((psi_net_conn *)0)->peer + sizeof ((psi_net_conn *)0)->peer_id + 8];
@@ -102,7 +104,7 @@ static int round_handshake(server_round *r)
     // A setup made in the round is made for the client's announced count,
     // once its request has shown that many values.
     r->self.setup_clients = r->hello.n;
-    r->self.payloads = s->pays != NULL || s->pay_file != NULL;
+    r->self.payloads = s->o->payload_columns != NULL || s->has_pay_file;
     r->self.share_result = s->o->share_result;
     rc = s->prebuilt ? psi_net_session_check_prebuilt(&r->hello, &r->self, &s->pre.pb,
                                                       s->o->net.max_peer, r->err,
@@ -179,7 +181,7 @@ static int round_payloads(server_round *r)
     psi_error_detail d;
     int rc;
 
-    if (!r->self.payloads || s->pay_file != NULL)
+    if (!r->self.payloads || s->has_pay_file)
         return 0; // --payloads: the file is sent as it is
     if (r->setup != NULL && r->perm != NULL && r->self.structure == PSI_STRUCTURE_RAW) {
         // A raw setup holds the masked elements: nothing is masked again.
@@ -221,23 +223,26 @@ static int round_payloads(server_round *r)
 static int round_send_payloads(server_round *r)
 {
     psi_cli_server *s = r->s;
-    // --payloads: the file's header line and table; else the round's.
-    int file = s->pay_file != NULL;
-    size_t head_len = file ? s->pay_head_len : strlen(s->pay_head);
-    const uint8_t *table = file ? s->pay_file + s->pay_head_len + 1 : r->table;
-    size_t table_len = file ? s->pay_file_len - s->pay_head_len - 1 : r->table_len;
+    // --payloads, or a round past the budget: the file's header line and
+    // table; else the round's table in memory.
+    const psi_app_payfile *pf = s->has_pay_file ? &s->pay_file : r->has_pf ? &r->pf : NULL;
+    size_t head_len = pf != NULL ? pf->head_len : strlen(s->pay_head);
     uint8_t *head = psi_app_alloc(head_len + 4, 1);
     int rc;
 
     if (head == NULL)
         return round_fail(r, 1, "out of memory");
-    psi_app_store_be(head, file ? s->pay_pad : r->pad_len, 4);
-    memcpy(head + 4, file ? s->pay_file : (const uint8_t *)s->pay_head, head_len);
+    psi_app_store_be(head, pf != NULL ? pf->t.pad_len : r->pad_len, 4);
+    memcpy(head + 4, pf != NULL ? pf->head : s->pay_head, head_len);
     rc = psi_net_send(r->c, PSI_NET_FRAME_PAYLOAD_HEAD, head, head_len + 4, NULL, NULL);
     free(head);
-    if (rc == 0)
-        rc = psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_PAYLOADS, table, table_len,
-                                   "sending the payload table");
+    if (rc == 0 && pf != NULL)
+        rc = psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_PAYLOADS, pf->f.fd,
+                                      pf->table_at, pf->table_len,
+                                      "sending the payload table");
+    else if (rc == 0)
+        rc = psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_PAYLOADS, r->table,
+                                   r->table_len, "sending the payload table");
     free(r->table);
     r->table = NULL;
     return rc != 0 ? round_fail_net(r, rc) : 0;
@@ -347,7 +352,7 @@ static int round_send_setup(server_round *r)
     if (!s->prebuilt && r->sp != NULL)
         setup_len = (size_t)psi_cli_round_spill_size(r->sp, PSI_CLI_MSG_SETUP);
     if (setup == NULL && fd >= 0)
-        return psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_SETUP, fd, setup_len,
+        return psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_SETUP, fd, 0, setup_len,
                                         "sending the setup");
     return psi_net_progress_send(&s->prog, r->c, PSI_NET_FRAME_SETUP, setup, setup_len,
                                  "sending the setup");
@@ -375,7 +380,7 @@ static int round_send_perm(server_round *r, const size_t *perm)
 static int round_send_prebuilt_perm(server_round *r)
 {
     psi_cli_server *s = r->s;
-    int rc = psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_PERM, s->pre.perm_fd,
+    int rc = psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_PERM, s->pre.perm_fd, 0,
                                       s->pre.perm_len, "sending the permutation");
 
     return rc != 0 ? round_fail_net(r, rc) : 0;
@@ -480,7 +485,7 @@ static int round_spill_send(server_round *r)
 
     if (rc == 0)
         rc = psi_net_progress_send_fd(&s->prog, r->c, PSI_NET_FRAME_RESPONSE,
-                                      sp->fd[PSI_CLI_MSG_RESPONSE],
+                                      sp->fd[PSI_CLI_MSG_RESPONSE], 0,
                                       psi_cli_round_spill_size(sp, PSI_CLI_MSG_RESPONSE),
                                       "sending the response");
     if (rc != 0)
@@ -497,6 +502,50 @@ static int round_spill_send(server_round *r)
     rc = psi_net_send_fd(r->c, PSI_NET_FRAME_PERM, sp->fd[PSI_CLI_MSG_REQUEST],
                          psi_cli_round_spill_size(sp, PSI_CLI_MSG_REQUEST), NULL, NULL);
     return rc != 0 ? round_fail_net(r, rc) : 0;
+}
+
+/* The payload table past the budget (PROTOCOL.md §22.4): `shardpsi
+ * payloads`' step on the input, with the round's key and a fresh salt,
+ * into its file (the table ordered through runs on disk when the input is
+ * past --memory), checked there and sent from it by round_send_payloads.
+ * As in memory, the client is told only that the table cannot be built.
+ * Returns: 0 or -1 (told). */
+static int round_spill_payloads(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    psi_cli_round_spill *sp = r->sp;
+    psi_app_offline *o = &sp->off;
+    uint64_t budget = s->o->net.memory != 0 ? s->o->net.memory : psi_app_memory_default();
+    int rc;
+
+    if (!r->self.payloads || s->has_pay_file)
+        return 0;
+    if (psi_cli_round_spill_file(sp, PSI_CLI_MSG_PAYLOADS, "the payload table's file") != 0)
+        return round_fail(r, 1, o->err);
+    o->o.output = sp->path[PSI_CLI_MSG_PAYLOADS];
+    o->o.payload_columns = s->o->payload_columns;
+    o->o.pad_len = s->o->pad_len;
+    o->o.salt = NULL;
+    psi_net_progress_attach(&o->prog, r->c);
+    rc = psi_cli_offline_payloads(o);
+    psi_net_progress_detach(&o->prog);
+    if (rc != PSI_APP_EXIT_OK) {
+        psi_net_send_error(r->c, "the server cannot build its payload table");
+        snprintf(r->err, sizeof r->err, "%s", o->err);
+        return -1;
+    }
+    if (psi_app_payfile_open(&r->pf, sp->path[PSI_CLI_MSG_PAYLOADS], s->o->net.suite, budget,
+                             r->err, sizeof r->err) != 0)
+        return round_fail(r, 1, r->err);
+    r->has_pf = 1;
+    if (r->pf.t.n != r->self.n) {
+        snprintf(r->err, sizeof r->err, "the input %s holds %llu values now, not the %llu it "
+                 "held when the server started: restart the server after changing it",
+                 s->o->net.input, (unsigned long long)r->pf.t.n,
+                 (unsigned long long)r->self.n);
+        return round_fail(r, 1, r->err);
+    }
+    return 0;
 }
 
 /* The steps of a spilled round, in round_run's order. */
@@ -517,7 +566,11 @@ static int round_spill_run(server_round *r)
     if (rc == 0 && r->self.structure != PSI_STRUCTURE_RAW && !s->prebuilt)
         rc = round_spill_setup(r);
     if (rc == 0)
+        rc = round_spill_payloads(r);
+    if (rc == 0)
         rc = round_spill_send(r);
+    if (rc == 0 && r->self.payloads)
+        rc = round_send_payloads(r);
     return rc;
 }
 
@@ -558,13 +611,13 @@ static int round_run(server_round *r)
     // A raw setup does not depend on the client: it is masked while the
     // client masks its request.  A gcs or Bloom setup is sized by the
     // client's count, and made only once the request has shown it.
-    int raw = r->self.structure == PSI_STRUCTURE_RAW;
-    if (round_spills(r) && (r->self.payloads || r->self.share_result)) {
+    int raw = r->self.structure == PSI_STRUCTURE_RAW, spills = round_spills(r);
+    if (spills && r->self.share_result) {
         snprintf(r->err, sizeof r->err, "the client's %llu values are past this server's "
-                 "--memory, and payloads and a shared result are not built for rounds past "
-                 "the budget", (unsigned long long)r->hello.n);
+                 "--memory, and a shared result is not built for rounds past the budget",
+                 (unsigned long long)r->hello.n);
         rc = round_fail(r, 1, r->err);
-    } else if (round_spills(r)) {
+    } else if (spills) {
         rc = round_spill_run(r);
     } else {
         rc = round_shards(r);
@@ -645,6 +698,8 @@ int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
     free(r.resp);
     free(r.perm);
     free(r.table);
+    if (r.has_pf)
+        psi_app_payfile_close(&r.pf);
     if (r.sp != NULL)
         psi_cli_round_spill_free(r.sp);
     free(r.sp);

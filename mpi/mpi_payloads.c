@@ -29,7 +29,7 @@ static int payloads_fit(psi_mpi_run *r)
         psi_app_offline_fail(&r->s, "%s: %llu bytes: shardpsi-mpi payloads holds the input on "
                              "every rank and the payload table on rank 0, in a quarter of "
                              "--memory %" PRIu64 ": raise --memory to at least %llu "
-                             "(payloads within a budget are not built yet)", r->s.o.input,
+                             "(or build it with shardpsi payloads, which works within --memory)", r->s.o.input,
                              (unsigned long long)st.st_size, r->b.bytes,
                              (unsigned long long)st.st_size * 4);
         status = PSI_APP_EXIT_FAIL;

@@ -172,6 +172,11 @@ int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
 int psi_net_send_fd(psi_net_conn *c, int type, int fd, uint64_t len,
                     psi_net_progress_fn progress, void *progress_arg);
 
+/** psi_net_send_fd of the len bytes of fd at offset `at` (a message after
+ *  the header line of a payload file, say).  Returns: as psi_net_send_fd. */
+int psi_net_send_fd_at(psi_net_conn *c, int type, int fd, uint64_t at, uint64_t len,
+                       psi_net_progress_fn progress, void *progress_arg);
+
 /** Receives the next frame, which must be of type `expect` with a payload of
  *  at most max_len bytes (keepalives skipped, ERROR frames reported as
  *  above).  The header is checked before allocating: another type gives

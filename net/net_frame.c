@@ -44,6 +44,7 @@ typedef struct net_op {
     // window of it of NET_CHUNK bytes (win_len bytes at payload offset
     // win_at); fd -1 for a payload in memory.
     int fd;
+    uint64_t fd_at;       // the payload's offset in fd
     uint8_t *win;
     uint64_t win_at;
     size_t win_len;
@@ -329,7 +330,7 @@ static int window_fill(net_op *op)
     if (op->done >= op->win_at && op->done < op->win_at + op->win_len)
         return 0;
     while (got < want) {
-        ssize_t r = pread(op->fd, op->win + got, want - got, (off_t)(op->done + got));
+        ssize_t r = pread(op->fd, op->win + got, want - got, (off_t)(op->fd_at + op->done + got));
 
         if (r < 0 && errno == EINTR)
             continue;
@@ -455,9 +456,9 @@ static int net_unusable(psi_net_conn *c)
 }
 
 /* psi_net_send and psi_net_send_fd: the payload is payload[0..len), or
- * the first len bytes of fd when fd >= 0. */
-static int net_send(psi_net_conn *c, int type, const uint8_t *payload, int fd, uint64_t len,
-                    psi_net_progress_fn progress, void *progress_arg)
+ * the len bytes of fd at offset at when fd >= 0. */
+static int net_send(psi_net_conn *c, int type, const uint8_t *payload, int fd, uint64_t at,
+                    uint64_t len, psi_net_progress_fn progress, void *progress_arg)
 {
     uint8_t hdr[NET_HDR];
     size_t hsent = 0;
@@ -469,6 +470,7 @@ static int net_send(psi_net_conn *c, int type, const uint8_t *payload, int fd, u
     net_put_header(hdr, type, len);
     op_init(&op, c, 1, type, len);
     op.fd = fd;
+    op.fd_at = at;
     if (fd >= 0 && len > 0 && (op.win = malloc(NET_CHUNK)) == NULL)
         return psi_net_fail(c, PSI_NET_ENOMEM, "out of memory for sending a frame");
     rc = send_frame(&op, hdr, payload, progress, progress_arg, &hsent);
@@ -486,13 +488,19 @@ static int net_send(psi_net_conn *c, int type, const uint8_t *payload, int fd, u
 int psi_net_send(psi_net_conn *c, int type, const uint8_t *payload, size_t len,
                      psi_net_progress_fn progress, void *progress_arg)
 {
-    return net_send(c, type, payload, -1, len, progress, progress_arg);
+    return net_send(c, type, payload, -1, 0, len, progress, progress_arg);
 }
 
 int psi_net_send_fd(psi_net_conn *c, int type, int fd, uint64_t len,
                     psi_net_progress_fn progress, void *progress_arg)
 {
-    return net_send(c, type, NULL, fd, len, progress, progress_arg);
+    return net_send(c, type, NULL, fd, 0, len, progress, progress_arg);
+}
+
+int psi_net_send_fd_at(psi_net_conn *c, int type, int fd, uint64_t at, uint64_t len,
+                       psi_net_progress_fn progress, void *progress_arg)
+{
+    return net_send(c, type, NULL, fd, at, len, progress, progress_arg);
 }
 
 /* Reads until a frame for the caller heads the receive buffer (skipping

@@ -48,12 +48,12 @@ int psi_net_progress_recv(psi_app_progress *p, psi_net_conn *c, int type, size_t
 }
 
 int psi_net_progress_send_fd(psi_app_progress *p, psi_net_conn *c, int type, int fd,
-                             uint64_t len, const char *step)
+                             uint64_t at, uint64_t len, const char *step)
 {
     int rc;
 
     psi_app_progress_begin_transfer(p, step, len);
-    rc = psi_net_send_fd(c, type, fd, len, psi_app_progress_update, p);
+    rc = psi_net_send_fd_at(c, type, fd, at, len, psi_app_progress_update, p);
     psi_app_progress_end(p);
     return rc;
 }

@@ -31,10 +31,11 @@ int psi_net_progress_send(psi_app_progress *p, psi_net_conn *c, int type,
 int psi_net_progress_recv(psi_app_progress *p, psi_net_conn *c, int type, size_t max_len,
                           uint8_t **payload, size_t *len, const char *step);
 
-/** psi_net_progress_send and _recv of a payload in a file (psi_net_send_fd,
- *  psi_net_recv_fd).  Returns: their code. */
+/** psi_net_progress_send and _recv of a payload in a file (the len bytes
+ *  of fd at offset `at`: psi_net_send_fd_at; psi_net_recv_fd).  Returns:
+ *  their code. */
 int psi_net_progress_send_fd(psi_app_progress *p, psi_net_conn *c, int type, int fd,
-                             uint64_t len, const char *step);
+                             uint64_t at, uint64_t len, const char *step);
 int psi_net_progress_recv_fd(psi_app_progress *p, psi_net_conn *c, int type,
                              uint64_t max_len, int fd, uint64_t *len, const char *step);
 

@@ -39,12 +39,32 @@ for suite in openmined-p256 p256-sswu ristretto255; do
         --output "$d/req.$suite"
     run "$suite: response" 0 "$d/err" response "${S[@]}" --request "$d/req.$suite" --reveal \
         --output "$d/resp.$suite"
+    # Past --memory (PROTOCOL.md §22.4): the same bytes as in memory, for one salt.
+    salt=$(printf '%064x' 2026)
+    run "$suite: payloads --salt" 0 "$d/err" payloads "${S[@]}" --input "$d/server.csv" \
+        --column email --payload-columns region,segment --salt "$salt" --output "$d/paym.$suite"
+    run "$suite: payloads --salt --memory 16K" 0 "$d/err" payloads "${S[@]}" \
+        --input "$d/server.csv" --column email --payload-columns region,segment --salt "$salt" \
+        --memory 16K --output "$d/pays.$suite" &&
+        expect_grep "$suite: built past the budget" "built within --memory 16384" "$d/err"
+    expect_same "$suite: the payload file past --memory vs in memory" "$d/pays.$suite" \
+        "$d/paym.$suite"
     for st in setup gsetup; do
         run "$suite: match $st --payloads" 0 "$d/err" match "${C[@]}" --input "$d/client.csv" \
             --column email --setup "$d/$st.$suite" --response "$d/resp.$suite" \
             --payloads "$d/pay.$suite" --output "$d/got.$st.$suite.csv" &&
             same_csv "$suite: match $st --payloads vs the plain join" "$d/got.$st.$suite.csv" \
                 "$d/want.csv"
+        # Past --memory: the rows written a chunk at a time, the response
+        # decoded again beside them, the table looked up where it lies.
+        run "$suite: match $st --payloads --memory 64K" 0 "$d/err" match "${C[@]}" \
+            --input "$d/client.csv" --column email --setup "$d/$st.$suite" \
+            --response "$d/resp.$suite" --payloads "$d/pays.$suite" --memory 64K \
+            --output "$d/gotm.$st.$suite.csv" &&
+            expect_grep "$suite: match $st --payloads --memory 64K: from runs" \
+                "matched from runs on disk" "$d/err" &&
+            same_csv "$suite: match $st --payloads --memory 64K vs the plain join" \
+                "$d/gotm.$st.$suite.csv" "$d/want.csv"
     done
 done
 
@@ -78,6 +98,11 @@ run "a damaged table" 1 "$d/err" "${M[@]}" --payloads "$d/pay.bad" --output "$d/
     expect_grep "a damaged table: message" "does not decrypt.*PSI_E_PAYLOAD_AUTH" "$d/err"
 expect_no_output "a damaged table" "$d/o1"
 head -c 2000 "$d/pay.openmined-p256" >"$d/pay.cut"
+run "a damaged table past --memory" 1 "$d/err" "${M[@]}" --payloads "$d/pay.bad" \
+    --memory 4K --output "$d/o1m" &&
+    expect_grep "a damaged table past --memory: message" "does not decrypt.*PSI_E_PAYLOAD_AUTH" \
+        "$d/err"
+expect_no_output "a damaged table past --memory" "$d/o1m"
 run "a truncated table" 1 "$d/err" "${M[@]}" --payloads "$d/pay.cut" --output "$d/o2" &&
     expect_grep "a truncated table: message" "truncated or extra record" "$d/err"
 run "another server's table" 1 "$d/err" "${M[@]}" --payloads "$d/pay.p256-sswu" --output "$d/o3" &&
@@ -87,6 +112,10 @@ run "payloads: another key" 0 "$d/err" payloads --key-file "$d/ck.openmined-p256
 run "a table of another key" 1 "$d/err" "${M[@]}" --payloads "$d/pay.other" --output "$d/o4" &&
     expect_grep "a table of another key: message" "has no payload for row" "$d/err"
 expect_no_output "a table of another key" "$d/o4"
+run "a table of another key past --memory" 1 "$d/err" "${M[@]}" --payloads "$d/pay.other" \
+    --memory 4K --output "$d/o4m" &&
+    expect_grep "a table of another key past --memory: message" "has no payload for row" "$d/err"
+expect_no_output "a table of another key past --memory" "$d/o4m"
 run "--payloads with --indices" 2 "$d/err" "${M[@]}" --payloads "$d/pay.openmined-p256" \
     --indices --output "$d/o5"
 printf 'id,email,region\n1,a@x,n\n2,b@x,s\n3,a@x,e\n' >"$d/dup.csv"
@@ -100,6 +129,26 @@ run "an unknown column" 2 "$d/err" payloads --key-file "$d/sk.openmined-p256" \
 run "a payload past --pad-to" 1 "$d/err" payloads --key-file "$d/sk.openmined-p256" \
     --input "$d/server.csv" --column email --payload-columns region --pad-to 4 \
     --output "$d/o8" && expect_grep "a payload past --pad-to: message" "longer than --pad-to 4" "$d/err"
+# The faults past --memory (chunks of 8 values): found by the merge of the
+# runs (a value twice, naming both rows) or by the first reading.
+python3 -c "
+print('id,email,region')
+for i in range(40): print('%d,%s@x,r%d' % (i, 'v3' if i == 33 else 'v%d' % i, i % 5))
+" >"$d/dup40.csv"
+run "a duplicate value past --memory" 1 "$d/err" payloads --key-file "$d/sk.openmined-p256" \
+    --input "$d/dup40.csv" --column email --payload-columns region --memory 4K \
+    --output "$d/o10" &&
+    expect_grep "a duplicate value past --memory: message" "row 34 is there twice (first at row 4)" \
+        "$d/err"
+expect_no_output "a duplicate value past --memory" "$d/o10"
+run "a payload past --pad-to, past --memory" 1 "$d/err" payloads \
+    --key-file "$d/sk.openmined-p256" --input "$d/server.csv" --column email \
+    --payload-columns region --pad-to 4 --memory 4K --output "$d/o11" &&
+    expect_grep "a payload past --pad-to, past --memory: message" "row [0-9]* is .*longer than --pad-to 4" "$d/err"
+expect_no_output "a payload past --pad-to, past --memory" "$d/o11"
+run "an unknown column past --memory" 1 "$d/err" payloads --key-file "$d/sk.openmined-p256" \
+    --input "$d/server.csv" --column email --payload-columns region,zone --memory 4K \
+    --output "$d/o12" && expect_grep "an unknown column past --memory: message" "no column 'zone'" "$d/err"
 run "payloads without --column" 2 "$d/err" payloads --key-file "$d/sk.openmined-p256" \
     --input "$d/client.txt" --payload-columns region --output "$d/o9"
 

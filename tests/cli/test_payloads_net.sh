@@ -29,6 +29,8 @@ payload_join "$d/client.csv" "$d/server.csv" email region,segment "$d/want.csv"
 payload_join "$d/client.txt" "$d/server.csv" email segment,id,region "$d/want.tsv" lines
 payload_join "$d/client.csv" "$d/server.csv" email '' "$d/want.server.csv" server
 payload_join "$d/client.csv" "$d/server.csv" email '' "$d/want.rows.csv"
+head -n 101 "$d/client.csv" >"$d/client.small.csv"
+payload_join "$d/client.small.csv" "$d/server.csv" email region,segment "$d/want.small.csv"
 checks=$((checks + 1))
 [ "$(wc -l <"$d/want.csv")" -gt 200 ] || fail "the plain join is too small"
 
@@ -72,6 +74,55 @@ round lines "${SRV[@]}" --suite ristretto255 --payload-columns segment,id,region
     --pad-to 64 -- --timeout 20 --input "$d/client.txt" --suite ristretto255 --payloads
 expect_rc "lines: client" 0 "$crc" "$d/lines.err" "$d/lines.server.err" &&
     expect_same "lines: the client's rows vs the plain join" "$d/lines.out" "$d/want.tsv"
+
+# Past the budget (PROTOCOL.md §22.4): a server whose input is past --memory
+# builds each round's table a chunk at a time, ordered through runs on disk;
+# a client whose table is past a quarter of its --memory keeps it in a file
+# and looks its rows up through a sparse index.
+for st in raw gcs; do
+    round "budget.$st" "${SRV[@]}" --suite p256-sswu --structure "$st" --memory 128K \
+        --payload-columns region,segment -- --timeout 20 --input "$d/client.small.csv" \
+        --column email --suite p256-sswu --memory 128K --payloads
+    expect_rc "budget.$st: client" 0 "$crc" "$d/budget.$st.err" "$d/budget.$st.server.err" &&
+        same_csv "budget.$st: the client's rows vs the plain join" "$d/budget.$st.out" \
+            "$d/want.small.csv"
+    expect_fixed "budget.$st: the client kept the table in a file" "is kept in a file" \
+        "$d/budget.$st.err"
+    expect_rc "budget.$st: server" 0 "$rc" "$d/budget.$st.server.err" &&
+        expect_fixed "budget.$st: the server's line" "payload table sent" \
+            "$d/budget.$st.server.err"
+done
+# A client whose own input is past its --memory: the round's steps, the table
+# received into a payload file, the rows and payloads written a chunk at a
+# time; with the server's input past its budget too.
+round budget.client "${SRV[@]}" --suite ristretto255 --memory 128K \
+    --payload-columns region,segment -- "${CLI[@]}" --suite ristretto255 --memory 128K \
+    --payloads
+expect_rc "budget.client: client" 0 "$crc" "$d/budget.client.err" \
+    "$d/budget.client.server.err" &&
+    same_csv "budget.client: the client's rows vs the plain join" "$d/budget.client.out" \
+        "$d/want.csv"
+expect_fixed "budget.client: the client's steps matched from runs" "matched from runs on disk" \
+    "$d/budget.client.err"
+expect_rc "budget.client: server" 0 "$rc" "$d/budget.client.server.err" &&
+    expect_fixed "budget.client: the server built its table past the budget" \
+        "built within --memory 131072" "$d/budget.client.server.err"
+
+# A value twice in an input past the budget: found by the merge of the runs,
+# named in the server's log, and the client told only that the table cannot
+# be built.
+cp "$d/server.csv" "$d/server.dup.csv"
+sed -n 5p "$d/server.csv" >>"$d/server.dup.csv"
+round budget.dup --input "$d/server.dup.csv" --column email --reveal --memory 128K \
+    --payload-columns region -- --timeout 20 --input "$d/client.small.csv" --column email \
+    --payloads
+expect_rc "budget.dup: client" 1 "$crc" "$d/budget.dup.err" &&
+    expect_fixed "budget.dup: client message" "cannot build its payload table" \
+        "$d/budget.dup.err"
+expect_no_output "budget.dup" "$d/budget.dup.out"
+expect_rc "budget.dup: server" 1 "$rc" "$d/budget.dup.server.err" &&
+    expect_fixed "budget.dup: the server names the rows" \
+        "row 701 is there twice (first at row 4)" "$d/budget.dup.server.err"
 
 # A client without --payloads from a server with payload columns: the
 # plain rows, and no table sent.
@@ -305,8 +356,8 @@ usage2 "client --payloads with --indices" "not with --indices" client --no-tls \
     --connect 127.0.0.1:9 "${CLI[@]}" --payloads --indices --output "$d/x"
 usage2 "client --share-result with --count-only" "not --count-only" client --no-tls \
     --connect 127.0.0.1:9 "${CLI[@]}" --share-result --count-only --output "$d/x"
-usage2 "client --payloads past --memory" "past --memory" client --no-tls \
-    --connect 127.0.0.1:9 "${CLI[@]}" --payloads --memory 64K --output "$d/x"
+usage2 "client --share-result past --memory" "past --memory" client --no-tls \
+    --connect 127.0.0.1:9 "${CLI[@]}" --share-result --memory 64K --output "$d/x"
 expect_no_output "usage errors" "$d/x"
 
 echo "test_payloads_net: $checks checks, $failures failed"
