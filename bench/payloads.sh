@@ -6,16 +6,20 @@
 # Checks that the joined rows are the plain match's rows with the columns.
 # Then the same join over the network (§22.2, loopback, no TLS): the
 # client's wall time and both sides' peak RSS of a plain round, a round with
-# --payloads and one with --payloads --share-result.
-#   bench/payloads.sh [--build DIR] [--n N] [--dir SCRATCH]
+# --payloads and one with --payloads --share-result.  Then past the budget
+# (§22.4, --memory M, 64M by default): `payloads` (the same bytes as in
+# memory for one salt), `match --payloads`, and a network round with both
+# sides' --memory M.
+#   bench/payloads.sh [--build DIR] [--n N] [--dir SCRATCH] [--memory M]
 set -euo pipefail
-build=build-release n=1000000 dir=
+build=build-release n=1000000 dir= memory=64M
 while [[ $# -gt 0 ]]; do
     case $1 in
         --build) build=$2; shift 2 ;;
         --n) n=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
-        *) echo "usage: $0 [--build DIR] [--n N] [--dir D]" >&2; exit 2 ;;
+        --memory) memory=$2; shift 2 ;;
+        *) echo "usage: $0 [--build DIR] [--n N] [--dir D] [--memory M]" >&2; exit 2 ;;
     esac
 done
 psi=$build/cli/shardpsi
@@ -49,8 +53,9 @@ measure() {
 S=(--key-file "$dir/sk") C=(--key-file "$dir/ck")
 measure "setup (raw)" "$dir/setup" "$n" setup "${S[@]}" --input "$dir/server.csv" --column email \
     --structure raw --output "$dir/setup"
+salt=$(printf '%064x' 22)
 measure "payloads (region,segment)" "$dir/pay" "$n" payloads "${S[@]}" --input "$dir/server.csv" \
-    --column email --payload-columns region,segment --output "$dir/pay"
+    --column email --payload-columns region,segment --salt "$salt" --output "$dir/pay"
 "$psi" request "${C[@]}" --input "$dir/client.csv" --column email --output "$dir/req" --no-progress 2>/dev/null
 "$psi" response "${S[@]}" --request "$dir/req" --reveal --output "$dir/resp" --no-progress 2>/dev/null
 M=(match "${C[@]}" --input "$dir/client.csv" --column email --setup "$dir/setup" --response "$dir/resp")
@@ -102,3 +107,27 @@ net "--payloads --share-result" --payload-columns region,segment --share-result 
 [[ $(wc -l <"$dir/net.server") -eq $((n / 4 + 1)) ]] ||
     { echo "payloads: the server wrote $(wc -l <"$dir/net.server") lines" >&2; exit 1; }
 echo "payloads: the network join is match --payloads' output; the server's shared rows: $((n / 4))"
+
+# Past the budget (§22.4).
+echo
+echo "past the budget: --memory $memory"
+printf '| step | s | peak RSS MiB | output bytes | bytes/row |\n| --- | --- | --- | --- | --- |\n'
+measure "payloads --memory $memory" "$dir/pay.m" "$n" payloads "${S[@]}" --input "$dir/server.csv" \
+    --column email --payload-columns region,segment --salt "$salt" --memory "$memory" \
+    --output "$dir/pay.m"
+grep -q "built within --memory" "$dir/log.payloads --memory $memory" ||
+    { echo "payloads: --memory $memory did not spill" >&2; exit 1; }
+cmp -s "$dir/pay.m" "$dir/pay" || { echo "payloads: past --memory, other bytes" >&2; exit 1; }
+measure "match --payloads --memory $memory" "$dir/joined.m" $((n / 2)) "${M[@]}" \
+    --payloads "$dir/pay" --memory "$memory" --output "$dir/joined.m"
+grep -q "matched from runs on disk" "$dir/log.match --payloads --memory $memory" ||
+    { echo "payloads: match --memory $memory did not spill" >&2; exit 1; }
+cmp -s "$dir/joined.m" "$dir/joined" ||
+    { echo "payloads: match --payloads past --memory differs" >&2; exit 1; }
+echo "payloads: past --memory $memory the payload file and the joined rows are the same bytes"
+printf '| network round | client s | client peak MiB | server peak MiB |\n| --- | --- | --- | --- |\n'
+net "--payloads, both --memory $memory" --memory "$memory" --payload-columns region,segment -- \
+    --memory "$memory" --payloads
+cmp -s "$dir/net.out" "$dir/joined" ||
+    { echo "payloads: the network join past --memory differs" >&2; exit 1; }
+echo "payloads: the network join past --memory is match --payloads' output"
