@@ -72,6 +72,23 @@ static int pb_open(pb *b, psi_app_input_stream *in, size_t max_values)
     return 0;
 }
 
+/* The next chunk of the input and its payloads (the chunk's rows'; *head
+ * the columns' header line).  Returns: 0, or -1 with a message naming the
+ * input. */
+static int pb_next(pb *b, psi_app_input_stream *in, psi_value **pays, uint8_t **pbuf,
+                   char **head)
+{
+    char why[512];
+
+    if (psi_app_input_stream_next(in, b->err, b->err_len) != 0)
+        return -1;
+    if (psi_app_payloads(&in->chunk, b->o->columns, pays, pbuf, head, why, sizeof why) != 0) {
+        snprintf(b->err, b->err_len, "%s: %s", b->o->input, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* The first reading: the rows, the header line, L. */
 static int pb_count(pb *b, uint64_t *n, size_t *L, char **head)
 {
@@ -91,17 +108,8 @@ static int pb_count(pb *b, uint64_t *n, size_t *L, char **head)
         psi_value *pays = NULL;
         uint8_t *pbuf = NULL;
         char *h = NULL;
-        if (psi_app_input_stream_next(&in, b->err, b->err_len) != 0)
+        if (pb_next(b, &in, &pays, &pbuf, &h) != 0)
             goto done;
-        if (in.chunk.n == 0 && *head != NULL)
-            break;
-        if (psi_app_payloads(&in.chunk, o->columns, &pays, &pbuf, &h, b->err,
-                             b->err_len) != 0) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", b->err);
-            snprintf(b->err, b->err_len, "%s: %s", o->input, why);
-            goto done;
-        }
         for (size_t i = 0; i < in.chunk.n; i++) {
             if (o->pad_len != 0 && pays[i].len > o->pad_len) {
                 snprintf(b->err, b->err_len, "%s: the payload of row %" PRIu64 " is %zu bytes, "
@@ -212,19 +220,18 @@ static int pb_runs(pb *b, const uint8_t head[PSI_PAYLOAD_HEAD_BYTES], uint64_t n
         psi_value *pays = NULL;
         uint8_t *pbuf = NULL;
         char *h = NULL;
-        if (psi_app_input_stream_next(&in, b->err, b->err_len) != 0)
+        if (pb_next(b, &in, &pays, &pbuf, &h) != 0)
             goto done;
         size_t k = in.chunk.n;
-        if (k == 0)
-            break;
-        if (in.values + k > n) {
+        free(h);
+        if (k == 0 || in.values + k > n) {
+            free(pays);
+            free(pbuf);
+            if (k == 0)
+                break;
             pb_fail(b, "%s: the input changed while it was read", o->input);
             goto done;
         }
-        if (psi_app_payloads(&in.chunk, o->columns, &pays, &pbuf, &h, b->err,
-                             b->err_len) != 0)
-            goto done;
-        free(h);
         el_len = k * PSI_ELEMENT_BYTES;
         prc = psi_shards_mask(o->g, el, &el_len, in.chunk.values, k);
         if (prc == PSI_OK)
