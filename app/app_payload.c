@@ -234,6 +234,21 @@ done:
     return prc;
 }
 
+void psi_app_payload_open_error(char *err, size_t err_len, const char *source, int rc,
+                                const char *why, uint64_t row)
+{
+    if (rc == PSI_E_PAYLOAD_AUTH || rc == PSI_E_PAYLOAD_LENGTH)
+        snprintf(err, err_len, "%s: the payload of matched row %" PRIu64 " %s (a damaged or "
+                 "forged table): %s", source, row == UINT64_MAX ? 0 : row + 1,
+                 rc == PSI_E_PAYLOAD_AUTH ? "does not decrypt" : "has a wrong length or padding",
+                 psi_error_name(rc));
+    else if (rc == PSI_E_IO)
+        snprintf(err, err_len, "%s: %s", source, why);
+    else
+        snprintf(err, err_len, "%s: cannot open the payloads: %s (%s)", source,
+                 psi_strerror(rc), psi_error_name(rc) ? psi_error_name(rc) : "?");
+}
+
 int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int header,
                          const uint8_t *picked, const size_t *idx, size_t k, uint64_t base,
                          size_t *written, int *code, char *err, size_t err_len)
@@ -248,18 +263,9 @@ int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int hea
     *code = rc;
     if (rc != PSI_OK) {
         psi_error_detail_get(&d);
-        if (rc == PSI_E_PAYLOAD_AUTH || rc == PSI_E_PAYLOAD_LENGTH)
-            snprintf(err, err_len, "%s: the payload of matched row %zu %s (a damaged or forged "
-                     "table): %s", source,
-                     d.index >= 0 && (size_t)d.index < k ? base + idx[d.index] + 1 : 0,
-                     rc == PSI_E_PAYLOAD_AUTH ? "does not decrypt"
-                                              : "has a wrong length or padding",
-                     psi_error_name(rc));
-        else if (rc == PSI_E_IO)
-            snprintf(err, err_len, "%s: %s", source, why);
-        else
-            snprintf(err, err_len, "%s: cannot open the payloads: %s (%s)", source,
-                     psi_strerror(rc), psi_error_name(rc) ? psi_error_name(rc) : "?");
+        psi_app_payload_open_error(err, err_len, source, rc, why,
+                                   d.index >= 0 && (size_t)d.index < k ? base + idx[d.index]
+                                                                       : UINT64_MAX);
         return -1;
     }
     for (size_t i = 0; i < k && j->raw; i++) {

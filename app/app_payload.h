@@ -132,6 +132,12 @@ int psi_app_payload_pick(int suite, const uint8_t *resp, size_t resp_len, const 
 int psi_app_payload_open(psi_shards *g, psi_app_paytab *t, const uint8_t *picked, size_t k,
                          uint8_t **out, size_t **lens, char *err, size_t err_len);
 
+/** The message of a failed psi_app_payload_open (code rc; why: its PSI_E_IO
+ *  reason) of the table `source` names: AUTH and LENGTH name the matched
+ *  row (0-based `row` of the whole input; UINT64_MAX: not known). */
+void psi_app_payload_open_error(char *err, size_t err_len, const char *source, int rc,
+                                const char *why, uint64_t row);
+
 /** The client's side of the join (PROTOCOL.md §22.1, §22.2, §22.4). */
 typedef struct psi_app_join {
     FILE *f;                  // the output

@@ -67,7 +67,8 @@ static int match_check_points(psi_mpi_run *r, const psi_mpi_records *rec,
 /* Writes the result: the count, the indices (rank 0 reads them from its
  * runs) or every rank's rows (psi_mpi_rows_write).  Returns: 0, -1 (rank
  * 0 could not write) or an exit code (reported). */
-static int match_write(psi_mpi_run *r, psi_mpi_part *pt, psi_app_index_runs *runs, size_t k)
+static int match_write(psi_mpi_run *r, psi_mpi_part *pt, psi_app_index_runs *runs, size_t k,
+                       psi_mpi_pay *pay)
 {
     size_t v = 0;
     int bad = 0, rc, have = 1;
@@ -75,7 +76,7 @@ static int match_write(psi_mpi_run *r, psi_mpi_part *pt, psi_app_index_runs *run
     if (r->s.o.mode == PSI_APP_OFFLINE_COUNT)
         return r->rank == 0 && fprintf(r->s.out.f, "%zu\n", k) < 0 ? -1 : 0;
     if (r->s.o.mode != PSI_APP_OFFLINE_INDICES)
-        return psi_mpi_rows_write(r, pt, runs);
+        return psi_mpi_rows_write(r, pt, runs, pay);
     if (r->rank == 0 && psi_app_index_runs_read_begin(runs) != 0)
         have = -1;
     while (r->rank == 0 && have > 0 && !bad && (have = psi_app_index_runs_next(runs, &v)) > 0)
@@ -104,7 +105,8 @@ int psi_mpi_match(psi_mpi_run *r)
     const char *what = count ? "cannot count the intersection"
                              : "cannot compute the intersection";
     char files[512], spilled[128];
-    int rc, prc, status = 0;
+    int rc, prc, status = 0, pay_open = 0;
+    psi_mpi_pay pay;
 
     memset(&mp, 0, sizeof mp);
     memset(&pt, 0, sizeof pt);
@@ -145,8 +147,17 @@ int psi_mpi_match(psi_mpi_run *r)
                            : match_check_points(r, &rec, resp, n, what, files);
     if (rc != 0)
         goto done;
-    free(resp);
-    resp = NULL;
+    // --payloads: the payload file opened on every rank, and the part's
+    // elements kept (held) or found again in the response's records.
+    if (r->s.o.payloads != NULL && total == r->total) {
+        pay_open = 1;
+        if ((rc = psi_mpi_pay_open(r, &pay, resp, &rec,
+                                   mp.st.kind == PSI_STEP_UNMASK_SORT)) != 0)
+            goto done;
+    } else {
+        free(resp);
+        resp = NULL;
+    }
     // A response holds one element per request value (as shardpsi match
     // checks, after the library's checks of the response).
     status = 0;
@@ -174,7 +185,7 @@ int psi_mpi_match(psi_mpi_run *r)
         psi_app_offline_fail_psi(&r->s, what, files, prc);
     if ((rc = psi_mpi_agree(r, prc != PSI_OK ? PSI_APP_EXIT_FAIL : 0)) != 0)
         goto done;
-    if ((status = match_write(r, &pt, &runs, o.count)) > 0) {
+    if ((status = match_write(r, &pt, &runs, o.count, pay_open ? &pay : NULL)) > 0) {
         rc = status;
         goto done;
     }
@@ -188,6 +199,8 @@ int psi_mpi_match(psi_mpi_run *r)
                  (unsigned long long)r->total, r->size, psi_app_suite_label(r->s.o.suite),
                  spilled);
 done:
+    if (pay_open)
+        psi_mpi_pay_free(&pay);
     psi_mpi_plan_free(&mp);
     psi_mpi_part_free(&pt);
     psi_app_msg_close(&setup);

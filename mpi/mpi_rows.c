@@ -71,7 +71,32 @@ static void rows_put(rows_out *o, const uint8_t *p, size_t len)
 /* A rank other than 0: answers each piece of its indices with its rows,
  * until the end of its list.  After a failure it answers ROWS_FAILED to
  * every piece.  Returns: 0, or an exit code (its message in r->s.err). */
-static int rows_serve(psi_mpi_run *r, psi_mpi_part *pt)
+/* The rows of a piece with their payloads, appended to o through a
+ * memory stream.  Returns: 0 or an exit code (message in r->s.err). */
+static int rows_pay_piece(psi_mpi_run *r, psi_mpi_pay *pay, psi_mpi_part *pt,
+                          const size_t *piece, size_t cnt, rows_out *o)
+{
+    char *mb = NULL;
+    size_t ml = 0;
+    FILE *mf = open_memstream(&mb, &ml);
+    int status;
+
+    if (mf == NULL) {
+        psi_app_offline_fail(&r->s, "out of memory for a piece of rows");
+        return PSI_APP_EXIT_FAIL;
+    }
+    status = psi_mpi_pay_rows(r, pay, pt, piece, cnt, mf);
+    if (fclose(mf) != 0 && status == 0) {
+        psi_app_offline_fail(&r->s, "out of memory for a piece of rows");
+        status = PSI_APP_EXIT_FAIL;
+    }
+    if (status == 0)
+        rows_put(o, (const uint8_t *)mb, ml);
+    free(mb);
+    return status;
+}
+
+static int rows_serve(psi_mpi_run *r, psi_mpi_part *pt, psi_mpi_pay *pay)
 {
     size_t *piece = malloc(ROWS_PIECE * sizeof *piece);
     rows_out o = {malloc(ROWS_BYTES), 0};
@@ -87,7 +112,9 @@ static int rows_serve(psi_mpi_run *r, psi_mpi_part *pt)
             break;
         MPI_Recv(piece, (int)cnt, ROWS_MPI_SIZE_T, 0, PSI_MPI_TAG_LIST, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
-        for (size_t i = 0; status == 0 && i < cnt; i++) {
+        if (status == 0 && pay != NULL)
+            status = rows_pay_piece(r, pay, pt, piece, cnt, &o);
+        for (size_t i = 0; status == 0 && pay == NULL && i < cnt; i++) {
             if ((status = psi_mpi_part_value(r, pt, piece[i], &v)) == 0) {
                 rows_put(&o, v->data, v->len);
                 rows_put(&o, (const uint8_t *)"\n", 1);
@@ -143,7 +170,8 @@ static int rows_of_rank(psi_mpi_run *r, psi_app_index_runs *runs, int q, uint64_
     return have;
 }
 
-int psi_mpi_rows_write(psi_mpi_run *r, psi_mpi_part *pt, psi_app_index_runs *runs)
+int psi_mpi_rows_write(psi_mpi_run *r, psi_mpi_part *pt, psi_app_index_runs *runs,
+                       psi_mpi_pay *pay)
 {
     size_t *piece = NULL, v = 0;
     uint64_t done = 0;
@@ -152,15 +180,25 @@ int psi_mpi_rows_write(psi_mpi_run *r, psi_mpi_part *pt, psi_app_index_runs *run
     int status = 0, bad = 0, have;
 
     if (r->rank != 0)
-        return psi_mpi_agree(r, rows_serve(r, pt));
+        return psi_mpi_agree(r, rows_serve(r, pt, pay));
     piece = malloc(ROWS_PIECE * sizeof *piece);
     buf = malloc(ROWS_BYTES);
     if (piece == NULL || buf == NULL)
         MPI_Abort(MPI_COMM_WORLD, PSI_APP_EXIT_FAIL);
     have = psi_app_index_runs_read_begin(runs) != 0 ? -1 : psi_app_index_runs_next(runs, &v);
     psi_app_progress_begin(&r->s.prog, "writing the rows", runs->total);
-    // Rank 0's own rows, from its part.
-    for (; have > 0 && v < r->counts[0] && status == 0; have = psi_app_index_runs_next(runs, &v)) {
+    // Rank 0's own rows, from its part (with payloads: a piece at a time).
+    while (pay != NULL && have > 0 && v < r->counts[0] && status == 0) {
+        size_t c = 0;
+        for (; have > 0 && v < r->counts[0] && c < ROWS_PIECE;
+             have = psi_app_index_runs_next(runs, &v))
+            piece[c++] = v;
+        status = psi_mpi_pay_rows(r, pay, pt, piece, c, r->s.out.f);
+        done += c;
+        psi_app_progress_update(&r->s.prog, done, runs->total);
+    }
+    for (; pay == NULL && have > 0 && v < r->counts[0] && status == 0;
+         have = psi_app_index_runs_next(runs, &v)) {
         if ((status = psi_mpi_part_value(r, pt, v, &val)) == 0 && !bad)
             bad = fwrite(val->data, 1, val->len, r->s.out.f) != val->len ||
                   fputc('\n', r->s.out.f) == EOF;

@@ -21,6 +21,7 @@
 #include "app_index_runs.h"
 #include "app_input.h"
 #include "app_offline.h"
+#include "app_payload.h"
 #include "app_spill.h"
 
 /* Message tags. */
@@ -233,16 +234,52 @@ int psi_mpi_part_value(psi_mpi_run *r, psi_mpi_part *pt, uint64_t i, const psi_v
 
 void psi_mpi_part_free(psi_mpi_part *pt);
 
+/* ---- mpi_payjoin.c ---- */
+
+/** match --payloads on a rank (PROTOCOL.md §22.4): the payload file, read
+ *  where it lies, and where this rank's response elements are. */
+typedef struct psi_mpi_pay {
+    psi_app_payfile pf;
+    int open;
+    int raw;                  // the setup is raw: a matched row has a record
+    char source[4200];        // "payload file X"
+    const uint8_t *held;      // the part's elements, held; else in the file:
+    int fd;
+    uint64_t at;              // its first record
+    size_t rec, elen;         // bytes a record (2 + elen), an element
+    uint8_t prefix[2];        // a record's tag and length bytes
+    uint64_t written;         // rows written by this rank
+} psi_mpi_pay;
+
+/** Collective.  Opens --payloads on every rank (checked and indexed within
+ *  the rank's budget) and notes where the part's response elements are:
+ *  held (the elements psi_mpi_read_elements returned), else rec's records.
+ *  Returns: as psi_mpi_agree; free p either way. */
+int psi_mpi_pay_open(psi_mpi_run *r, psi_mpi_pay *p, const uint8_t *held,
+                     const psi_mpi_records *rec, int raw);
+
+/** Not collective.  Writes to f the rows of the c matched indices idx
+ *  (ascending, counted in the part) with their payloads: each value, its
+ *  payload (psi_app_payload_write, line mode) and "\n"; a row without a
+ *  record is dropped (GCS, Bloom) or refused (raw).  Returns: 0, or an exit
+ *  code with the message in r->s.err. */
+int psi_mpi_pay_rows(psi_mpi_run *r, psi_mpi_pay *p, psi_mpi_part *pt, const size_t *idx,
+                     size_t c, FILE *f);
+
+void psi_mpi_pay_free(psi_mpi_pay *p);
+
 /* ---- mpi_rows.c ---- */
 
 /** Collective.  Match's rows, written by rank 0 in input order: rank 0
  *  reads the matched indices (global, ascending) from `runs` and sends each
  *  rank, in rank order, its indices a piece at a time; the rank answers
- *  each piece with its rows (value and "\n"), taken from its part `pt` as
- *  it walks it, in messages of at most 1 MiB.  Returns: 0, -1 (rank 0 could
+ *  each piece with its rows (value and "\n"; with `pay`, not NULL, each with
+ *  its payload: psi_mpi_pay_rows), taken from its part `pt` as it walks it,
+ *  in messages of at most 1 MiB.  Returns: 0, -1 (rank 0 could
  *  not write; every rank still finishes), or an exit code as psi_mpi_agree
  *  (a part read again that changed, a run that could not be read). */
-int psi_mpi_rows_write(psi_mpi_run *r, psi_mpi_part *pt, psi_app_index_runs *runs);
+int psi_mpi_rows_write(psi_mpi_run *r, psi_mpi_part *pt, psi_app_index_runs *runs,
+                       psi_mpi_pay *pay);
 
 /* ---- mpi_steps.c, mpi_match.c ---- */
 int psi_mpi_setup(psi_mpi_run *r);

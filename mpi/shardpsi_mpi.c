@@ -49,7 +49,9 @@ static void psi_mpi_usage(FILE *out)
           "--payload-columns) whole on every rank, each rank masking its share of the\n"
           "values; rank 0 seals the table and writes the payload file.  It holds the\n"
           "input on every rank and the table on rank 0: an input past a quarter of\n"
-          "--memory is refused.\n", out);
+          "--memory is refused.  match --payloads FILE writes each matched row with its\n"
+          "payload (a tab and its fields); every rank reads the payload file where it\n"
+          "lies, within its --memory (PROTOCOL.md §22.4).\n", out);
 }
 
 /* The command's options, parsed by psi's offline parser; messages from rank

@@ -848,6 +848,53 @@ EOF
         --response "$d/resp" --payloads "$d/m3.ristretto255" --output "$d/joined" &&
         expect_same "payloads: the join through shardpsi-mpi's table vs the plain join" \
             "$d/joined" "$d/want.tsv"
+    # shardpsi-mpi match --payloads (§22.4): every rank opens the payload file
+    # where it lies and writes its own rows with their payloads; the same
+    # rows as shardpsi match --payloads under 1 and 3 ranks, with each part
+    # held or past its budget (its elements found again in the response's
+    # records), against a raw and a GCS setup.
+    run "payloads: gcs setup" 0 "$d/err" "$psi" setup "${S[@]}" --input "$d/server.csv" \
+        --column email --structure gcs --num-client-inputs 800 --output "$d/gsetup"
+    local st np mem
+    for st in setup gsetup; do
+        for np in 1 3; do
+            for mem in 256M 48K; do
+                run "payloads: shardpsi-mpi -np $np match $st --payloads --memory $mem" 0 \
+                    "$d/err" mpi "$np" 60 match --key-file "$d/ck" --suite ristretto255 \
+                    --input "$d/client.txt" --setup "$d/$st" --response "$d/resp" \
+                    --payloads "$d/m3.ristretto255" --memory "$mem" \
+                    --output "$d/mj.$st.$np.$mem" &&
+                    expect_same "payloads: shardpsi-mpi -np $np match $st --payloads --memory $mem vs the plain join" \
+                        "$d/mj.$st.$np.$mem" "$d/want.tsv"
+            done
+        done
+    done
+    # A damaged table, a table of another key: the row named, no output.
+    python3 - "$d/m3.ristretto255" "$d/bad" <<'EOF'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+t = b.index(b'\n') + 1
+L = int.from_bytes(b[t + 12:t + 16], 'little')
+n = int.from_bytes(b[t + 16:t + 24], 'little')
+for j in range(n):
+    b[t + 56 + j * (36 + L) + 20] ^= 1
+open(sys.argv[2], 'wb').write(b)
+EOF
+    run "payloads: shardpsi-mpi match, a damaged table" 1 "$d/err" mpi 3 60 match \
+        --key-file "$d/ck" --suite ristretto255 --input "$d/client.txt" --setup "$d/setup" \
+        --response "$d/resp" --payloads "$d/bad" --output "$d/f5" &&
+        expect_grep "payloads: shardpsi-mpi match, a damaged table: message" \
+            "does not decrypt.*PSI_E_PAYLOAD_AUTH" "$d/err"
+    expect_no_output "payloads: shardpsi-mpi match, a damaged table" "$d/f5"
+    run "payloads: a table of another key" 0 "$d/err" "$psi" payloads --key-file "$d/ck" \
+        --suite ristretto255 --input "$d/server.csv" --column email --payload-columns region \
+        --output "$d/other"
+    run "payloads: shardpsi-mpi match, a table of another key" 1 "$d/err" mpi 3 60 match \
+        --key-file "$d/ck" --suite ristretto255 --input "$d/client.txt" --setup "$d/setup" \
+        --response "$d/resp" --payloads "$d/other" --memory 8K --output "$d/f6" &&
+        expect_grep "payloads: shardpsi-mpi match, a table of another key: message" \
+            "has no payload for row" "$d/err"
+    expect_no_output "payloads: shardpsi-mpi match, a table of another key" "$d/f6"
     # Faults: a value twice (its row named), an unknown column, a bad salt, an
     # input past a quarter of the budget; no output left.
     printf 'id,email,region\n1,a@x,n\n2,b@x,s\n3,a@x,e\n' >"$d/dup.csv"
