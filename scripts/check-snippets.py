@@ -15,7 +15,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT = ["README.md", "wasm/README.md"]
+DEFAULT = ["README.md", "wasm/README.md", "python/README.md"]
 MARK = re.compile(r"^\s*<!-- snippet: (\S+) -->\s*$")
 
 

@@ -132,6 +132,9 @@ run_js() {   # NAME COMMAND...
 # The library as a user installs it: a fresh prefix, the C and CLI examples
 # built and run against it with pkg-config and no LD_LIBRARY_PATH.
 run_js "examples" bash examples/run.sh
+# The Python package as a user installs it (python/install.sh into a fresh
+# virtual environment), and its pytest suite.
+run_js "python package" bash python/test.sh
 run_js "fuzz" bash scripts/fuzz.sh --seconds "${PSI_FUZZ_SECONDS:-30}"
 if [[ $js_setup -eq 0 ]]; then
     run_js "suite vectors" bash vectors/check-suites.sh

@@ -1,0 +1,101 @@
+"""shardpsi: ECDH private set intersection (PROTOCOL.md) on the shardpsi C
+library, wire-compatible with OpenMined PSI 2.0.6 in its default suite.
+
+Two APIs:
+
+* this module's ``Server`` and ``Client``, with keyword arguments and
+  exceptions (``PsiError``) that carry the library's code and the place of
+  the bad input;
+* ``shardpsi.openmined``, OpenMined PSI's Python names and behaviour
+  (``server.CreateWithNewKey``, ``client.GetIntersection``, ...), so a script
+  written for ``openmined_psi`` runs after changing its import.
+
+Every call passes a whole batch to C (the values of a set, a whole message)
+and releases the GIL while it runs; with ``threads`` or ``shards`` a party's
+key is cloned into shards that run on a thread pool, with the same bytes as
+one engine.
+"""
+from __future__ import annotations
+
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
+
+from ._core import PsiError, Party, Value, version
+
+__all__ = ["Server", "Client", "PsiError", "version", "SUITES", "STRUCTURES"]
+__version__ = "0.1.0"
+
+SUITES = ("openmined-p256", "p256-sswu", "ristretto255")
+STRUCTURES = ("raw", "gcs", "bloom_filter")
+
+
+class Server:
+    """The party holding the set the other side queries.
+
+    ``key``: 32 bytes (a P-256 suite: big-endian; ristretto255:
+    little-endian) or None for a fresh random key.  ``reveal``: whether the
+    client learns the intersection (True) or only its size; both sides must
+    agree.  ``threads``/``shards``: run on shards of the key on a thread pool
+    (None for both: one engine on the calling thread)."""
+
+    def __init__(self, key: Optional[bytes] = None, *, suite: str = "openmined-p256",
+                 reveal: bool = True, threads: Optional[int] = None,
+                 shards: Optional[int] = None):
+        self._p = Party(2, key, suite, reveal, threads, shards)
+
+    @property
+    def key(self) -> bytes:
+        """The secret key (keep it secret: it links this server's rounds)."""
+        return self._p.key()
+
+    @property
+    def shards(self) -> int:
+        return self._p.shard_count
+
+    def setup(self, values: Iterable[Value], *, structure: str = "gcs", fpr: float = 1e-9,
+              num_client_inputs: int = 1) -> bytes:
+        """The ServerSetup message of ``values`` (PROTOCOL.md §7)."""
+        return self._p.setup(values, structure, fpr, num_client_inputs)[0]
+
+    def setup_with_permutation(self, values: Iterable[Value]) -> Tuple[bytes, List[int]]:
+        """A raw setup and its permutation (position j holds input row
+        perm[j]), for the association table (§9.6)."""
+        return self._p.setup(values, "raw", 1e-9, 1, with_perm=True)  # type: ignore[return-value]
+
+    def process_request(self, request: bytes) -> bytes:
+        """The Response to a client's Request (§8)."""
+        return self._p.process_request(request)
+
+
+class Client:
+    """The party that learns the intersection (or its size)."""
+
+    def __init__(self, key: Optional[bytes] = None, *, suite: str = "openmined-p256",
+                 reveal: bool = True, threads: Optional[int] = None,
+                 shards: Optional[int] = None):
+        self._p = Party(1, key, suite, reveal, threads, shards)
+
+    @property
+    def key(self) -> bytes:
+        return self._p.key()
+
+    @property
+    def shards(self) -> int:
+        return self._p.shard_count
+
+    def request(self, values: Iterable[Value]) -> bytes:
+        """The Request of ``values``, in their order (§6)."""
+        return self._p.request(values)
+
+    def intersection(self, setup: bytes, response: bytes) -> List[int]:
+        """Indices into the request's values that the server holds, in
+        OpenMined's order for the setup's structure (§9)."""
+        return self._p.intersection(setup, response)
+
+    def intersection_size(self, setup: bytes, response: bytes) -> int:
+        return self._p.intersection_size(setup, response)
+
+    def association(self, setup: bytes, response: bytes,
+                    permutation: Optional[Sequence[int]] = None) -> List[Tuple[int, int]]:
+        """Pairs (client index, setup position) of a raw setup, or (client
+        index, server row) given the server's permutation (§9.6)."""
+        return self._p.association(setup, response, permutation)

@@ -1,0 +1,231 @@
+"""The typed layer over the C library: errors, values, and a party (one
+engine, or shards of it on a thread pool) whose calls each take a whole
+batch.  Both public APIs (shardpsi and shardpsi.openmined) are built on it.
+"""
+from __future__ import annotations
+
+import threading
+from array import array
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
+
+from ._native import ffi, lib, shard
+
+SUITES = {"openmined-p256": 0, "p256-sswu": 1, "ristretto255": 2}
+STRUCTURES = {"raw": 0, "gcs": 1, "bloom_filter": 2, "bloom": 2}
+
+Value = Union[str, bytes, bytearray, memoryview]
+
+
+class PsiError(Exception):
+    """A failure of the C library: its code (a negative int), the code's
+    name (``PSI_E_...``) and where it found the bad input (``field``,
+    ``index``, ``offset``; None when not known)."""
+
+    def __init__(self, code: int, what: str = ""):
+        self.code = code
+        self.name = ffi.string(lib.psi_error_name(code)).decode() if lib.psi_error_name(code) else "?"
+        self.reason = ffi.string(lib.psi_strerror(code)).decode()
+        d = ffi.new("psi_error_detail *")
+        lib.psi_error_detail_get(d)
+        described = d.code == code
+        self.field: Optional[str] = ffi.string(d.field).decode() if described and d.field else None
+        self.index: Optional[int] = d.index if described and d.index >= 0 else None
+        self.offset: Optional[int] = d.offset if described and d.offset >= 0 else None
+        where = []
+        if self.field:
+            where.append(self.field)
+        if self.index is not None:
+            where.append(f"index {self.index}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        text = f"{what + ': ' if what else ''}{self.reason} ({self.name})"
+        if where:
+            text += " at " + ", ".join(where)
+        super().__init__(text)
+
+
+def check(rc: int, what: str = "") -> None:
+    if rc != 0:
+        raise PsiError(rc, what)
+
+
+def suite_number(suite: Union[str, int]) -> int:
+    if isinstance(suite, int) and suite in SUITES.values():
+        return suite
+    if isinstance(suite, str) and suite in SUITES:
+        return SUITES[suite]
+    raise ValueError(f"unknown suite {suite!r}: one of {', '.join(SUITES)}")
+
+
+def structure_number(structure: Union[str, int]) -> int:
+    if isinstance(structure, int) and structure in (0, 1, 2):
+        return structure
+    if isinstance(structure, str) and structure.lower() in STRUCTURES:
+        return STRUCTURES[structure.lower()]
+    raise ValueError(f"unknown structure {structure!r}: raw, gcs or bloom_filter")
+
+
+def as_bytes(msg, what: str) -> bytes:
+    """A message: bytes-like, or an object with SerializeToString (the
+    OpenMined-style wrappers)."""
+    if hasattr(msg, "SerializeToString"):
+        msg = msg.SerializeToString()
+    if isinstance(msg, (bytes, bytearray, memoryview)):
+        return bytes(msg)
+    raise TypeError(f"{what} must be bytes, not {type(msg).__name__}")
+
+
+class Values:
+    """A batch of values as the C library takes it: one buffer holding every
+    value's bytes and an array of (pointer, length) records into it, built
+    without a C call per value.  str is encoded as UTF-8."""
+
+    def __init__(self, inputs: Iterable[Value]):
+        if isinstance(inputs, (str, bytes, bytearray, memoryview)):
+            raise TypeError("values must be an iterable of str or bytes, not one "
+                            f"{type(inputs).__name__}")
+        parts: List[bytes] = []
+        for i, v in enumerate(inputs):
+            if isinstance(v, str):
+                parts.append(v.encode("utf-8"))
+            elif isinstance(v, (bytes, bytearray, memoryview)):
+                parts.append(bytes(v))
+            else:
+                raise TypeError(f"value {i} is a {type(v).__name__}, not str or bytes")
+        self.n = len(parts)
+        self._buf = ffi.from_buffer(b"".join(parts) + b"\0")
+        base = int(ffi.cast("uintptr_t", self._buf))
+        recs = array("Q", bytes(16 * self.n))
+        off = 0
+        for i, p in enumerate(parts):
+            recs[2 * i] = base + off
+            recs[2 * i + 1] = len(p)
+            off += len(p)
+        self._recs = recs
+        self._recs_c = ffi.from_buffer(recs)  # kept alive with the pointer into it
+        self.ptr = ffi.cast("psi_value *", self._recs_c) if self.n else ffi.NULL
+
+
+class Party:
+    """One side's key: an engine, and with threads or shards given, shards
+    of it on a thread pool (psi_shard.h).  Calls on a party are serialised
+    by a lock (shards take one call at a time); different parties run in
+    parallel."""
+
+    def __init__(self, role: int, key: Optional[bytes], suite: Union[str, int], reveal: bool,
+                 threads: Optional[int], shards: Optional[int]):
+        self.suite = suite_number(suite)
+        self.reveal = bool(reveal)
+        self._lock = threading.Lock()
+        st = ffi.new("psi_settings *")
+        lib.psi_settings_default(st)
+        st.role = role
+        st.reveal_intersection = 1 if reveal else 0
+        st.suite = self.suite
+        out = ffi.new("psi_engine **")
+        if key is None:
+            check(lib.psi_engine_create(out, st), "cannot make a key")
+        else:
+            key = as_bytes(key, "key")
+            check(lib.psi_engine_create_from_key(out, st, key, len(key)), "the key")
+        self._engine = ffi.gc(out[0], lib.psi_engine_free)
+        self._shards = None
+        if threads is not None or shards is not None:
+            ss = ffi.new("psi_shard_settings *")
+            shard.psi_shard_settings_default(ss)
+            ss.threads = 0 if threads is None else int(threads)
+            ss.shards = 0 if shards is None else int(shards)
+            g = ffi.new("psi_shards **")
+            check(shard.psi_shards_create(g, self._engine, ss), "cannot start the shards")
+            self._shards = ffi.gc(g[0], shard.psi_shards_free)
+
+    @property
+    def shard_count(self) -> int:
+        return int(shard.psi_shards_count(self._shards)) if self._shards is not None else 1
+
+    def key(self) -> bytes:
+        buf = ffi.new("uint8_t[32]")
+        n = ffi.new("size_t *", 32)
+        check(lib.psi_engine_export_key(self._engine, buf, n))
+        out = bytes(ffi.buffer(buf, n[0]))
+        ffi.memmove(buf, b"\0" * 32, 32)
+        return out
+
+    def _call(self, name: str, *args):
+        """The sharded call when there are shards, else the engine's."""
+        if self._shards is not None:
+            return getattr(shard, "psi_shards_" + name)(self._shards, *args)
+        return getattr(lib, "psi_" + name)(self._engine, *args)
+
+    def setup(self, values: Iterable[Value], structure, fpr: float, num_client_inputs: int,
+              with_perm: bool = False) -> Tuple[bytes, Optional[List[int]]]:
+        v = Values(values)
+        p = ffi.new("psi_setup_params *")
+        p.structure = structure_number(structure)
+        p.fpr = float(fpr)
+        p.num_client_inputs = int(num_client_inputs)
+        cap = ffi.new("size_t *")
+        check(lib.psi_setup_bound(cap, self.suite, p, v.n), "the setup's parameters")
+        out = ffi.new("uint8_t[]", max(cap[0], 1))
+        perm = ffi.new("size_t[]", max(v.n, 1)) if with_perm else ffi.NULL
+        with self._lock:
+            check(self._call("server_create_setup", out, cap, perm, p, v.ptr, v.n),
+                  "cannot build the setup")
+        return bytes(ffi.buffer(out, cap[0])), (list(perm[0:v.n]) if with_perm else None)
+
+    def process_request(self, request) -> bytes:
+        req = as_bytes(request, "request")
+        cap = ffi.new("size_t *", lib.psi_response_bound(
+            self.suite, lib.psi_message_element_bound(self.suite, len(req))))
+        out = ffi.new("uint8_t[]", max(cap[0], 1))
+        with self._lock:
+            check(self._call("server_process_request", out, cap, req, len(req)),
+                  "cannot answer the request")
+        return bytes(ffi.buffer(out, cap[0]))
+
+    def request(self, values: Iterable[Value]) -> bytes:
+        v = Values(values)
+        cap = ffi.new("size_t *", lib.psi_request_bound(self.suite, v.n))
+        out = ffi.new("uint8_t[]", max(cap[0], 1))
+        with self._lock:
+            check(self._call("client_create_request", out, cap, v.ptr, v.n),
+                  "cannot build the request")
+        return bytes(ffi.buffer(out, cap[0]))
+
+    def intersection(self, setup, response) -> List[int]:
+        s, r = as_bytes(setup, "setup"), as_bytes(response, "response")
+        cap = lib.psi_message_element_bound(self.suite, len(r))
+        out = ffi.new("size_t[]", max(cap, 1))
+        count = ffi.new("size_t *", cap)
+        with self._lock:
+            check(self._call("client_get_intersection", out, count, s, len(s), r, len(r)),
+                  "cannot compute the intersection")
+        return list(out[0:count[0]])
+
+    def intersection_size(self, setup, response) -> int:
+        s, r = as_bytes(setup, "setup"), as_bytes(response, "response")
+        count = ffi.new("size_t *")
+        with self._lock:
+            check(self._call("client_get_intersection_size", count, s, len(s), r, len(r)),
+                  "cannot count the intersection")
+        return int(count[0])
+
+    def association(self, setup, response,
+                    permutation: Optional[Sequence[int]] = None) -> List[Tuple[int, int]]:
+        s, r = as_bytes(setup, "setup"), as_bytes(response, "response")
+        cap = lib.psi_message_element_bound(self.suite, len(r))
+        out = ffi.new("psi_pair[]", max(cap, 1))
+        count = ffi.new("size_t *", cap)
+        with self._lock:
+            check(self._call("client_get_association", out, count, s, len(s), r, len(r)),
+                  "cannot compute the association table")
+        k = count[0]
+        if permutation is not None:
+            perm = ffi.new("size_t[]", [int(x) for x in permutation] or [0])
+            check(lib.psi_association_map(out, k, perm, len(permutation)),
+                  "the permutation")
+        return [(int(out[i].client_index), int(out[i].server_index)) for i in range(k)]
+
+
+def version() -> str:
+    return ffi.string(lib.psi_version()).decode()
