@@ -648,21 +648,6 @@ static int client_setup_cap(const client_ctx *s, psi_app_budget *b, psi_setup_pa
     return psi_setup_bound(cap, s->o->net.suite, p, (size_t)s->accept.n);
 }
 
-/* Writes len bytes to fd at its offset.  Returns: 0 or -1 (errno). */
-static int client_write_all(int fd, const uint8_t *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Past the budget: the payload head and table received into a file as a
  * payload file (the columns' line, then the table as it arrives), which
  * the match step reads where it lies (PROTOCOL.md §22.4); its count and L
@@ -681,9 +666,12 @@ static int client_spill_payloads(client_ctx *s)
         return -1;
     if (psi_cli_round_spill_file(r, PSI_CLI_MSG_PAYLOADS, "the server's payload table") != 0)
         return client_fail(s, 1, o->err);
+    // The header line through the file's stream (its descriptor shares the
+    // offset), then the table after it as it arrives.
+    FILE *f = o->file[PSI_CLI_MSG_PAYLOADS];
     fd = r->fd[PSI_CLI_MSG_PAYLOADS];
-    if (client_write_all(fd, s->pay_head + 4, s->pay_head_len - 4) != 0 ||
-        client_write_all(fd, (const uint8_t *)"\n", 1) != 0) {
+    if (fwrite(s->pay_head + 4, 1, s->pay_head_len - 4, f) != s->pay_head_len - 4 ||
+        fputc('\n', f) == EOF || fflush(f) != 0) {
         snprintf(s->err, sizeof s->err, "the server's payload table: cannot write its file: %s",
                  strerror(errno));
         return client_fail(s, 1, s->err);
