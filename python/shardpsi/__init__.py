@@ -28,7 +28,28 @@ SUITES = ("openmined-p256", "p256-sswu", "ristretto255")
 STRUCTURES = ("raw", "gcs", "bloom_filter")
 
 
-class Server:
+class _Party:
+    """What both sides share: the key (None: a fresh random one), the suite,
+    the reveal flag, and the shards."""
+
+    _role = 0
+
+    def __init__(self, key: Optional[bytes] = None, *, suite: str = "openmined-p256",
+                 reveal: bool = True, threads: Optional[int] = None,
+                 shards: Optional[int] = None):
+        self._p = Party(self._role, key, suite, reveal, threads, shards)
+
+    @property
+    def key(self) -> bytes:
+        """The secret key (keep it secret: it links this party's rounds)."""
+        return self._p.key()
+
+    @property
+    def shards(self) -> int:
+        return self._p.shard_count
+
+
+class Server(_Party):
     """The party holding the set the other side queries.
 
     ``key``: 32 bytes (a P-256 suite: big-endian; ristretto255:
@@ -37,19 +58,7 @@ class Server:
     agree.  ``threads``/``shards``: run on shards of the key on a thread pool
     (None for both: one engine on the calling thread)."""
 
-    def __init__(self, key: Optional[bytes] = None, *, suite: str = "openmined-p256",
-                 reveal: bool = True, threads: Optional[int] = None,
-                 shards: Optional[int] = None):
-        self._p = Party(2, key, suite, reveal, threads, shards)
-
-    @property
-    def key(self) -> bytes:
-        """The secret key (keep it secret: it links this server's rounds)."""
-        return self._p.key()
-
-    @property
-    def shards(self) -> int:
-        return self._p.shard_count
+    _role = 2
 
     def setup(self, values: Iterable[Value], *, structure: str = "gcs", fpr: float = 1e-9,
               num_client_inputs: int = 1) -> bytes:
@@ -66,21 +75,11 @@ class Server:
         return self._p.process_request(request)
 
 
-class Client:
-    """The party that learns the intersection (or its size)."""
+class Client(_Party):
+    """The party that learns the intersection (or its size); arguments as
+    Server's."""
 
-    def __init__(self, key: Optional[bytes] = None, *, suite: str = "openmined-p256",
-                 reveal: bool = True, threads: Optional[int] = None,
-                 shards: Optional[int] = None):
-        self._p = Party(1, key, suite, reveal, threads, shards)
-
-    @property
-    def key(self) -> bytes:
-        return self._p.key()
-
-    @property
-    def shards(self) -> int:
-        return self._p.shard_count
+    _role = 1
 
     def request(self, values: Iterable[Value]) -> bytes:
         """The Request of ``values``, in their order (§6)."""
