@@ -10,6 +10,7 @@
  * cli_server_setup.c reads and checks that setup).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -476,6 +477,51 @@ static void server_child_exit(psi_cli_server *s, int code)
     _exit(code);
 }
 
+/* SIGCHLD writes a byte to this pipe, so that the accept loop's poll wakes
+ * as soon as a round's process ends: a one-round server exits right after
+ * its round, not up to a poll timeout later.  Without the pipe (it could
+ * not be made) the loop still reaps every second. */
+static int chld_pipe[2] = {-1, -1};
+
+static void on_chld(int sig)
+{
+    int e = errno;
+    ssize_t r = write(chld_pipe[1], "", 1); /* a full pipe already wakes */
+    (void)r;
+    (void)sig;
+    errno = e;
+}
+
+static void chld_watch(int on)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    if (!on) {
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGCHLD, &sa, NULL);
+        for (int i = 0; i < 2; i++) {
+            if (chld_pipe[i] >= 0)
+                close(chld_pipe[i]);
+            chld_pipe[i] = -1;
+        }
+        return;
+    }
+    if (pipe(chld_pipe) != 0) {
+        chld_pipe[0] = chld_pipe[1] = -1;
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        fcntl(chld_pipe[i], F_SETFD, FD_CLOEXEC);
+        fcntl(chld_pipe[i], F_SETFL, fcntl(chld_pipe[i], F_GETFL) | O_NONBLOCK);
+    }
+    sa.sa_handler = on_chld;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    if (sigaction(SIGCHLD, &sa, NULL) != 0)
+        chld_watch(0);
+}
+
 /* Accepts connections and serves each in a child process.  Returns: the
  * exit status (one-round mode; --keep-serving runs until killed). */
 static int server_serve(server_loop *l)
@@ -483,15 +529,24 @@ static int server_serve(server_loop *l)
     psi_cli_server *s = l->s;
     const server_opts *o = s->o;
 
+    chld_watch(1);
     for (;;) {
-        struct pollfd p = {.fd = l->lfd, .events = POLLIN};
+        struct pollfd p[2] = {{.fd = l->lfd, .events = POLLIN},
+                              {.fd = chld_pipe[0], .events = POLLIN}};
         psi_net_conn c;
         pid_t pid;
+        char drain[64];
 
         server_reap(l, l->active >= o->max_clients);
         if (!o->keep_serving && l->result >= 0)
             break;
-        if (l->active >= o->max_clients || poll(&p, 1, 1000) <= 0)
+        if (l->active >= o->max_clients || poll(p, 2, 1000) <= 0)
+            continue;
+        if (p[1].revents & POLLIN) {
+            while (read(chld_pipe[0], drain, sizeof drain) > 0) {
+            }
+        }
+        if (!(p[0].revents & POLLIN))
             continue;
         if (psi_net_accept(&c, l->lfd, o->net.timeout_ms) != 0) {
             server_accept_failed(l, c.err);
@@ -500,6 +555,7 @@ static int server_serve(server_loop *l)
         l->backoff_ms = 0;
         if ((pid = fork()) == 0) {
             close(l->lfd);
+            chld_watch(0);
             server_child_exit(s, psi_cli_server_round(s, &c));
         }
         if (pid < 0) {
@@ -515,6 +571,7 @@ static int server_serve(server_loop *l)
     }
     while (l->active > 0)
         server_reap(l, 1);
+    chld_watch(0);
     return l->result;
 }
 
