@@ -10,6 +10,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${1:-$root/build-python/venv}
 rm -rf "$venv"
 bash "$root/python/install.sh" "$venv" || { echo "0 passed, 1 failed"; exit 1; }
+# The network tests run rounds with the C command install.sh built, and make
+# a CA with the openssl command.
+bash "$root/scripts/apt-install.sh" openssl || { echo "0 passed, 1 failed"; exit 1; }
+export SHARDPSI_CLI=$root/build-python/cli/shardpsi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"

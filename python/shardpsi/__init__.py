@@ -10,6 +10,10 @@ Two APIs:
   (``server.CreateWithNewKey``, ``client.GetIntersection``, ...), so a script
   written for ``openmined_psi`` runs after changing its import.
 
+``connect()`` and ``serve()`` (``shardpsi.net``) run a whole round over the
+network with the C command ``shardpsi server``/``client`` or another Python
+side, over TLS 1.3 (PROTOCOL.md §15).
+
 Every call passes a whole batch to C (the values of a set, a whole message)
 and releases the GIL while it runs; with ``threads`` or ``shards`` a party's
 key is cloned into shards that run on a thread pool, with the same bytes as
@@ -20,8 +24,10 @@ from __future__ import annotations
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 from ._core import PsiError, Party, Value, version
+from .net import TLS, NetError, RoundResult, ServeResult, connect, serve
 
-__all__ = ["Server", "Client", "PsiError", "version", "SUITES", "STRUCTURES"]
+__all__ = ["Server", "Client", "PsiError", "version", "SUITES", "STRUCTURES", "connect",
+           "serve", "TLS", "NetError", "RoundResult", "ServeResult"]
 __version__ = "0.1.0"
 
 SUITES = ("openmined-p256", "p256-sswu", "ristretto255")

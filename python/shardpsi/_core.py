@@ -159,7 +159,7 @@ class Party:
 
     def setup(self, values: Iterable[Value], structure, fpr: float, num_client_inputs: int,
               with_perm: bool = False) -> Tuple[bytes, Optional[List[int]]]:
-        v = Values(values)
+        v = values if isinstance(values, Values) else Values(values)
         p = ffi.new("psi_setup_params *")
         p.structure = structure_number(structure)
         p.fpr = float(fpr)
@@ -184,7 +184,7 @@ class Party:
         return bytes(ffi.buffer(out, cap[0]))
 
     def request(self, values: Iterable[Value]) -> bytes:
-        v = Values(values)
+        v = values if isinstance(values, Values) else Values(values)
         cap = ffi.new("size_t *", lib.psi_request_bound(self.suite, v.n))
         out = ffi.new("uint8_t[]", max(cap[0], 1))
         with self._lock:
@@ -225,6 +225,34 @@ class Party:
             check(lib.psi_association_map(out, k, perm, len(permutation)),
                   "the permutation")
         return [(int(out[i].client_index), int(out[i].server_index)) for i in range(k)]
+
+
+def setup_params(structure, fpr: float, num_client_inputs: int):
+    p = ffi.new("psi_setup_params *")
+    p.structure = structure_number(structure)
+    p.fpr = float(fpr)
+    p.num_client_inputs = int(num_client_inputs)
+    return p
+
+
+def setup_bound(suite: int, structure, fpr: float, num_client_inputs: int,
+                n_server: int) -> int:
+    """The largest setup of these parameters (PSI_E_PARAM_OVERFLOW, PSI_E_FPR
+    as PsiError when they are impossible)."""
+    cap = ffi.new("size_t *")
+    check(lib.psi_setup_bound(cap, suite, setup_params(structure, fpr, num_client_inputs),
+                              n_server), "the setup's parameters")
+    return int(cap[0])
+
+
+def setup_check(suite: int, structure, fpr: float, num_client_inputs: int, n_server: int,
+                setup) -> None:
+    """Refuses (PsiError) a setup that no honest server of at most n_server
+    values sends for these parameters (PROTOCOL.md §9.7)."""
+    s = as_bytes(setup, "setup")
+    check(lib.psi_setup_check(suite, setup_params(structure, fpr, num_client_inputs),
+                              n_server, s, len(s)),
+          "the server's setup is not one of the agreed parameters")
 
 
 def version() -> str:

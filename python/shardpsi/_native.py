@@ -59,6 +59,8 @@ ffi.cdef(
     size_t psi_response_bound(int suite, size_t n);
     size_t psi_message_element_bound(int suite, size_t msg_len);
     int psi_setup_bound(size_t *bound, int suite, const psi_setup_params *p, size_t n_server);
+    int psi_setup_check(int suite, const psi_setup_params *p, uint64_t n_server,
+                        const uint8_t *msg, size_t len);
 
     int psi_server_create_setup(const psi_engine *e, uint8_t *out, size_t *out_len,
                                 size_t *perm, const psi_setup_params *p,

@@ -25,3 +25,7 @@ def test_pythonic():
     out = run("pythonic.py")
     assert out[0] == "[0]"
     assert out[1].startswith("PSI_E_MSG_TRUNCATED ")
+
+
+def test_network():
+    assert run("network.py") == ["[0, 2] ['bob', 'carol']"]
