@@ -12,9 +12,10 @@ import pathlib
 
 import cffi
 
-ffi = cffi.FFI()
-ffi.cdef(
-    """
+# The declarations, as psi.h and psi_shard.h give them (ABI mode checks
+# nothing at build time: python/tests/test_cdef.py compares each with the
+# headers).
+CDEF = """
     typedef enum { PSI_ROLE_CLIENT = 1, PSI_ROLE_SERVER = 2 } psi_role;
     typedef enum { PSI_SUITE_OPENMINED_P256 = 0, PSI_SUITE_P256_SSWU = 1,
                    PSI_SUITE_RISTRETTO255 = 2 } psi_suite;
@@ -80,6 +81,21 @@ ffi.cdef(
                                    const uint8_t *response, size_t response_len);
     int psi_association_map(psi_pair *pairs, size_t n_pairs, const size_t *perm,
                             size_t n_perm);
+    int psi_response_decode(uint8_t *elements, size_t *count, int suite,
+                            const uint8_t *msg, size_t len);
+    int psi_engine_mask(const psi_engine *e, uint8_t *out, size_t *out_len,
+                        const psi_value *values, size_t n);
+    int psi_engine_unmask(const psi_engine *e, uint8_t *out, size_t *out_len,
+                          const uint8_t *points, size_t n);
+    size_t psi_payload_table_bytes(size_t n, size_t pad_len);
+    int psi_payload_table_build(int suite, uint8_t *out, size_t *out_len,
+                                const uint8_t *elements, const psi_value *payloads,
+                                size_t n, size_t pad_len, const uint8_t *salt);
+    int psi_payload_table_check(int suite, const uint8_t *table, size_t len, size_t *n,
+                                size_t *pad_len);
+    int psi_payload_open(int suite, const uint8_t *table, size_t len,
+                         const uint8_t *elements, size_t k, uint8_t *out, size_t out_len,
+                         size_t *lens);
 
     typedef struct psi_shard_settings {
         size_t threads;
@@ -111,8 +127,16 @@ ffi.cdef(
     int psi_shards_client_get_association(psi_shards *g, psi_pair *out, size_t *out_count,
                                           const uint8_t *setup, size_t setup_len,
                                           const uint8_t *response, size_t response_len);
-    """
-)
+    int psi_shards_mask(psi_shards *g, uint8_t *out, size_t *out_len,
+                        const psi_value *values, size_t n);
+    int psi_shards_unmask(psi_shards *g, uint8_t *out, size_t *out_len,
+                          const uint8_t *points, size_t n);
+    int psi_shards_payload_table_build(psi_shards *g, uint8_t *out, size_t *out_len,
+                                       const psi_value *values, const psi_value *payloads,
+                                       size_t n, size_t pad_len, const uint8_t *salt);
+"""
+ffi = cffi.FFI()
+ffi.cdef(CDEF)
 
 
 def _load():
