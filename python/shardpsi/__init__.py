@@ -80,6 +80,16 @@ class Server(_Party):
         """The Response to a client's Request (§8)."""
         return self._p.process_request(request)
 
+    def payload_table(self, values: Iterable[Value], payloads: Iterable[Value], *,
+                      pad_to: int = 0, salt: Optional[bytes] = None) -> bytes:
+        """The payload table of ``values`` (the setup's, in any order) and
+        one payload each (§22): a client opens the payloads of its matched
+        values and learns nothing of the others.  Every payload is padded
+        to ``pad_to`` bytes (0: the longest).  ``salt``: None for a fresh
+        one (one table a round); 32 given bytes are for known-answer
+        tests."""
+        return self._p.payload_table(values, payloads, pad_to, salt)
+
 
 class Client(_Party):
     """The party that learns the intersection (or its size); arguments as
@@ -98,6 +108,14 @@ class Client(_Party):
 
     def intersection_size(self, setup: bytes, response: bytes) -> int:
         return self._p.intersection_size(setup, response)
+
+    def payloads(self, table: bytes, response: bytes,
+                 indices: Sequence[int]) -> List[Optional[bytes]]:
+        """The payloads of the matched values ``indices`` (as
+        ``intersection`` gives them) from the server's payload table; None
+        where a GCS or Bloom false positive has no record.  A record that
+        does not open raises PsiError (PSI_E_PAYLOAD_AUTH)."""
+        return self._p.open_payloads(table, response, indices)
 
     def association(self, setup: bytes, response: bytes,
                     permutation: Optional[Sequence[int]] = None) -> List[Tuple[int, int]]:

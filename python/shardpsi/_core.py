@@ -93,6 +93,7 @@ class Values:
             else:
                 raise TypeError(f"value {i} is a {type(v).__name__}, not str or bytes")
         self.n = len(parts)
+        self.longest = max(map(len, parts), default=0)
         self._buf = ffi.from_buffer(b"".join(parts) + b"\0")
         base = int(ffi.cast("uintptr_t", self._buf))
         recs = array("Q", bytes(16 * self.n))
@@ -225,6 +226,96 @@ class Party:
             check(lib.psi_association_map(out, k, perm, len(permutation)),
                   "the permutation")
         return [(int(out[i].client_index), int(out[i].server_index)) for i in range(k)]
+
+    def payload_table(self, values: Iterable[Value], payloads: Iterable[Value],
+                      pad_len: int = 0, salt: Optional[bytes] = None) -> bytes:
+        """The payload table of the server's values and their payloads
+        (PROTOCOL.md §22): the values masked with this party's key, then
+        sealed; pad_len 0 pads to the longest payload."""
+        v = values if isinstance(values, Values) else Values(values)
+        p = payloads if isinstance(payloads, Values) else Values(payloads)
+        if p.n != v.n:
+            raise ValueError(f"{p.n} payloads for {v.n} values: one payload a value")
+        if not isinstance(pad_len, int) or pad_len < 0:
+            raise ValueError("pad_len must be an int >= 0")
+        if salt is not None:
+            salt = as_bytes(salt, "salt")
+            if len(salt) != 32:
+                raise ValueError("salt must be 32 bytes (None: a fresh one)")
+        L = pad_len or p.longest
+        cap = ffi.new("size_t *", payload_table_size(v.n, L))
+        if cap[0] == 0:
+            raise ValueError(f"the padded length {L} is past the largest, {PAYLOAD_MAX}, or "
+                             f"a table of {v.n} records of it cannot be addressed")
+        out = ffi.new("uint8_t[]", cap[0])
+        s_ptr = salt if salt is not None else ffi.NULL
+        with self._lock:
+            if self._shards is not None:
+                rc = shard.psi_shards_payload_table_build(self._shards, out, cap, v.ptr, p.ptr,
+                                                          v.n, pad_len, s_ptr)
+            else:
+                el_len = ffi.new("size_t *", v.n * ELEMENT_BYTES)
+                el = ffi.new("uint8_t[]", max(el_len[0], 1))
+                rc = lib.psi_engine_mask(self._engine, el, el_len, v.ptr, v.n)
+                if rc == 0:
+                    rc = lib.psi_payload_table_build(self.suite, out, cap, el, p.ptr, v.n,
+                                                     pad_len, s_ptr)
+        check(rc, "cannot build the payload table")
+        return bytes(ffi.buffer(out, cap[0]))
+
+    def open_payloads(self, table, response, indices: Sequence[int]) -> List[Optional[bytes]]:
+        """The payloads of the client's matched values (``indices`` into its
+        request, as the intersection gives them) from the server's table:
+        each response element unmasked again and its record opened.  None
+        for an index whose element has no record (a GCS or Bloom false
+        positive); a record that does not open is a PsiError."""
+        t, r = as_bytes(table, "payload table"), as_bytes(response, "response")
+        cap = lib.psi_message_element_bound(self.suite, len(r))
+        elements = ffi.new("uint8_t[]", max(cap, 1) * ELEMENT_BYTES)
+        count = ffi.new("size_t *", cap)
+        check(lib.psi_response_decode(elements, count, self.suite, r, len(r)), "the response")
+        idx = [int(i) for i in indices]
+        k = len(idx)
+        bad = next((i for i in idx if not 0 <= i < count[0]), None)
+        if bad is not None:
+            raise ValueError(f"index {bad} is not one of the response's {count[0]} elements")
+        _, L = payload_table_check(self.suite, t)
+        whole = ffi.buffer(elements, count[0] * ELEMENT_BYTES)
+        picked = b"".join(whole[i * ELEMENT_BYTES:(i + 1) * ELEMENT_BYTES] for i in idx)
+        un_len = ffi.new("size_t *", k * ELEMENT_BYTES)
+        un = ffi.new("uint8_t[]", max(un_len[0], 1))
+        out = ffi.new("uint8_t[]", max(k * L, 1))
+        lens = ffi.new("size_t[]", max(k, 1))
+        with self._lock:
+            if k:
+                rc = (shard.psi_shards_unmask(self._shards, un, un_len, picked, k)
+                      if self._shards is not None else
+                      lib.psi_engine_unmask(self._engine, un, un_len, picked, k))
+                check(rc, "cannot unmask the matches")
+            check(lib.psi_payload_open(self.suite, t, len(t), un, k, out, k * L, lens),
+                  "cannot open the payloads")
+        return [None if lens[i] == _PAYLOAD_NONE else bytes(ffi.buffer(out + i * L, lens[i]))
+                for i in range(k)]
+
+
+ELEMENT_BYTES = 33          # PSI_ELEMENT_BYTES: the stride of masked elements
+PAYLOAD_MAX = 1 << 20      # PSI_PAYLOAD_MAX: the largest padded length L
+_PAYLOAD_NONE = (1 << 64) - 1 if ffi.sizeof("size_t") == 8 else (1 << 32) - 1
+
+
+def payload_table_size(n: int, pad_len: int) -> int:
+    """The bytes of a payload table of n records padded to pad_len (0 when
+    pad_len is past PAYLOAD_MAX or the size overflows)."""
+    return int(lib.psi_payload_table_bytes(n, pad_len))
+
+
+def payload_table_check(suite: int, table) -> Tuple[int, int]:
+    """(records, padded length L) of a payload table, after the checks of
+    PROTOCOL.md §22 (PsiError otherwise)."""
+    t = as_bytes(table, "payload table")
+    n, L = ffi.new("size_t *"), ffi.new("size_t *")
+    check(lib.psi_payload_table_check(suite, t, len(t), n, L), "the payload table")
+    return int(n[0]), int(L[0])
 
 
 def setup_params(structure, fpr: float, num_client_inputs: int):

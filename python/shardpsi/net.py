@@ -8,10 +8,10 @@ Python's ``ssl`` module, or plain TCP on a loopback address.  The masking,
 the checks of the server's setup (§9.7) and the matching are the C
 library's, on the party's shards; this module carries the frames (§15.1),
 the handshake (§15.2) and the order of a round (§15.3), bounding every frame
-it receives by what the handshake agreed before reading it.  Not carried
-here: payload tables (§22.2), a shared result (§22.3), prebuilt setups
-(§15.5) and rounds past a memory budget (§20); a peer asking for payloads or
-a shared result is refused in the handshake.
+it receives by what the handshake agreed before reading it.  Payload tables
+(§22.2) are carried both ways.  Not carried here: a shared result (§22.3),
+prebuilt setups (§15.5) and rounds past a memory budget (§20); a client
+asking to share its result is refused in the handshake.
 """
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Tuple
 
-from ._core import (PsiError, Party, Value, Values, setup_bound, setup_check,
-                    structure_number, suite_number)
+from ._core import (PAYLOAD_MAX, PsiError, Party, Value, Values, payload_table_check,
+                    payload_table_size, setup_bound, setup_check, structure_number,
+                    suite_number)
 from ._native import lib
 
 __all__ = ["TLS", "NetError", "RoundResult", "ServeResult", "connect", "serve"]
@@ -48,6 +49,7 @@ _ANY = 255
 _STRUCTURE_NAMES = {0: "raw", 1: "gcs", 2: "bloom", _ANY: "the server's choice"}
 _SUITE_NAMES = {0: "openmined-p256", 1: "p256-sswu", 2: "ristretto255"}
 _ELEMENT_WIRE_BYTES = 35
+_PAYLOAD_HEAD_MAX = 65536
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_MAX_PEER_VALUES = 100_000_000
@@ -532,9 +534,11 @@ def _check_hello(hello: _Hello, me: _Hello, association: bool, max_peer: int) ->
                        "send it: serve with association=True")
     if hello.association and not hello.reveal:
         raise NetError("the client asks for the association table without the intersection")
-    if hello.payloads:
+    if hello.payloads and not me.payloads:
         raise NetError("the client asks for the server's payload columns, and this server "
-                       "has none (the Python package serves no payloads)")
+                       "has none: serve with payloads=...")
+    if hello.payloads and not hello.reveal:
+        raise NetError("the client asks for payloads without the intersection")
     if hello.share_result:
         raise NetError("the client asks to share the result with the server, and this "
                        "server does not take it (the Python package takes no shared result)")
@@ -565,12 +569,18 @@ class RoundResult:
     With reveal: ``indices``, the positions of the matched values in the
     client's input, ascending, and ``values``, those values.  With the
     association table: ``association``, (client index, server input row)
-    pairs ordered by client index."""
+    pairs ordered by client index.  With payloads: ``payloads``, the
+    server's payload of each matched value (aligned with ``indices``), and
+    ``payload_header``, the names the server gave them (the C command: its
+    payload columns joined by ","; each payload is those columns of the
+    row, as CSV)."""
 
     count: int
     indices: Optional[List[int]]
     values: Optional[List[Value]]
     association: Optional[List[Tuple[int, int]]]
+    payloads: Optional[List[bytes]]
+    payload_header: Optional[str]
     server_values: int
     suite: str
     structure: str
@@ -586,6 +596,7 @@ class ServeResult:
     client_values: int
     reveal: bool
     association: bool
+    payloads: bool
     suite: str
     structure: str
     peer: str
@@ -614,10 +625,11 @@ def _transport(host: str, tls: Optional[TLS], no_tls: bool, trusted_network: boo
 
 
 def connect(address: str, values: Iterable[Value], *, reveal: bool = True,
-            association: bool = False, suite: str = "openmined-p256",
-            structure: Optional[str] = None, fpr: Optional[float] = None,
-            key: Optional[bytes] = None, threads: Optional[int] = None,
-            shards: Optional[int] = None, tls: Optional[TLS] = None, no_tls: bool = False,
+            association: bool = False, payloads: bool = False,
+            suite: str = "openmined-p256", structure: Optional[str] = None,
+            fpr: Optional[float] = None, key: Optional[bytes] = None,
+            threads: Optional[int] = None, shards: Optional[int] = None,
+            tls: Optional[TLS] = None, no_tls: bool = False,
             trusted_network: bool = False, timeout: float = DEFAULT_TIMEOUT,
             handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
             max_peer_values: int = DEFAULT_MAX_PEER_VALUES) -> RoundResult:
@@ -626,7 +638,10 @@ def connect(address: str, values: Iterable[Value], *, reveal: bool = True,
 
     ``reveal``: learn the intersection (the server must reveal it), else
     only its size.  ``association``: also the server's input row of each
-    match (a raw setup; the server must offer it).  ``structure`` and
+    match (a raw setup; the server must offer it).  ``payloads``: also
+    the server's payload of each matched value (PROTOCOL.md §22.2; the
+    server must have payload columns); a record that does not open fails
+    the round.  ``structure`` and
     ``fpr``: None takes the server's.  ``key``: None for a fresh key.
     ``tls``: see ``TLS``; plain TCP needs ``no_tls=True`` and a loopback
     address (or ``trusted_network=True``).  ``timeout``: the longest
@@ -641,10 +656,13 @@ def connect(address: str, values: Iterable[Value], *, reveal: bool = True,
     host, port = _split_addr(address)
     sn = suite_number(suite)
     hello = _Hello(reveal=bool(reveal) or bool(association), association=bool(association),
+                   payloads=bool(payloads),
                    structure=_ANY if structure is None else structure_number(structure),
                    fpr=0.0 if fpr is None else float(fpr), suite=sn)
     if association and not reveal:
         raise ValueError("association=True needs reveal=True")
+    if payloads and (not reveal or association):
+        raise ValueError("payloads=True needs reveal=True, and not association")
     if fpr is not None and (not isinstance(fpr, (int, float)) or not 0 < fpr < 1):
         raise ValueError("fpr must be in (0, 1), or None for the server's")
     ctx, pin = _transport(host, tls, no_tls, trusted_network, False)
@@ -709,7 +727,10 @@ def _client_round(conn: _Conn, party: Party, hello: _Hello, vals: List[Value], b
         if bad is not None:
             raise NetError(f"the server's association table: entry {bad} names row "
                            f"{perm[bad]} of {acc.n}")
-    indices = values = pairs = None
+    table = head = None
+    if acc.payloads:
+        table, head = _recv_payloads(conn, sn, acc.n)
+    indices = values = pairs = opened = None
     with conn.busy():
         if not hello.reveal:
             count = party.intersection_size(setup, response)
@@ -719,17 +740,52 @@ def _client_round(conn: _Conn, party: Party, hello: _Hello, vals: List[Value], b
         else:
             indices = sorted(party.intersection(setup, response))
             count = len(indices)
+            if table is not None:
+                opened = party.open_payloads(table, response, indices)
     if pairs is not None:
         indices = sorted({c for c, _ in pairs})
+    if opened is not None:
+        missing = [i for i, p in zip(indices, opened) if p is None]
+        if missing and acc.structure == 0:
+            raise NetError(f"the server's payload table has no record for matched row "
+                           f"{missing[0]} (a table of another key or input)")
+        # Against GCS or Bloom, a match without a record is a false positive.
+        indices = [i for i, p in zip(indices, opened) if p is not None]
+        opened = [p for p in opened if p is not None]
+        count = len(indices)
     if indices is not None:
         values = [vals[i] for i in indices]
     conn.send(DONE)
-    return RoundResult(count, indices, values, pairs, acc.n, _SUITE_NAMES[sn],
+    return RoundResult(count, indices, values, pairs, opened, head, acc.n, _SUITE_NAMES[sn],
                        _STRUCTURE_NAMES[acc.structure], acc.fpr, conn.peer)
 
 
+def _recv_payloads(conn: _Conn, suite: int, n_server: int) -> Tuple[bytes, str]:
+    """PAYLOAD_HEAD and PAYLOADS (PROTOCOL.md §22.2): the table bounded by
+    the head's L and the server's n before it is read, then checked."""
+    raw = conn.recv(PAYLOAD_HEAD, 4 + _PAYLOAD_HEAD_MAX, "receiving the payload head")
+    L = int.from_bytes(raw[:4], "big") if len(raw) >= 4 else PAYLOAD_MAX + 1
+    if L > PAYLOAD_MAX or b"\n" in raw[4:]:
+        raise NetError(f"the server's payload head is malformed ({len(raw)} bytes)")
+    bound = payload_table_size(n_server, L)
+    if bound == 0:
+        raise NetError(f"the server's payload table of {n_server} values padded to {L} bytes "
+                       "is too large to address")
+    table = conn.recv(PAYLOADS, bound, "receiving the payload table")
+    try:
+        n, pad = payload_table_check(suite, table)
+    except PsiError as e:
+        raise NetError(f"the server's payload table is invalid: {e}") from None
+    if (n, pad) != (n_server, L):
+        raise NetError(f"the server's payload table is invalid: {n} records padded to {pad} "
+                       f"bytes, where the handshake and head announced {n_server} and {L}")
+    return table, escape(raw[4:])
+
+
 def serve(values: Iterable[Value], listen: str = "127.0.0.1:0", *, reveal: bool = False,
-          association: bool = False, suite: str = "openmined-p256", structure: str = "raw",
+          association: bool = False, payloads: Optional[Iterable[Value]] = None,
+          payload_header: str = "payload", pad_to: int = 0,
+          suite: str = "openmined-p256", structure: str = "raw",
           fpr: float = DEFAULT_FPR, key: Optional[bytes] = None,
           threads: Optional[int] = None, shards: Optional[int] = None,
           tls: Optional[TLS] = None, no_tls: bool = False, trusted_network: bool = False,
@@ -745,7 +801,12 @@ def serve(values: Iterable[Value], listen: str = "127.0.0.1:0", *, reveal: bool 
 
     ``reveal``: let the client learn the intersection (False: only its
     size).  ``association``: send the client the server's input row of each
-    match (raw setup, reveal).  ``structure``, ``fpr``: the setup's.
+    match (raw setup, reveal).  ``payloads``: one payload (str or bytes)
+    a value, sent as the payload table of PROTOCOL.md §22 to a client that
+    asks (``shardpsi client --payloads``, ``connect(payloads=True)``), with
+    ``payload_header`` as its names and every payload padded to ``pad_to``
+    bytes (0: the longest); the table is sealed with the round's key and a
+    fresh salt.  ``structure``, ``fpr``: the setup's.
     ``key``: None for a fresh key.  ``tls``, ``no_tls``, ``timeout``,
     ``handshake_timeout``, ``max_peer_values``: as for ``connect()``, with
     the client as the peer.  A connection that ends before its HELLO (or
@@ -761,7 +822,11 @@ def serve(values: Iterable[Value], listen: str = "127.0.0.1:0", *, reveal: bool 
         raise ValueError("fpr must be in (0, 1)")
     ctx, _pin = _transport(host, tls, no_tls, trusted_network, True)
     vals = Values(values)  # a value that is not str or bytes fails before listening
-    me = _Hello(reveal=bool(reveal), structure=st, fpr=float(fpr), n=vals.n, suite=sn)
+    pays = None
+    if payloads is not None:
+        pays = _check_payloads(vals, payloads, payload_header, pad_to, reveal)
+    me = _Hello(reveal=bool(reveal), structure=st, fpr=float(fpr), n=vals.n, suite=sn,
+                payloads=pays is not None)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     lsock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -779,15 +844,16 @@ def serve(values: Iterable[Value], listen: str = "127.0.0.1:0", *, reveal: bool 
             sock, addr = lsock.accept()
             peer = f"[{addr[0]}]:{addr[1]}" if family == socket.AF_INET6 else \
                 f"{addr[0]}:{addr[1]}"
-            result = _serve_one(sock, peer, ctx, _pin, me, association, vals, key, threads,
-                                shards, timeout, handshake_timeout, max_peer_values, log)
+            result = _serve_one(sock, peer, ctx, _pin, me, association, vals, pays, key,
+                                threads, shards, timeout, handshake_timeout, max_peer_values,
+                                log)
             if result is not None:
                 return result
     finally:
         lsock.close()
 
 
-def _serve_one(sock, peer, ctx, pin, me: _Hello, association: bool, vals, key, threads,
+def _serve_one(sock, peer, ctx, pin, me: _Hello, association: bool, vals, pays, key, threads,
                shards, timeout, handshake_timeout, max_peer, log) -> Optional[ServeResult]:
     def skip(why: str) -> None:
         if log is not None:
@@ -827,11 +893,12 @@ def _serve_one(sock, peer, ctx, pin, me: _Hello, association: bool, vals, key, t
         except NetError as e:
             raise NetError(f"the server refused the client: {e}") from None
         mine.reveal, mine.association = hello.reveal, hello.association
+        mine.payloads = hello.payloads
         conn.send(ACCEPT, mine.encode())
         conn.agreed, conn.timeout = True, timeout
         party = Party(2, key, me.suite, hello.reveal, threads, shards)
-        _server_round(conn, party, mine, vals)
-        return ServeResult(hello.n, hello.reveal, hello.association,
+        _server_round(conn, party, mine, vals, pays if hello.payloads else None)
+        return ServeResult(hello.n, hello.reveal, hello.association, hello.payloads,
                            _SUITE_NAMES[me.suite], _STRUCTURE_NAMES[me.structure], peer)
     except NetError as e:
         if not e.by_peer:
@@ -844,7 +911,30 @@ def _serve_one(sock, peer, ctx, pin, me: _Hello, association: bool, vals, key, t
         conn.close()
 
 
-def _server_round(conn: _Conn, party: Party, me: _Hello, vals: Values) -> None:
+def _check_payloads(vals: Values, payloads, header: str, pad_to: int, reveal: bool):
+    """The payloads, header and padded length of serve(), checked before it
+    listens.  Returns: (payloads, head frame, pad_to)."""
+    if not reveal:
+        raise ValueError("payloads need reveal=True (a client learns the payloads of its "
+                         "matched values)")
+    pays = Values(payloads)
+    if pays.n != vals.n:
+        raise ValueError(f"{pays.n} payloads for {vals.n} values: one payload a value")
+    if not isinstance(header, str) or "\n" in header or \
+            len(header.encode("utf-8")) > _PAYLOAD_HEAD_MAX:
+        raise ValueError("payload_header must be a str of at most 65,536 bytes, one line")
+    if not isinstance(pad_to, int) or not 0 <= pad_to <= PAYLOAD_MAX:
+        raise ValueError(f"pad_to must be an int from 0 to {PAYLOAD_MAX}")
+    if pad_to and pays.longest > pad_to:
+        raise ValueError(f"a payload of {pays.longest} bytes is longer than pad_to={pad_to}")
+    if pays.longest > PAYLOAD_MAX:
+        raise ValueError(f"a payload of {pays.longest} bytes is past the largest, "
+                         f"{PAYLOAD_MAX}")
+    L = pad_to or pays.longest
+    return pays, struct.pack(">I", L) + header.encode("utf-8"), pad_to
+
+
+def _server_round(conn: _Conn, party: Party, me: _Hello, vals: Values, pays=None) -> None:
     sn, n = me.suite, me.setup_clients
     perm: Optional[List[int]] = None
     with conn.busy():  # a raw setup does not depend on the client: masked now
@@ -858,8 +948,19 @@ def _server_round(conn: _Conn, party: Party, me: _Hello, vals: Values) -> None:
                            "handshake announced")
         if me.structure != 0:
             setup, _ = party.setup(vals, me.structure, me.fpr, _num_clients(me))
+        table = None
+        if pays is not None:
+            try:
+                table = party.payload_table(vals, pays[0], pays[2])
+            except PsiError as e:
+                conn.send_error("the server's payload table cannot be built")
+                conn.broken = True  # told: no second ERROR
+                raise e
     conn.send(SETUP, setup)
     conn.send(RESPONSE, response)
     if me.association:
         conn.send(PERM, struct.pack(f">{len(perm)}Q", *perm))
+    if table is not None:
+        conn.send(PAYLOAD_HEAD, pays[1])
+        conn.send(PAYLOADS, table)
     conn.recv(DONE, 0, "waiting for the client's DONE")

@@ -11,12 +11,14 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import threading
 import time
 
 import pytest
 
+import shardpsi
 from shardpsi import net
 
 CLI = os.environ.get("SHARDPSI_CLI")
@@ -28,6 +30,7 @@ SERVER = [f"value-{i}" for i in range(300)]
 CLIENT = [f"value-{i}" for i in range(200, 420, 2)] + ["with, comma", "naïve"]
 SUITES = ["openmined-p256", "p256-sswu", "ristretto255"]
 STRUCTS = ["raw", "gcs", "bloom"]
+PAYLOADS = [f"r{i % 5},seg-{i}" for i in range(len(SERVER))]
 
 
 def expected():
@@ -43,6 +46,8 @@ def expected_pairs():
 @pytest.fixture
 def files(tmp_path):
     (tmp_path / "server.txt").write_text("".join(v + "\n" for v in SERVER), encoding="utf-8")
+    (tmp_path / "server.csv").write_text("id,region,segment\n" + "".join(
+        f"{v},{p}\n" for v, p in zip(SERVER, PAYLOADS)), encoding="utf-8")
     # One value a line: the C command reads the comma as part of the value.
     (tmp_path / "client.txt").write_text("".join(v + "\n" for v in CLIENT), encoding="utf-8")
     return tmp_path
@@ -51,10 +56,10 @@ def files(tmp_path):
 class CServer:
     """`shardpsi server` on 127.0.0.1 with a free port, for one round."""
 
-    def __init__(self, tmp, *args):
+    def __init__(self, tmp, *args, input="server.txt"):
         self.log = tmp / f"server-{time.monotonic_ns()}.err"
         self.p = subprocess.Popen([CLI, "server", "--listen", "127.0.0.1:0", "--timeout", "20",
-                                   "--input", str(tmp / "server.txt"), *args],
+                                   "--input", str(tmp / input), *args],
                                   stdout=subprocess.DEVNULL, stderr=open(self.log, "wb"))
         for _ in range(200):
             m = re.search(r"listening on 127\.0\.0\.1:(\d+)", self.log.read_text())
@@ -181,6 +186,105 @@ def test_python_both_sides():
                         threads=2)
         assert srv.join().error is None
         assert r.association == expected_pairs()
+
+
+# --- payloads (§22.2) ---------------------------------------------------------
+
+def joined():
+    """The plain join of the two sets: (client index, server payload)."""
+    row = {v: i for i, v in enumerate(SERVER)}
+    return [(i, PAYLOADS[row[v]]) for i, v in enumerate(CLIENT) if v in row]
+
+
+@needs_cli
+@pytest.mark.parametrize("suite", SUITES)
+@pytest.mark.parametrize("structure", ["raw", "gcs"])
+def test_payloads_python_client_c_server(files, suite, structure):
+    srv = CServer(files, "--no-tls", "--reveal", "--suite", suite, "--structure", structure,
+                  "--column", "id", "--payload-columns", "region,segment", input="server.csv")
+    r = net.connect(srv.addr, CLIENT, no_tls=True, suite=suite, payloads=True, shards=2)
+    assert srv.wait()[0] == 0
+    assert list(zip(r.indices, [p.decode() for p in r.payloads])) == joined()
+    assert r.payload_header == "region,segment" and r.count == len(joined())
+
+
+@needs_cli
+@pytest.mark.parametrize("suite", SUITES)
+def test_payloads_c_client_python_server(files, suite):
+    srv = PyServer(no_tls=True, reveal=True, suite=suite, structure="gcs", payloads=PAYLOADS,
+                   payload_header="region,segment", pad_to=24)
+    rc, out, err = c_client(files, srv.addr, "--no-tls", "--suite", suite, "--payloads")
+    assert srv.join().error is None and srv.result.payloads
+    assert rc == 0, err
+    # Line input: the row and the payload's columns, tab-separated.
+    assert out == "".join(f"{CLIENT[i]}\t{p.replace(',', chr(9))}\n" for i, p in joined())
+
+
+def test_payloads_python_both_sides():
+    srv = PyServer(no_tls=True, reveal=True, payloads=[p.encode() for p in PAYLOADS],
+                   threads=2)
+    r = net.connect(srv.addr, CLIENT, no_tls=True, payloads=True)
+    assert srv.join().error is None
+    assert list(zip(r.indices, [p.decode() for p in r.payloads])) == joined()
+    assert r.payload_header == "payload"
+
+
+@needs_cli
+def test_payloads_refused(files):
+    srv = CServer(files, "--no-tls", "--reveal")
+    with pytest.raises(net.NetError, match="payload columns, and this server has none"):
+        net.connect(srv.addr, CLIENT, no_tls=True, payloads=True)
+    srv.wait()
+    srv = PyServer(no_tls=True, reveal=True)
+    rc, out, err = c_client(files, srv.addr, "--no-tls", "--payloads")
+    srv.join()
+    assert rc != 0 and out is None and "payload" in err
+    assert isinstance(srv.error, net.NetError)
+    # A value twice: the table cannot be built; the client is told only that.
+    srv = PyServer(SERVER + [SERVER[3]], no_tls=True, reveal=True, payloads=PAYLOADS + ["x"])
+    rc, out, err = c_client(files, srv.addr, "--no-tls", "--payloads")
+    srv.join()
+    assert rc != 0 and "payload table cannot be built" in err
+    assert isinstance(srv.error, shardpsi.PsiError)
+    assert srv.error.name == "PSI_E_PAYLOAD_DUPLICATE" and srv.error.index == len(SERVER)
+    with pytest.raises(ValueError, match="one payload a value"):
+        net.serve(["a", "b"], no_tls=True, reveal=True, payloads=["x"])
+    with pytest.raises(ValueError, match="longer than pad_to"):
+        net.serve(["a"], no_tls=True, reveal=True, payloads=["xyz"], pad_to=2)
+    with pytest.raises(ValueError, match="reveal"):
+        net.serve(["a"], no_tls=True, payloads=["x"])
+    with pytest.raises(ValueError, match="one line"):
+        net.serve(["a"], no_tls=True, reveal=True, payloads=["x"], payload_header="a\nb")
+    with pytest.raises(ValueError, match="payloads=True needs"):
+        net.connect("127.0.0.1:1", ["a"], no_tls=True, payloads=True, association=True)
+
+
+def test_payloads_tampered_on_the_wire():
+    """A server whose table has every record's last byte flipped: the
+    client's matched record does not open, and it says so to the server."""
+    def script(c, fs):
+        _, hello = read_frame(c)
+        h = net._Hello.decode(hello, "x")
+        c.sendall(frame(net.ACCEPT, net._Hello(reveal=True, payloads=True, structure=0,
+                                               fpr=1e-9, n=len(SERVER), suite=0,
+                                               setup_clients=h.n).encode()))
+        _, request = read_frame(c)
+        server = shardpsi.Server()
+        table = bytearray(server.payload_table(SERVER, PAYLOADS, pad_to=16))
+        for r in range(len(SERVER)):
+            table[56 + (r + 1) * (36 + 16) - 1] ^= 1
+        c.sendall(frame(net.SETUP, server.setup(SERVER, structure="raw")))
+        c.sendall(frame(net.RESPONSE, server.process_request(request)))
+        c.sendall(frame(net.PAYLOAD_HEAD, struct.pack(">I", 16) + b"region,segment"))
+        c.sendall(frame(net.PAYLOADS, bytes(table)))
+        fs.got.append(read_frame(c))
+
+    fs = FakeServer(script)
+    with pytest.raises(shardpsi.PsiError) as e:
+        net.connect(fs.addr, CLIENT, no_tls=True, payloads=True)
+    assert e.value.name == "PSI_E_PAYLOAD_AUTH"
+    fs.t.join(5)
+    assert fs.got[0][0] == net.ERROR and b"PSI_E_PAYLOAD_AUTH" in fs.got[0][1]
 
 
 # --- TLS 1.3 (§15.6) ----------------------------------------------------------
