@@ -11,8 +11,9 @@ venv=${1:-$root/build-python/venv}
 rm -rf "$venv"
 bash "$root/python/install.sh" "$venv" || { echo "0 passed, 1 failed"; exit 1; }
 # The network tests run rounds with the C command install.sh built, and make
-# a CA with the openssl command.
-bash "$root/scripts/apt-install.sh" openssl || { echo "0 passed, 1 failed"; exit 1; }
+# a CA with the openssl command; the value tests take pandas and numpy
+# inputs.
+bash "$root/scripts/apt-install.sh" openssl python3-pandas || { echo "0 passed, 1 failed"; exit 1; }
 export SHARDPSI_CLI=$root/build-python/cli/shardpsi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
