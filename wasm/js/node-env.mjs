@@ -68,3 +68,4 @@ export function spawnWorker(url) {
 
 export const cpuCount = () =>
   (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
+export const freeMemory = () => os.freemem();

@@ -66,13 +66,18 @@ export async function spawnWorker(url) {
   };
 }
 
-// The default number of workers: the CPU count, at most cap.
-export async function defaultWorkers(cap) {
-  let n = 1;
-  if (typeof navigator === 'object' && navigator && Number.isInteger(navigator.hardwareConcurrency)) {
-    n = navigator.hardwareConcurrency;
-  } else if (isNode) {
-    n = (await nodeEnv()).cpuCount();
+// What the shard policy (policy.mjs) reads of the environment: { cores, memoryBytes (null
+// when not reported), navigator (the browser's, for its platform reports; undefined in Node) }.
+export async function environmentFacts() {
+  // Node: its own counts (its navigator, from Node 21, reports the host's platform, and the
+  // platform bound is about browsers' renderers).
+  if (isNode) {
+    const env = await nodeEnv();
+    return { cores: env.cpuCount(), memoryBytes: env.freeMemory(), navigator: undefined };
   }
-  return Math.max(1, Math.min(n, cap));
+  const nav = typeof navigator === 'object' && navigator ? navigator : undefined;
+  const cores = nav && Number.isInteger(nav.hardwareConcurrency) ? nav.hardwareConcurrency : 1;
+  const memoryBytes = nav && typeof nav.deviceMemory === 'number' && nav.deviceMemory > 0
+    ? nav.deviceMemory * 1024 * 1024 * 1024 : null;
+  return { cores, memoryBytes, navigator: nav };
 }

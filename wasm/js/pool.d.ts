@@ -15,6 +15,66 @@ export declare class PoolError extends Error {
   readonly name: 'PoolError';
 }
 
+/** The platform reports the policy reads (a browser's navigator, or a stand-in). */
+export interface PlatformReports {
+  userAgent?: string;
+  platform?: string;
+  userAgentData?: { platform?: string } | null;
+  hardwareConcurrency?: number;
+  deviceMemory?: number;
+}
+
+export interface WorkerPlanOptions {
+  role: 'server' | 'client';
+  /** The set the party will hold; default 0 (unknown). */
+  values?: number;
+  /** Default: navigator.hardwareConcurrency, else 1. */
+  cores?: number;
+  /** Default: navigator.deviceMemory in bytes, else not reported (no memory bound). */
+  memoryBytes?: number | null;
+  /** Default: globalThis.navigator. */
+  navigator?: PlatformReports;
+  /** Default POLICY.maxWorkers (4). */
+  maxWorkers?: number;
+  /** false leaves the Apple-platform bound out; default true. */
+  platformCheck?: boolean;
+}
+
+export interface WorkerPlan {
+  readonly workers: number;
+  readonly cores: number;
+  readonly memoryBytes: number | null;
+  readonly budgetBytes: number | null;
+  readonly estimateBytes: number;
+  /** false: even one worker exceeds the budget or the first worker's wasm heap. */
+  readonly fits: boolean;
+  readonly reasons: readonly string[];
+}
+
+export interface MemoryFit {
+  readonly fits: boolean;
+  readonly estimateBytes: number;
+  readonly budgetBytes: number | null;
+  readonly reason: string | null;
+}
+
+/** The shard policy (js/policy.mjs): the count and why. */
+export declare function workerPlan(options: WorkerPlanOptions): WorkerPlan;
+/** workerPlan(options).workers. */
+export declare function recommendedWorkers(options: WorkerPlanOptions): number;
+/** Whether `workers` workers of a party holding `values` fit the memory. */
+export declare function memoryFit(options: { role: 'server' | 'client'; values: number; workers: number;
+  memoryBytes?: number | null }): MemoryFit;
+/** Whether any platform report names an Apple system (the policy then runs one worker). */
+export declare function isApplePlatform(nav?: PlatformReports): boolean;
+export declare const POLICY: {
+  readonly maxWorkers: number;
+  readonly workerBytes: number;
+  readonly valueBytes: { readonly server: number; readonly client: number };
+  readonly memoryShare: number;
+  readonly heapLimitBytes: number;
+};
+
 export interface PoolOptions {
   role: 'server' | 'client';
   /** Reveal the intersection (psi.js's revealIntersection); default false. */
@@ -25,11 +85,18 @@ export interface PoolOptions {
   /** The key (big-endian, 1 <= k < n; ristretto255: 32 little-endian bytes), handed once to the first worker and not kept in the
    *  page; without it the first worker makes a random key.  The pool never gives it back. */
   key?: Uint8Array | ArrayBuffer;
-  /** Number of workers; default navigator.hardwareConcurrency or os.availableParallelism(),
-   *  capped at maxWorkers. */
+  /** Number of workers; default the shard policy's (workerPlan): the cores, at most
+   *  maxWorkers, one on Apple platforms, fewer where the reported memory is short. */
   workers?: number;
   /** Cap of the default worker count; default 4. */
   maxWorkers?: number;
+  /** The set size the party will hold, for the policy's memory bound; default 0 (unknown). */
+  values?: number;
+  /** The memory to plan for, in bytes; default the environment's report
+   *  (navigator.deviceMemory; Node: os.freemem()), none where it reports nothing.  Each call
+   *  whose estimate exceeds the pool's share of it is refused with a PoolError before any
+   *  work. */
+  memoryBytes?: number;
   /** Each step is cut into this many slices per worker (fewer for small steps), handed out as
    *  workers free up, so a worker the machine runs slower does fewer; 1 = a static split.
    *  Default 16.  The bytes never depend on it. */
@@ -50,6 +117,8 @@ interface PoolBase {
   /** The pool's suite. */
   readonly suite: SuiteName;
   readonly workers: number;
+  /** The shard policy's choice for this pool (workers given or not). */
+  readonly plan: WorkerPlan;
   /** Stops the pool: each worker frees its engine, which wipes its copy of the key (a worker
    *  that does not answer within a second is terminated as it is), then every worker is
    *  terminated; pending calls reject with a PoolError. */

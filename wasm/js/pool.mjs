@@ -9,7 +9,9 @@
 //
 // Options: role ('server' | 'client'), reveal (false), key (optional: the key bytes, handed
 // once to the first worker; without it the first worker makes a random key), workers (default:
-// navigator.hardwareConcurrency or os.availableParallelism(), at most maxWorkers = 4), timeoutMs
+// the shard policy of policy.mjs: the cores, at most maxWorkers = 4, one on Apple platforms,
+// fewer where the memory the browser reports is short; values (the set size to plan for) and
+// memoryBytes (the memory to plan for, default the environment's report) refine it), timeoutMs
 // (no progress from the workers for this long fails the run; default 120000), slicesPerWorker
 // (default 16: each step is cut into that many slices per worker, handed out as workers free
 // up; 1 = one slice each, a static split), suite (the ciphersuite, by name: 'openmined-p256'
@@ -27,10 +29,12 @@
 
 import { PsiError } from './values.mjs';
 import { compileModule } from './module.mjs';
-import { spawnWorker, defaultWorkers } from './pool-env.mjs';
+import { spawnWorker, environmentFacts } from './pool-env.mjs';
+import { workerPlan, memoryFit, recommendedWorkers, isApplePlatform, POLICY } from './policy.mjs';
+
+export { workerPlan, memoryFit, recommendedWorkers, isApplePlatform, POLICY };
 
 const ROLES = { client: 1, server: 2 };
-const DEFAULT_MAX_WORKERS = 4;
 const DEFAULT_TIMEOUT_MS = 120000;
 const CLOSE_GRACE_MS = 1000;
 // Slices per worker: many small slices handed out as workers free up, so that a worker the
@@ -83,8 +87,14 @@ export async function createPool(options = {}) {
   if (suite !== undefined && typeof suite !== 'string' && !Number.isInteger(suite)) {
     throw new TypeError("suite must be a suite name ('openmined-p256', 'p256-sswu', 'ristretto255')");
   }
-  const maxWorkers = options.maxWorkers ?? DEFAULT_MAX_WORKERS;
-  const n = options.workers ?? await defaultWorkers(maxWorkers);
+  const maxWorkers = options.maxWorkers ?? POLICY.maxWorkers;
+  // The shard policy (policy.mjs) chooses the count unless `workers` is given; `values` (the
+  // set the party will hold) and `memoryBytes` (the memory to plan for) refine it.
+  const facts = await environmentFacts();
+  const memoryBytes = options.memoryBytes ?? facts.memoryBytes;
+  const plan = workerPlan({ role: options.role, values: options.values ?? 0, maxWorkers,
+    cores: facts.cores, memoryBytes, navigator: facts.navigator });
+  const n = options.workers ?? plan.workers;
   if (!Number.isInteger(n) || n < 1 || n > 4096) throw new RangeError('workers must be an integer in [1, 4096]');
   const slicesPerWorker = options.slicesPerWorker ?? DEFAULT_SLICES_PER_WORKER;
   if (!Number.isInteger(slicesPerWorker) || slicesPerWorker < 1 || slicesPerWorker > 64) {
@@ -200,6 +210,17 @@ export async function createPool(options = {}) {
     throw e;
   }
 
+  // Refuses, before any work, a call whose set would not fit (policy.mjs memoryFit): the
+  // call rejects with a PoolError and the pool stays usable.
+  function fitOrRefuse(values, what) {
+    const f = memoryFit({ role: options.role, values, workers: n, memoryBytes });
+    if (!f.fits) {
+      throw new PoolError(`${what} refused before any work: ${f.reason}; use fewer workers or ` +
+        'a smaller set (the pool is still usable)');
+    }
+  }
+  const elementsIn = (bytes) => Math.ceil(bytes.length / 33);
+
   let queue = Promise.resolve();
   function call(op, args, transfer = []) {
     const run = async () => {
@@ -223,19 +244,25 @@ export async function createPool(options = {}) {
     await shutdown();
   }
 
-  const base = { role: options.role, reveal, suite: suiteName, workers: n, close, delete: close };
+  const base = { role: options.role, reveal, suite: suiteName, workers: n, plan: Object.freeze(plan), close, delete: close };
   if (role === ROLES.server) {
     return Object.freeze({
       ...base,
       async createSetupMessage(fpr, numClientInputs, inputs, ds = 1) {
+        fitOrRefuse(inputsOf(inputs).length, 'the setup');
         const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), false]);
         return r.setup;
       },
       async createSetupMessageWithPermutation(fpr, numClientInputs, inputs, ds = 0) {
+        fitOrRefuse(inputsOf(inputs).length, 'the setup');
         const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), true]);
         return { setup: r.setup, permutation: r.perm };
       },
-      processRequest: async (request) => call('processRequest', [bytesOf(request, 'request')]),
+      async processRequest(request) {
+        const req = bytesOf(request, 'request');
+        fitOrRefuse(elementsIn(req), 'the response');
+        return call('processRequest', [req]);
+      },
       // The payload table (PROTOCOL.md §22): the values masked by the workers, the table
       // sealed by the first; the bytes of one instance with the same key and salt.
       async createPayloadTable(inputs, payloads, options = undefined) {
@@ -243,20 +270,28 @@ export async function createPool(options = {}) {
         const o = options ?? {};
         if (typeof o !== 'object') throw new TypeError('options must be an object ({ padLen, salt })');
         const salt = o.salt === undefined || o.salt === null ? null : bytesOf(o.salt, 'salt').slice();
+        fitOrRefuse(inputsOf(inputs).length, 'the payload table');
         return call('payloadTable', [inputsOf(inputs), payloads, o.padLen ?? 0, salt]);
       },
     });
   }
-  const match = (kind, setup, response, perm) =>
-    call('match', [kind, bytesOf(setup, 'setup'), bytesOf(response, 'response'), perm]);
+  const match = async (kind, setup, response, perm) => {
+    const s = bytesOf(setup, 'setup'), r = bytesOf(response, 'response');
+    fitOrRefuse(Math.max(elementsIn(s), elementsIn(r)), 'the match');
+    return call('match', [kind, s, r, perm]);
+  };
   return Object.freeze({
     ...base,
-    createRequest: async (inputs) => call('createRequest', [inputsOf(inputs)]),
+    async createRequest(inputs) {
+      fitOrRefuse(inputsOf(inputs).length, 'the request');
+      return call('createRequest', [inputsOf(inputs)]);
+    },
     getIntersection: async (setup, response) => Array.from(await match('match', setup, response)),
     getIntersectionSize: async (setup, response) => match('count', setup, response),
     // The intersection and its payloads (PROTOCOL.md §22): the match and the second
     // unmasking of the matched elements run on the workers, the opening on the first.
     async getIntersectionWithPayloads(setup, response, table) {
+      fitOrRefuse(elementsIn(bytesOf(response, 'response')), 'the match');
       const r = await call('payloads', [bytesOf(setup, 'setup'), bytesOf(response, 'response'),
         bytesOf(table, 'payload table')]);
       return { indices: Array.from(r.indices), payloads: r.payloads };

@@ -3,7 +3,7 @@
 // importing the ES module glue and instantiating the WebAssembly.Module compiled once here.
 // Results: window.__results = [{ ok, name, detail }], window.__info, window.__done.
 import { createPSI, compileModule, dataStructure, suites } from '/js/index.mjs';
-import { createPool, PoolError } from '/js/pool.mjs';
+import { createPool, PoolError, workerPlan, isApplePlatform } from '/js/pool.mjs';
 
 const results = [];
 const info = {};
@@ -187,6 +187,27 @@ async function main() {
     await checkRejects('a silent helper is caught by the progress timeout', pool.createRequest(CLIENT_IN),
       (e) => e instanceof PoolError && /no progress for 500 ms/.test(e.message));
     await pool.close();
+  }
+  // The shard policy as Chromium reports itself: the platform is not Apple's, the default
+  // count is the plan's, and a set past the memory to plan for is refused up front.
+  {
+    const plan = workerPlan({ role: 'client' });
+    check(!isApplePlatform(navigator) && plan.workers === Math.min(navigator.hardwareConcurrency, 4),
+      'the policy in Chromium: a worker a core, at most 4', `${plan.workers} (${plan.reasons.join('; ')})`);
+    info.deviceMemory = navigator.deviceMemory ?? null;
+    const p = await createPool({ role: 'client', reveal: true, module, load });
+    try {
+      check(p.workers === p.plan.workers && p.workers === workerPlan({ role: 'client' }).workers,
+        'createPool takes the policy\'s count by default', `${p.workers}`);
+    } finally { await p.close(); }
+    const q = await createPool({ role: 'client', reveal: true, module, load, memoryBytes: 96 * 1024 * 1024 });
+    try {
+      t = now();
+      await checkRejects('a set past the memory to plan for is refused before any work', q.createRequest(new Array(1e6).fill('v')),
+        (e) => e instanceof PoolError && /refused before any work/.test(e.message) && now() - t < 1000);
+      const r = await q.createRequest(['a']);
+      check(q.workers === 1 && r.length > 33, 'and the pool still works', `${q.workers} worker, ${r.length} bytes`);
+    } finally { await q.close(); }
   }
   sKey.delete(); cKey.delete();
 }

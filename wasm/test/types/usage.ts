@@ -3,7 +3,7 @@
 // exports map (every entry).  Each @ts-expect-error line must be an error.
 import createPSI, { PsiError, suites, type PSILibrary, type AssociationTable, type SuiteName,
   type IntersectionWithPayloads } from 'shardpsi';
-import { createPool, PoolError, type ServerPool, type ClientPool } from 'shardpsi/pool';
+import { createPool, PoolError, recommendedWorkers, workerPlan, type ServerPool, type ClientPool, type WorkerPlan } from 'shardpsi/pool';
 
 export async function single(): Promise<number> {
   const psi: PSILibrary = await createPSI();
@@ -127,4 +127,17 @@ export async function glue(bytes: Uint8Array): Promise<number> {
   // @ts-expect-error: the factory's options are emscripten's, not the loader's
   void createShardPsi({ dir: '.' });
   return M._psi_version();
+}
+
+// The shard policy: a count, a plan with its reasons, and a pool told the set it will hold.
+export async function policy(): Promise<number> {
+  const n: number = recommendedWorkers({ role: 'client', values: 1e5 });
+  const plan: WorkerPlan = workerPlan({ role: 'server', navigator: { userAgent: 'x', hardwareConcurrency: 8 } });
+  const reasons: readonly string[] = plan.reasons;
+  const p = await createPool({ role: 'client', values: 1e5, memoryBytes: 2 ** 30 });
+  const chosen: number = p.plan.workers;
+  // @ts-expect-error: a role is required
+  void workerPlan({ values: 3 });
+  await p.close();
+  return n + chosen + reasons.length;
 }

@@ -1,0 +1,139 @@
+// The pool's shard policy: how many workers a party should run, from the cores, the memory
+// the browser reports, the platform and the set it will hold.  createPool uses it when no
+// `workers` is given; a page can call it to show or override the choice.
+//
+//   import { recommendedWorkers, workerPlan } from 'shardpsi/pool'
+//   const n = recommendedWorkers({ role: 'client', values: inputs.length })
+//   const plan = workerPlan({ role: 'server', values: 1e6 })   // { workers, reasons, ... }
+//
+// Each bound and why it is there (wasm/README.md, "How many workers"):
+// - cores: a worker per core, at most POLICY.maxWorkers (4): past the cores a worker only
+//   takes turns with another, and the pool measured no gain from 2 to 4 workers on 2 cores.
+// - memory: every worker costs POLICY.workerBytes at rest (its wasm heap, the module
+//   instance and a JavaScript isolate), and the first worker holds the whole messages of a
+//   step, POLICY.valueBytes[role] a value at its peak.  Where the browser reports the
+//   device's memory (navigator.deviceMemory; Node: os.freemem()), the pool takes at most
+//   POLICY.memoryShare of it: workers are dropped until the estimate fits, and a set whose
+//   estimate does not fit even on one worker is refused before any work (PoolError).
+// - platform: one worker on Apple platforms (macOS, and iOS/iPadOS, whose browsers share
+//   WebKit or report themselves as Macs).  A design this pool follows saw full Chrome's
+//   renderer on macOS crash in 3 of 123 sharded runs at 100,000 values, with no crash
+//   report and whatever the worker count, and none on one worker; until a newer Chrome is
+//   shown free of it, any platform report that names an Apple system (the user-agent client
+//   hints, navigator.platform or the user agent) means one worker.
+// Override: createPool({ workers: n }) runs n workers whatever the policy says (the memory
+// check of each call still applies); workerPlan({ ..., platformCheck: false }) leaves the
+// platform bound out.
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+export const POLICY = Object.freeze({
+  maxWorkers: 4,
+  // A worker at rest: its 16 MiB initial wasm heap, the instance and an isolate.
+  workerBytes: 32 * MiB,
+  // The first worker's peak heap per value of a step (measured: wasm/README.md).
+  valueBytes: Object.freeze({ server: 200, client: 300 }),
+  // The share of the reported memory the pool may plan for.
+  memoryShare: 0.5,
+  // A wasm32 heap ends at 2 GiB (emscripten's default maximum): the first worker's share.
+  heapLimitBytes: 2 * GiB,
+});
+
+const APPLE = /\b(mac|macos|macintosh|macintel|iphone|ipad|ipod)\b|mac os x/i;
+
+// Whether any platform report of `nav` (a navigator, or an object with its fields) names an
+// Apple system: userAgentData.platform (Chromium's client hints: "macOS"), platform
+// ("MacIntel", "iPhone", "iPad") or userAgent ("Macintosh; Intel Mac OS X 10_15_7", "iPhone;
+// CPU iPhone OS 17_0 like Mac OS X").  Any one is enough: the policy errs toward one worker.
+export function isApplePlatform(nav = globalThis.navigator) {
+  if (nav === null || typeof nav !== 'object') return false;
+  const reports = [];
+  const uad = nav.userAgentData;
+  if (uad !== null && typeof uad === 'object' && typeof uad.platform === 'string') reports.push(uad.platform);
+  if (typeof nav.platform === 'string') reports.push(nav.platform);
+  if (typeof nav.userAgent === 'string') reports.push(nav.userAgent);
+  return reports.some((s) => APPLE.test(s));
+}
+
+function detectCores(nav) {
+  if (nav !== null && typeof nav === 'object' && Number.isInteger(nav.hardwareConcurrency) && nav.hardwareConcurrency > 0) {
+    return nav.hardwareConcurrency;
+  }
+  return 1;
+}
+
+function detectMemory(nav) {
+  if (nav !== null && typeof nav === 'object' && typeof nav.deviceMemory === 'number' && nav.deviceMemory > 0) {
+    return nav.deviceMemory * GiB;
+  }
+  return null;
+}
+
+function checkCount(v, name, max) {
+  if (v === undefined || v === null) return;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max || (name !== 'memoryBytes' && !Number.isInteger(v))) {
+    throw new RangeError(`${name} must be ${name === 'memoryBytes' ? 'a number of bytes' : 'an integer'} in [0, ${max}]`);
+  }
+}
+
+// The policy's choice with its reasons: { workers, cores, memoryBytes (null: not reported),
+// budgetBytes, estimateBytes (of the chosen count), fits (false: even one worker exceeds the
+// budget or the wasm heap: the pool refuses the set), reasons: [strings] }.
+// Options: role ('server' | 'client'), values (the set the party will hold; 0 if unknown),
+// cores, memoryBytes and navigator (default: the environment's), maxWorkers (POLICY's),
+// platformCheck (true).
+export function workerPlan(options = {}) {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const { role, values = 0, maxWorkers = POLICY.maxWorkers, platformCheck = true } = options;
+  if (role !== 'server' && role !== 'client') throw new TypeError("role must be 'server' or 'client'");
+  checkCount(values, 'values', Number.MAX_SAFE_INTEGER);
+  checkCount(options.cores, 'cores', 4096);
+  checkCount(options.memoryBytes, 'memoryBytes', Number.MAX_SAFE_INTEGER);
+  checkCount(maxWorkers, 'maxWorkers', 4096);
+  if (maxWorkers < 1) throw new RangeError('maxWorkers must be at least 1');
+  const nav = 'navigator' in options ? options.navigator : globalThis.navigator;
+  const cores = options.cores ?? detectCores(nav);
+  const memoryBytes = options.memoryBytes ?? detectMemory(nav);
+  const reasons = [];
+  let n = Math.max(1, Math.min(cores, maxWorkers));
+  reasons.push(cores > maxWorkers ? `${cores} cores, at most ${maxWorkers} workers` : `${cores} core${cores === 1 ? '' : 's'}`);
+  if (platformCheck && n > 1 && isApplePlatform(nav)) {
+    n = 1;
+    reasons.push('one worker on Apple platforms (a sharded renderer crashed on macOS Chrome)');
+  }
+  const budgetBytes = memoryBytes === null ? null : Math.floor(memoryBytes * POLICY.memoryShare);
+  if (budgetBytes !== null) {
+    const before = n;
+    while (n > 1 && !memoryFit({ role, values, workers: n, memoryBytes }).fits) n--;
+    if (n < before) reasons.push(`${n} worker${n === 1 ? '' : 's'} fit the memory budget of ${Math.round(budgetBytes / MiB)} MiB`);
+  }
+  const fit = memoryFit({ role, values, workers: n, memoryBytes });
+  if (!fit.fits) reasons.push(fit.reason);
+  return { workers: n, cores, memoryBytes, budgetBytes, estimateBytes: fit.estimateBytes, fits: fit.fits, reasons };
+}
+
+// Whether `workers` workers of a party holding `values` fit: { fits, estimateBytes,
+// budgetBytes (null: memoryBytes not reported, only the wasm heap bounds), reason (when not) }.
+export function memoryFit({ role, values, workers, memoryBytes = null }) {
+  const held = POLICY.valueBytes[role] * values;
+  const estimateBytes = workers * POLICY.workerBytes + held;
+  const leadBytes = POLICY.workerBytes + held;
+  const budgetBytes = memoryBytes === null ? null : Math.floor(memoryBytes * POLICY.memoryShare);
+  if (leadBytes > POLICY.heapLimitBytes) {
+    return { fits: false, estimateBytes, budgetBytes, reason: `${values} values need about ` +
+      `${Math.round(leadBytes / MiB)} MiB in the first worker, past its 2 GiB wasm heap` };
+  }
+  if (budgetBytes !== null && estimateBytes > budgetBytes) {
+    return { fits: false, estimateBytes, budgetBytes, reason: `${values} values on ${workers} ` +
+      `worker${workers === 1 ? '' : 's'} need about ${Math.round(estimateBytes / MiB)} MiB, past ` +
+      `the budget of ${Math.round(budgetBytes / MiB)} MiB (${POLICY.memoryShare * 100}% of the ` +
+      `${Math.round(memoryBytes / MiB)} MiB reported)` };
+  }
+  return { fits: true, estimateBytes, budgetBytes, reason: null };
+}
+
+// The number of workers the policy chooses (workerPlan(options).workers).
+export function recommendedWorkers(options = {}) {
+  return workerPlan(options).workers;
+}

@@ -1,0 +1,145 @@
+// The pool's shard policy (js/policy.mjs): the platform check against the reports Chrome,
+// Safari and Firefox give on macOS, iOS and elsewhere; the cores and memory bounds; the
+// pool's default count following the policy, and a set refused up front without breaking
+// the pool.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
+import { compileModule } from '../js/index.mjs';
+import { createPool, PoolError, workerPlan, recommendedWorkers, memoryFit, isApplePlatform, POLICY } from '../js/pool.mjs';
+
+const MiB = 1024 * 1024;
+
+// What each browser reports (user agent, navigator.platform, client hints' platform).
+const BROWSERS = [
+  ['Chrome 131, macOS', true, {
+    userAgent: 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    platform: 'MacIntel', userAgentData: { platform: 'macOS', mobile: false } }],
+  ['Safari 18, macOS', true, {
+    userAgent: 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15',
+    platform: 'MacIntel' }],
+  ['Firefox 133, macOS', true, {
+    userAgent: 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:133.0) Gecko/20100101 Firefox/133.0',
+    platform: 'MacIntel' }],
+  ['Chrome, macOS, a reduced user agent and no platform', true, {
+    userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    platform: '', userAgentData: { platform: 'macOS' } }],
+  ['Safari, iPhone', true, {
+    userAgent: 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.6 Mobile/15E148 Safari/604.1',
+    platform: 'iPhone' }],
+  ['Safari, iPad in desktop mode', true, {
+    userAgent: 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.6 Safari/605.1.15',
+    platform: 'MacIntel' }],
+  ['Chrome 131, Windows', false, {
+    userAgent: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    platform: 'Win32', userAgentData: { platform: 'Windows', mobile: false } }],
+  ['Firefox 133, Windows', false, {
+    userAgent: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0',
+    platform: 'Win32' }],
+  ['Chrome 131, Linux', false, {
+    userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    platform: 'Linux x86_64', userAgentData: { platform: 'Linux', mobile: false } }],
+  ['Firefox 133, Linux', false, {
+    userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+    platform: 'Linux x86_64' }],
+  ['Chrome 131, Android', false, {
+    userAgent: 'Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36',
+    platform: 'Linux armv81', userAgentData: { platform: 'Android', mobile: true } }],
+  ['Chrome, ChromeOS', false, {
+    userAgent: 'Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    platform: 'Linux x86_64', userAgentData: { platform: 'Chrome OS' } }],
+  ['headless Chromium here', false, {
+    userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36',
+    platform: 'Linux x86_64' }],
+];
+
+for (const [name, apple, nav] of BROWSERS) {
+  test(`platform: ${name} -> ${apple ? 'one worker' : 'a worker per core'}`, () => {
+    assert.equal(isApplePlatform(nav), apple);
+    const plan = workerPlan({ role: 'client', navigator: { ...nav, hardwareConcurrency: 8 } });
+    assert.equal(plan.workers, apple ? 1 : 4);
+    assert.equal(plan.reasons.some((r) => r.includes('Apple')), apple);
+    // The documented override: the platform bound left out.
+    assert.equal(workerPlan({ role: 'client', navigator: nav, cores: 8, platformCheck: false }).workers, 4);
+  });
+}
+
+test('platform: no reports, or reports of other types, are not Apple', () => {
+  assert.equal(isApplePlatform(undefined), false);
+  assert.equal(isApplePlatform(null), false);
+  assert.equal(isApplePlatform({}), false);
+  assert.equal(isApplePlatform({ userAgent: 42, platform: null, userAgentData: 'macOS' }), false);
+  assert.equal(isApplePlatform({ userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Machine/1.0' }), false);
+});
+
+test('cores: one a core, at most maxWorkers', () => {
+  const p = (cores, extra = {}) => recommendedWorkers({ role: 'server', cores, navigator: undefined, memoryBytes: null, ...extra });
+  assert.deepEqual([1, 2, 3, 4, 8, 64].map((c) => p(c)), [1, 2, 3, 4, 4, 4]);
+  assert.equal(p(8, { maxWorkers: 8 }), 8);
+  assert.equal(p(0), 1);
+});
+
+test('memory: workers dropped to fit, a set refused when even one does not', () => {
+  const base = { role: 'client', cores: 8, navigator: undefined };
+  // 256 MiB reported: a budget of 128 MiB, four idle workers of 32 MiB fit exactly.
+  const idle = workerPlan({ ...base, memoryBytes: 256 * MiB });
+  assert.deepEqual([idle.workers, idle.budgetBytes, idle.fits], [4, 128 * MiB, true]);
+  const values = 100000, held = POLICY.valueBytes.client * values;
+  const some = workerPlan({ ...base, memoryBytes: 256 * MiB, values });
+  assert.equal(some.workers, Math.floor((128 * MiB - held) / POLICY.workerBytes));
+  assert.ok(some.workers >= 1 && some.workers < 4 && some.fits);
+  assert.ok(some.reasons.some((r) => r.includes('memory budget')));
+  const none = workerPlan({ ...base, memoryBytes: 64 * MiB, values: 1e6 });
+  assert.equal(none.workers, 1);
+  assert.equal(none.fits, false);
+  assert.match(none.reasons.at(-1), /1000000 values on 1 worker need about \d+ MiB, past the budget of 32 MiB/);
+  // Nothing reported: no memory bound, but the first worker's 2 GiB wasm heap still bounds.
+  assert.equal(workerPlan({ ...base, memoryBytes: null, values: 1e6 }).fits, true);
+  const huge = workerPlan({ ...base, memoryBytes: null, values: 2e7 });
+  assert.equal(huge.fits, false);
+  assert.match(huge.reasons.at(-1), /past its 2 GiB wasm heap/);
+  // navigator.deviceMemory is read in GiB.
+  assert.equal(workerPlan({ role: 'server', navigator: { hardwareConcurrency: 8, deviceMemory: 0.25 } }).budgetBytes, 128 * MiB);
+  assert.equal(memoryFit({ role: 'server', values: 0, workers: 2, memoryBytes: 128 * MiB }).fits, true);
+  assert.equal(memoryFit({ role: 'server', values: 0, workers: 3, memoryBytes: 128 * MiB }).fits, false);
+});
+
+test('bad options are refused', () => {
+  assert.throws(() => workerPlan({}), TypeError);
+  assert.throws(() => workerPlan(null), TypeError);
+  assert.throws(() => workerPlan({ role: 'server', values: -1 }), RangeError);
+  assert.throws(() => workerPlan({ role: 'server', values: 1.5 }), RangeError);
+  assert.throws(() => workerPlan({ role: 'server', cores: 'many' }), RangeError);
+  assert.throws(() => workerPlan({ role: 'server', maxWorkers: 0 }), RangeError);
+  assert.throws(() => workerPlan({ role: 'server', memoryBytes: -5 }), RangeError);
+});
+
+const module = await compileModule();
+
+test('createPool follows the policy, and refuses a set up front without breaking', async () => {
+  const p = await createPool({ role: 'client', reveal: true, module });
+  try {
+    assert.equal(p.workers, p.plan.workers);
+    assert.equal(p.workers, Math.min(availableParallelism(), POLICY.maxWorkers));
+  } finally { await p.close(); }
+  // 96 MiB to plan for: one worker (a 48 MiB budget), and a million values refused at once.
+  const q = await createPool({ role: 'client', reveal: true, module, memoryBytes: 96 * MiB });
+  try {
+    assert.equal(q.workers, 1);
+    const big = Array.from({ length: 1e6 }, (_, i) => `v${i}`);
+    const t0 = Date.now();
+    await assert.rejects(q.createRequest(big), (e) => e instanceof PoolError &&
+      /the request refused before any work: 1000000 values on 1 worker need about \d+ MiB, past the budget of 48 MiB/.test(e.message) &&
+      /still usable/.test(e.message));
+    assert.ok(Date.now() - t0 < 1000, 'refused before any work');
+    const req = await q.createRequest(['a', 'b']);
+    assert.ok(req instanceof Uint8Array && req.length > 0);
+  } finally { await q.close(); }
+  // workers given: the policy is not asked for the count.
+  const r = await createPool({ role: 'server', module, workers: 3, memoryBytes: 96 * MiB });
+  try {
+    assert.equal(r.workers, 3);
+    assert.equal(r.plan.workers, 1);
+    await assert.rejects(r.createSetupMessage(0.001, 10, ['a']), /the setup refused before any work: 1 values on 3 workers/);
+  } finally { await r.close(); }
+});
