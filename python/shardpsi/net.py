@@ -15,15 +15,11 @@ asking to share its result is refused in the handshake.
 """
 from __future__ import annotations
 
-import datetime
-import hashlib
+import contextlib
 import ipaddress
-import os
 import socket
 import ssl
-import stat
 import struct
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Tuple
@@ -32,73 +28,18 @@ from ._core import (PAYLOAD_MAX, PsiError, Party, Value, Values, payload_table_c
                     payload_table_size, setup_bound, setup_check, structure_number,
                     suite_number)
 from ._native import lib
+from ._tls import TLS, _check_pin, _tls_context
+from ._wire import (ACCEPT, DONE, ERROR, HELLO, PAYLOAD_HEAD, PAYLOADS, PERM, REQUEST,
+                    RESPONSE, SETUP, NetError, _ANY, _Conn,
+                    _ELEMENT_WIRE_BYTES, _Hello, _MSG_MAX, _PAYLOAD_HEAD_MAX, _STRUCTURE_NAMES,
+                    _SUITE_NAMES, _num_clients, escape)
 
-__all__ = ["TLS", "NetError", "RoundResult", "ServeResult", "connect", "serve"]
+__all__ = ["TLS", "NetError", "RoundResult", "ServeResult", "connect", "serve", "escape"]
 
-VERSION = 2
-HELLO, ACCEPT, SETUP, REQUEST, RESPONSE, PERM, DONE, ERROR, KEEPALIVE = range(1, 10)
-PAYLOAD_HEAD, PAYLOADS, RESULT = 10, 11, 12
-_NAMES = {HELLO: "HELLO", ACCEPT: "ACCEPT", SETUP: "SETUP", REQUEST: "REQUEST",
-          RESPONSE: "RESPONSE", PERM: "PERM", DONE: "DONE", ERROR: "ERROR",
-          KEEPALIVE: "KEEPALIVE", PAYLOAD_HEAD: "PAYLOAD_HEAD", PAYLOADS: "PAYLOADS",
-          RESULT: "RESULT"}
-_MAGIC = b"SHARDPSI"
-_HANDSHAKE_BYTES = 37
-_MSG_MAX = 1024
-_ANY = 255
-_STRUCTURE_NAMES = {0: "raw", 1: "gcs", 2: "bloom", _ANY: "the server's choice"}
-_SUITE_NAMES = {0: "openmined-p256", 1: "p256-sswu", 2: "ristretto255"}
-_ELEMENT_WIRE_BYTES = 35
-_PAYLOAD_HEAD_MAX = 65536
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_MAX_PEER_VALUES = 100_000_000
 DEFAULT_FPR = 1e-9
-
-
-class NetError(Exception):
-    """A round that did not complete: the connection failed or timed out,
-    TLS refused the peer, the handshake disagreed, or the peer ended the
-    round (``by_peer`` True; the message then holds the peer's text, with
-    every character a terminal could act on escaped as §15.1 says)."""
-
-    def __init__(self, message: str, by_peer: bool = False):
-        super().__init__(message)
-        self.by_peer = by_peer
-
-
-def escape(data: bytes) -> str:
-    """The peer's text made safe for a terminal (PROTOCOL.md §15.1): C0
-    controls, DEL and bytes that are not UTF-8 as \\xNN, the C1 controls and
-    the format characters that reorder or hide text as \\u{XXXX}, and a
-    backslash as \\\\."""
-    out, i = [], 0
-    hidden = set(range(0x80, 0xA0)) | {0x061C, 0xFEFF} | set(range(0x200B, 0x2010)) | \
-        set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
-    while i < len(data):
-        ch, n = None, 1
-        for n in (1, 2, 3, 4):
-            try:
-                ch = data[i:i + n].decode("utf-8")
-                break
-            except UnicodeDecodeError:
-                ch = None
-        if ch is None or len(ch) != 1:
-            out.append("\\x%02X" % data[i])
-            i += 1
-            continue
-        cp = ord(ch)
-        if cp < 0x20 or cp == 0x7F:
-            out.append("\\x%02X" % cp)
-        elif ch == "\\":
-            out.append("\\\\")
-        elif cp in hidden:
-            out.append("\\u{%04X}" % cp)
-        else:
-            out.append(ch)
-        i += n
-    return "".join(out)
-
 
 # --- addresses -------------------------------------------------------------
 
@@ -128,365 +69,6 @@ def _is_loopback(host: str) -> bool:
         return False
     return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback
                                for i in infos)
-
-
-# --- TLS (PROTOCOL.md §15.6) ----------------------------------------------
-
-@dataclass
-class TLS:
-    """This side's TLS 1.3 identity and how it authenticates the peer.
-
-    ``cert``, ``key``: this side's certificate (a chain is allowed) and key
-    files, as ``shardpsi tls-keygen`` makes them.  Then one of two forms:
-
-    * ``ca``: the CA certificates the peer's chain must come from; a client
-      also checks that the server's certificate names the host it connects
-      to (or ``name``).
-    * ``peer_key``: the peer's key fingerprint (``sha256:`` and 64 hex
-      digits, as tls-keygen prints it); the peer's leaf must hold that key
-      and be within its dates.  Names are not checked.  A server (``serve``)
-      also needs ``peer_cert``, the client's certificate file: Python's ssl
-      module cannot take an unknown self-signed certificate from a client
-      and check its key itself, so it trusts that one certificate.
-
-    The files must be regular files owned by this user or root and not
-    writable by others; the key file must give others no access."""
-
-    cert: str
-    key: str
-    ca: Optional[str] = None
-    peer_key: Optional[str] = None
-    peer_cert: Optional[str] = None
-    name: Optional[str] = None
-
-
-def _check_file(path: str, what: str, secret: bool) -> None:
-    try:
-        st = os.lstat(path)
-    except OSError as e:
-        raise ValueError(f"{what} {path}: {e.strerror}") from None
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
-        raise ValueError(f"{what} {path}: not a regular file (a symbolic link is refused)")
-    if st.st_uid not in (os.getuid(), 0):
-        raise ValueError(f"{what} {path}: owned by another user")
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise ValueError(f"{what} {path}: writable by the group or others")
-    if secret and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ValueError(f"{what} {path}: readable by the group or others (chmod 600 {path})")
-
-
-def _parse_fingerprint(fp: str) -> str:
-    s = fp.strip()
-    if s[:7].lower() == "sha256:":
-        s = s[7:]
-    parts = s.split(":")
-    if len(parts) > 1 and not all(len(p) == 2 for p in parts):
-        raise ValueError(f"peer_key {fp!r}: ':' goes only between byte pairs")
-    h = "".join(parts).lower()
-    if len(h) != 64 or any(c not in "0123456789abcdef" for c in h):
-        raise ValueError(f"peer_key {fp!r}: expected 'sha256:' and 64 hex digits, as "
-                         "tls-keygen prints them")
-    return h
-
-
-def _der(buf: bytes, pos: int) -> Tuple[int, int, int]:
-    """One DER element at pos: (tag, start of its content, end)."""
-    if pos + 2 > len(buf):
-        raise ValueError("truncated")
-    tag, n = buf[pos], buf[pos + 1]
-    pos += 2
-    if n & 0x80:
-        k = n & 0x7F
-        if k == 0 or k > 4 or pos + k > len(buf):
-            raise ValueError("bad length")
-        n = int.from_bytes(buf[pos:pos + k], "big")
-        pos += k
-    if pos + n > len(buf):
-        raise ValueError("truncated")
-    return tag, pos, pos + n
-
-
-def _der_time(tag: int, raw: bytes) -> datetime.datetime:
-    s = raw.decode("ascii")
-    if tag == 0x17:  # UTCTime: YYMMDDHHMMSSZ
-        year = int(s[:2])
-        s = str(1900 + year if year >= 50 else 2000 + year) + s[2:]
-    return datetime.datetime.strptime(s, "%Y%m%d%H%M%SZ").replace(tzinfo=datetime.timezone.utc)
-
-
-def _leaf_key_and_dates(der: bytes) -> Tuple[str, datetime.datetime, datetime.datetime]:
-    """The SHA-256 of a certificate's DER SubjectPublicKeyInfo, and its
-    validity dates."""
-    _, c, _ = _der(der, 0)               # Certificate
-    _, t, t_end = _der(der, c)           # tbsCertificate
-    fields = []
-    p = t
-    while p < t_end and len(fields) < 7:
-        tag, s, e = _der(der, p)
-        fields.append((tag, p, s, e))
-        p = e
-    if fields and fields[0][0] == 0xA0:  # [0] version
-        fields = fields[1:]
-    _, _, vs, _ = fields[3]              # serial, signature, issuer, validity
-    tag1, s1, e1 = _der(der, vs)
-    tag2, s2, e2 = _der(der, e1)
-    _, spki_at, _, spki_end = fields[5]
-    return (hashlib.sha256(der[spki_at:spki_end]).hexdigest(),
-            _der_time(tag1, der[s1:e1]), _der_time(tag2, der[s2:e2]))
-
-
-def _cert_fingerprint(path: str) -> str:
-    with open(path, "r", encoding="ascii", errors="replace") as f:
-        pem = f.read()
-    try:
-        return _leaf_key_and_dates(ssl.PEM_cert_to_DER_cert(pem))[0]
-    except (ValueError, IndexError) as e:
-        raise ValueError(f"peer_cert {path}: not a PEM certificate ({e})") from None
-
-
-def _tls_context(tls: TLS, server: bool) -> Tuple[ssl.SSLContext, Optional[str]]:
-    """The context of one side, and the fingerprint to pin (or None)."""
-    if not isinstance(tls, TLS):
-        raise TypeError("tls must be a shardpsi.net.TLS")
-    if (tls.ca is None) == (tls.peer_key is None and tls.peer_cert is None):
-        raise ValueError("TLS: give either ca (a CA) or peer_key (a pinned key), not both "
-                         "or neither")
-    if server and tls.ca is None and tls.peer_cert is None:
-        raise ValueError("TLS: a server with a pinned key needs peer_cert, the client's "
-                         "certificate file (Python's ssl cannot check an unknown client "
-                         "certificate's key itself)")
-    _check_file(tls.cert, "TLS certificate", False)
-    _check_file(tls.key, "TLS key", True)
-    pin = _parse_fingerprint(tls.peer_key) if tls.peer_key is not None else None
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server else ssl.PROTOCOL_TLS_CLIENT)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
-    ctx.maximum_version = ssl.TLSVersion.TLSv1_3
-    ctx.options |= ssl.OP_NO_TICKET
-    try:
-        ctx.load_cert_chain(tls.cert, tls.key)
-    except ssl.SSLError as e:
-        raise ValueError(f"TLS: the certificate {tls.cert} and key {tls.key} cannot be "
-                         f"loaded together ({e.reason})") from None
-    trust = tls.ca if tls.ca is not None else tls.peer_cert
-    if trust is not None:
-        _check_file(trust, "TLS CA" if tls.ca is not None else "TLS peer certificate", False)
-        if tls.peer_cert is not None:
-            want = _cert_fingerprint(tls.peer_cert)
-            if pin is not None and pin != want:
-                raise ValueError(f"TLS: peer_cert {tls.peer_cert} holds key sha256:{want}, "
-                                 f"not the pinned sha256:{pin}")
-            pin = want
-        ctx.load_verify_locations(cafile=trust)
-        ctx.verify_mode = ssl.CERT_REQUIRED
-        ctx.check_hostname = not server and tls.ca is not None
-    else:  # a client pinning the server's key: checked after the handshake
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    return ctx, pin
-
-
-def _check_pin(sock: ssl.SSLSocket, pin: str, peer: str) -> None:
-    der = sock.getpeercert(binary_form=True)
-    if der is None:
-        raise NetError(f"TLS: the {peer} sent no certificate")
-    try:
-        fp, not_before, not_after = _leaf_key_and_dates(der)
-    except (ValueError, IndexError):
-        raise NetError(f"TLS: the {peer}'s certificate was refused: its key cannot be "
-                       "read") from None
-    if fp != pin:
-        raise NetError(f"TLS: the {peer}'s key sha256:{fp} is not the pinned key "
-                       f"(peer_key sha256:{pin})")
-    now = datetime.datetime.now(datetime.timezone.utc)
-    if now < not_before:
-        raise NetError(f"TLS: the {peer}'s certificate was refused: certificate is not "
-                       "yet valid")
-    if now > not_after:
-        raise NetError(f"TLS: the {peer}'s certificate was refused: certificate has expired")
-
-
-# --- frames (PROTOCOL.md §15.1) -----------------------------------------
-
-class _Conn:
-    """One connection: frames out under a lock (the keepalive thread sends
-    too), frames in with the silence deadline of ``timeout``."""
-
-    def __init__(self, sock: socket.socket, peer: str, role: str, timeout: float):
-        self.sock = sock
-        self.peer = peer          # "HOST:PORT"
-        self.role = role          # the peer's role: "server" or "client"
-        self.timeout = timeout
-        self.lock = threading.Lock()
-        self.agreed = False       # keepalives are allowed after the handshake
-        self.broken = False
-
-    def _io_error(self, e: BaseException, doing: str) -> NetError:
-        self.broken = True
-        if isinstance(e, socket.timeout):
-            return NetError(f"the {self.role} ({self.peer}) sent nothing for "
-                            f"{self.timeout:g} s while {doing}")
-        if isinstance(e, ssl.SSLError):
-            if "BAD_RECORD_MAC" in str(e) or "DECRYPTION_FAILED" in str(e):
-                return NetError(f"TLS: a record from the {self.role} ({self.peer}) failed "
-                                f"the integrity check while {doing}")
-            return NetError(f"TLS: {e.reason or e} while {doing} ({self.peer})")
-        return NetError(f"the connection to the {self.role} ({self.peer}) failed while "
-                        f"{doing}: {getattr(e, 'strerror', None) or e}")
-
-    def send(self, ftype: int, payload: bytes = b"") -> None:
-        head = bytes([ftype]) + len(payload).to_bytes(8, "big")
-        doing = f"sending {_NAMES[ftype]}"
-        try:
-            with self.lock:
-                self.sock.settimeout(self.timeout)
-                if len(payload) < 65536:
-                    self.sock.sendall(head + payload)
-                else:
-                    self.sock.sendall(head)
-                    self.sock.sendall(memoryview(payload))
-        except (OSError, ssl.SSLError) as e:
-            raise self._io_error(e, doing) from None
-
-    def _read(self, n: int, doing: str, allow_eof: bool = False) -> Optional[bytearray]:
-        buf = bytearray(n)
-        view, got = memoryview(buf), 0
-        try:
-            self.sock.settimeout(self.timeout)
-            while got < n:
-                k = self.sock.recv_into(view[got:], min(n - got, 1 << 20))
-                if k == 0:
-                    if allow_eof and got == 0:
-                        return None
-                    self.broken = True
-                    raise NetError(f"the {self.role} ({self.peer}) closed the connection "
-                                   f"while {doing}")
-                got += k
-        except (OSError, ssl.SSLError) as e:
-            raise self._io_error(e, doing) from None
-        return buf
-
-    def recv(self, expect: int, max_len: int, doing: str) -> bytes:
-        """The next frame of type ``expect`` of at most ``max_len`` bytes,
-        refused before its payload is read when it is longer."""
-        while True:
-            head = self._read(9, doing)
-            ftype, n = head[0], int.from_bytes(head[1:], "big")
-            if ftype == KEEPALIVE and n == 0 and self.agreed:
-                continue
-            if ftype == ERROR and n <= _MSG_MAX:
-                text = bytes(self._read(n, doing))
-                self.broken = True
-                raise NetError(f"the {self.role} ({self.peer}) ended the round: "
-                               f"{escape(text)}", by_peer=True)
-            if ftype != expect:
-                what = _NAMES.get(ftype, f"an unknown frame (type {ftype})")
-                raise NetError(f"the {self.role} ({self.peer}) sent {what} of {n} bytes while "
-                               f"{doing}; expected {_NAMES[expect]}")
-            if n > max_len:
-                raise NetError(f"the {self.role} ({self.peer}) sent {_NAMES[ftype]} of {n} "
-                               f"bytes while {doing}; at most {max_len} were agreed")
-            return bytes(self._read(n, doing))
-
-    def send_error(self, text: str) -> None:
-        """Tells the peer why this side gives up (best effort: never on a
-        stream that already failed)."""
-        if self.broken:
-            return
-        try:
-            self.send(ERROR, text.encode("utf-8")[:_MSG_MAX])
-        except NetError:
-            pass
-
-    def busy(self) -> "_Keepalive":
-        return _Keepalive(self)
-
-    def close(self) -> None:
-        # No TLS close_notify exchange: the round's last frame (DONE) has
-        # ended it on both sides, and waiting for the peer's reply would
-        # only delay this side.
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-
-class _Keepalive:
-    """While this side computes, a KEEPALIVE every quarter of the timeout (at
-    most every 5 s), so the peer's --timeout measures silence, not work."""
-
-    def __init__(self, conn: _Conn):
-        self.conn = conn
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        every = min(self.conn.timeout / 4, 5.0)
-        while not self.stop.wait(every):
-            try:
-                self.conn.send(KEEPALIVE)
-            except NetError:
-                return
-
-    def __enter__(self) -> "_Keepalive":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        self.thread.join()
-
-
-# --- the handshake (PROTOCOL.md §15.2) -----------------------------------
-
-@dataclass
-class _Hello:
-    reveal: bool = False
-    association: bool = False
-    share_result: bool = False
-    payloads: bool = False
-    structure: int = _ANY
-    fpr: float = 0.0
-    n: int = 0
-    suite: int = 0
-    setup_clients: int = 0
-
-    def encode(self) -> bytes:
-        flags = (1 if self.reveal else 0) | (2 if self.association else 0) | \
-            (4 if self.share_result else 0) | (8 if self.payloads else 0)
-        return (_MAGIC + struct.pack(">HBB", VERSION, flags, self.structure) +
-                struct.pack(">d", self.fpr) + struct.pack(">QBQ", self.n, self.suite,
-                                                          self.setup_clients))
-
-    @staticmethod
-    def decode(p: bytes, sender: str) -> "_Hello":
-        if len(p) < 10 or p[:8] != _MAGIC:
-            raise NetError(f"{sender} does not speak the shardpsi network protocol "
-                           "(bad handshake)")
-        version = int.from_bytes(p[8:10], "big")
-        if version != VERSION:
-            why = ("upgrade the other side: this side sends the setup only after the "
-                   "client's request" if version < VERSION else "upgrade this side")
-            raise NetError(f"protocol version: {sender} speaks version {version}, this side "
-                           f"version {VERSION} ({why})")
-        if len(p) != _HANDSHAKE_BYTES or p[10] & ~15:
-            raise NetError(f"{sender} sent a malformed handshake ({len(p)} bytes, flags "
-                           f"{p[10] if len(p) > 10 else 0})")
-        (fpr,) = struct.unpack(">d", p[12:20])
-        n, suite, clients = struct.unpack(">QBQ", p[20:37])
-        h = _Hello(bool(p[10] & 1), bool(p[10] & 2), bool(p[10] & 4), bool(p[10] & 8),
-                   p[11], fpr, n, suite, clients)
-        if suite not in _SUITE_NAMES:
-            raise NetError(f"suite: {sender} uses suite number {suite}, unknown to this side "
-                           f"(which knows {', '.join(_SUITE_NAMES.values())})")
-        if h.structure > 2 and h.structure != _ANY:
-            raise NetError(f"{sender} sent an unknown setup type {h.structure}")
-        if not (0 <= fpr < 1):
-            raise NetError(f"{sender} sent an fpr outside [0, 1)")
-        return h
-
-
-def _num_clients(h: _Hello) -> int:
-    return min(h.setup_clients, 2**63 - 1) if h.setup_clients > 0 else 1
 
 
 def _check_accept(acc: _Hello, hello: _Hello, max_peer: int) -> None:
@@ -602,6 +184,24 @@ class ServeResult:
     peer: str
 
 
+@contextlib.contextmanager
+def _telling_the_peer(conn: _Conn):
+    """A side's part of a round: a failure of this side is told to the peer
+    (an ERROR frame, not on a stream that failed) before it is raised, and
+    the connection is closed however the part ends."""
+    try:
+        yield
+    except NetError as e:
+        if not e.by_peer:
+            conn.send_error(str(e))
+        raise
+    except PsiError as e:
+        conn.send_error(str(e))
+        raise
+    finally:
+        conn.close()
+
+
 def _check_common(timeout: float, handshake_timeout: float, max_peer_values: int) -> None:
     for name, v in (("timeout", timeout), ("handshake_timeout", handshake_timeout)):
         if not isinstance(v, (int, float)) or not 0 < v <= 86400:
@@ -676,7 +276,7 @@ def connect(address: str, values: Iterable[Value], *, reveal: bool = True,
     except OSError as e:
         raise NetError(f"cannot connect to {peer}: {e.strerror or e}") from None
     conn = _Conn(sock, peer, "server", handshake_timeout)
-    try:
+    with _telling_the_peer(conn):
         if ctx is not None:
             try:
                 conn.sock = ctx.wrap_socket(sock, server_hostname=tls.name or host)
@@ -688,15 +288,6 @@ def connect(address: str, values: Iterable[Value], *, reveal: bool = True,
             if pin is not None:
                 _check_pin(conn.sock, pin, "server")
         return _client_round(conn, party, hello, vals, batch, timeout, max_peer_values)
-    except NetError as e:
-        if not e.by_peer:
-            conn.send_error(str(e))
-        raise
-    except PsiError as e:
-        conn.send_error(str(e))
-        raise
-    finally:
-        conn.close()
 
 
 def _client_round(conn: _Conn, party: Party, hello: _Hello, vals: List[Value], batch: Values,
@@ -861,7 +452,7 @@ def _serve_one(sock, peer, ctx, pin, me: _Hello, association: bool, vals, pays, 
 
     conn = _Conn(sock, peer, "client", handshake_timeout)
     deadline = time.monotonic() + handshake_timeout
-    try:
+    with _telling_the_peer(conn):
         if ctx is not None:
             try:
                 sock.settimeout(handshake_timeout)
@@ -900,15 +491,6 @@ def _serve_one(sock, peer, ctx, pin, me: _Hello, association: bool, vals, pays, 
         _server_round(conn, party, mine, vals, pays if hello.payloads else None)
         return ServeResult(hello.n, hello.reveal, hello.association, hello.payloads,
                            _SUITE_NAMES[me.suite], _STRUCTURE_NAMES[me.structure], peer)
-    except NetError as e:
-        if not e.by_peer:
-            conn.send_error(str(e))
-        raise
-    except PsiError as e:
-        conn.send_error(str(e))
-        raise
-    finally:
-        conn.close()
 
 
 def _check_payloads(vals: Values, payloads, header: str, pad_to: int, reveal: bool):
