@@ -11,7 +11,7 @@
 //   takes turns with another, and the pool measured no gain from 2 to 4 workers on 2 cores.
 // - memory: every worker costs POLICY.workerBytes at rest (its wasm heap, the module
 //   instance and a JavaScript isolate), and the first worker holds the whole messages of a
-//   step, POLICY.valueBytes[role] a value at its peak.  Where the browser reports the
+//   step; the renderer grows by POLICY.valueBytes[role] a value of the set at its peak.  Where the browser reports the
 //   device's memory (navigator.deviceMemory; Node: os.freemem()), the pool takes at most
 //   POLICY.memoryShare of it: workers are dropped until the estimate fits, and a set whose
 //   estimate does not fit even on one worker is refused before any work (PoolError).
@@ -30,10 +30,12 @@ const GiB = 1024 * MiB;
 
 export const POLICY = Object.freeze({
   maxWorkers: 4,
-  // A worker at rest: its 16 MiB initial wasm heap, the instance and an isolate.
+  // A worker: its 16 MiB initial wasm heap, the instance and an isolate, counted whole (in
+  // Chromium a worker added 2 to 18 MiB to the renderer's peak: wasm/README.md).
   workerBytes: 32 * MiB,
-  // The first worker's peak heap per value of a step (measured: wasm/README.md).
-  valueBytes: Object.freeze({ server: 200, client: 300 }),
+  // The renderer's peak per value of the party's set, both sides' data in the page included:
+  // 161-164 MiB at 10,000 values and 201-203 MiB at 100,000 on one worker (wasm/README.md).
+  valueBytes: Object.freeze({ server: 450, client: 450 }),
   // The share of the reported memory the pool may plan for.
   memoryShare: 0.5,
   // A wasm32 heap ends at 2 GiB (emscripten's default maximum): the first worker's share.

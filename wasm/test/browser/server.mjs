@@ -30,6 +30,7 @@ const SAFE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 function resolve(urlPath) {
   if (urlPath === '/' || urlPath === '/index.html') return path.join(HERE, 'index.html');
   if (urlPath === '/bench/') return path.join(BENCH_DIR, 'bench.html');
+  if (urlPath === '/bench/memory') return path.join(BENCH_DIR, 'memory.html');
   if (urlPath === '/psijs/psi_wasm_web.js') return PSIJS_WEB;
   const m = /^\/(test|js|wasm|bench)\/([^/]+)$/.exec(urlPath);
   if (!m || !SAFE.test(m[2])) return null;
@@ -39,7 +40,9 @@ function resolve(urlPath) {
   return m[2] === 'shardpsi.mjs' || m[2] === 'shardpsi.wasm' ? path.join(WASM_DIR, m[2]) : null;
 }
 
-export async function startServer({ log } = {}) {
+// isolated: send COOP/COEP (cross-origin isolation), which the memory bench needs for
+// performance.measureUserAgentSpecificMemory; the tests serve without them.
+export async function startServer({ log, isolated = false } = {}) {
   const server = http.createServer(async (req, res) => {
     const urlPath = new URL(req.url, 'http://x').pathname;
     const file = req.method === 'GET' ? resolve(urlPath) : null;
@@ -51,8 +54,10 @@ export async function startServer({ log } = {}) {
       res.end('not found\n');
       return;
     }
+    const isolation = isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cross-Origin-Embedder-Policy': 'require-corp' } : {};
     res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream',
-      'Content-Length': body.length, 'Cache-Control': 'no-store' });
+      'Content-Length': body.length, 'Cache-Control': 'no-store', ...isolation });
     res.end(body);
   });
   await new Promise((ok, bad) => { server.once('error', bad); server.listen(0, '127.0.0.1', ok); });

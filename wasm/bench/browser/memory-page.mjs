@@ -1,0 +1,87 @@
+// The memory of the page and of each pool worker while one party runs its steps, from the
+// browser's own report: performance.measureUserAgentSpecificMemory (the page is served
+// cross-origin isolated, and memory-browser.mjs starts Chromium with ForceEagerMeasureMemory
+// so that each report comes at once).  ?role=server|client&n=N&workers=W
+// The measured party is a pool of W workers; the other party is a pool of one worker whose
+// script URL carries "?peer", so that its worker is told apart in the report and left out.
+import { compileModule } from '/js/index.mjs';
+import { createPool } from '/js/pool.mjs';
+
+const q = new URLSearchParams(location.search);
+const N = Number(q.get('n'));
+const ROLE = q.get('role');
+const WORKERS = Number(q.get('workers'));
+const base = new URL('/wasm/', location.href).href;
+const load = { jsUrl: `${base}shardpsi.mjs`, wasmUrl: `${base}shardpsi.wasm` };
+const PEER_URL = new URL('/js/pool-worker.mjs?peer', location.href);
+
+// One report: the page's bytes, the measured workers' bytes (largest first), and the total.
+async function report() {
+  const r = await performance.measureUserAgentSpecificMemory();
+  let page = 0;
+  const workers = [];
+  for (const b of r.breakdown) {
+    const a = b.attribution && b.attribution[0];
+    if (!a) continue;
+    if (a.scope === 'Window') page += b.bytes;
+    else if (a.scope === 'DedicatedWorkerGlobalScope' && !String(a.url).includes('?peer')) workers.push(b.bytes);
+  }
+  workers.sort((x, y) => y - x);
+  return { page, workers, total: r.bytes };
+}
+
+// Runs step() while reporting every 250 ms; returns its value and the peaks.
+async function measured(step, peaks) {
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const m = await report();
+      peaks.page = Math.max(peaks.page, m.page);
+      peaks.total = Math.max(peaks.total, m.total);
+      m.workers.forEach((b, i) => { peaks.workers[i] = Math.max(peaks.workers[i] ?? 0, b); });
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  try {
+    return await step();
+  } finally {
+    running = false;
+    await loop;
+  }
+}
+
+async function main() {
+  if (!crossOriginIsolated || typeof performance.measureUserAgentSpecificMemory !== 'function') {
+    throw new Error('performance.measureUserAgentSpecificMemory is not available (not cross-origin isolated?)');
+  }
+  const module = await compileModule({ wasmUrl: load.wasmUrl });
+  const serverIn = Array.from({ length: N }, (_, i) => `user-${i}@example.org`);
+  const clientIn = Array.from({ length: N }, (_, i) => `user-${2 * i}@example.org`);
+  const peaks = { page: 0, total: 0, workers: [] };
+  const rest = await report();
+  const t0 = performance.now();
+  let hits;
+  if (ROLE === 'server') {
+    const server = await createPool({ role: 'server', reveal: true, workers: WORKERS, module, load });
+    const peer = await createPool({ role: 'client', reveal: true, workers: 1, module, load, workerUrl: PEER_URL });
+    const setup = await measured(() => server.createSetupMessage(1e-6, N, serverIn), peaks);
+    const request = await peer.createRequest(clientIn);
+    const response = await measured(() => server.processRequest(request), peaks);
+    hits = (await peer.getIntersection(setup, response)).length;
+    await server.close();
+    await peer.close();
+  } else {
+    const client = await createPool({ role: 'client', reveal: true, workers: WORKERS, module, load });
+    const peer = await createPool({ role: 'server', reveal: true, workers: 1, module, load, workerUrl: PEER_URL });
+    const setup = await peer.createSetupMessage(1e-6, N, serverIn);
+    const request = await measured(() => client.createRequest(clientIn), peaks);
+    const response = await peer.processRequest(request);
+    hits = (await measured(() => client.getIntersection(setup, response), peaks)).length;
+    await client.close();
+    await peer.close();
+  }
+  return { role: ROLE, n: N, workers: WORKERS, hits, seconds: (performance.now() - t0) / 1000, rest, peaks };
+}
+
+main().then((r) => { window.__result = r; }, (e) => { window.__result = { error: `${e && e.name}: ${e && e.message}` }; })
+  .finally(() => { window.__done = true; });

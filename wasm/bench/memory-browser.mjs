@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// Memory of the worker pool in headless Chromium: for each role, set size and worker count,
+// the page's and each worker's peak memory while the role runs its steps, from the browser's
+// own report (performance.measureUserAgentSpecificMemory on a cross-origin isolated page,
+// bench/browser/memory-page.mjs: JavaScript heaps, which leave the wasm heaps out), the
+// renderer process's peak resident memory (/proc: everything, wasm heaps included), and
+// whether the round completed.  Each configuration runs
+// in a fresh browser, so a renderer that fails is one configuration's result.
+//   node wasm/bench/memory-browser.mjs [--values LIST] [--workers LIST] [--roles LIST] [--json]
+// Defaults: --values 10000,100000 --workers 1,2,4 --roles server,client.
+// Env: SHARDPSI_WASM_DIR (default build-wasm/wasm), CHROMIUM (default /usr/bin/chromium),
+//      SHARDPSI_MEMORY_TIMEOUT_S (a configuration's limit, default 3600).
+import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer, CHROMIUM_ARGS } from '../test/browser/server.mjs';
+
+const o = { values: '10000,100000', workers: '1,2,4', roles: 'server,client', json: false };
+const argv = process.argv.slice(2);
+const LIST = /^[1-9][0-9]*(,[1-9][0-9]*)*$/;
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i];
+  if (a === '--json') o.json = true;
+  else if ((a === '--values' || a === '--workers') && LIST.test(argv[i + 1] ?? '')) o[a.slice(2)] = argv[++i];
+  else if (a === '--roles' && /^(server|client)(,(server|client))*$/.test(argv[i + 1] ?? '')) o.roles = argv[++i];
+  else { console.error(`usage: memory-browser.mjs [--values LIST] [--workers LIST] [--roles server,client] [--json] (bad argument '${a}')`); process.exit(2); }
+}
+const TIMEOUT_MS = Number(process.env.SHARDPSI_MEMORY_TIMEOUT_S || 3600) * 1000;
+const MiB = (b) => (b / 1048576).toFixed(1);
+
+// The renderer processes of the browser started with `profile` (their command line, which
+// Chromium rewrites into one string, names the profile and --type=renderer), with their peak
+// resident memory (VmHWM, Linux): the wasm heaps, which the browser's report leaves out, are
+// in it.
+function rendererPeaks(profile) {
+  const peaks = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(d)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      if (!cmd.includes(profile) || !cmd.includes('--type=renderer')) continue;
+      const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/status`, 'utf8'));
+      if (hwm) peaks.push(Number(hwm[1]) * 1024);
+    } catch { /* gone */ }
+  }
+  return peaks;
+}
+
+const server = await startServer({ isolated: true });
+const rows = [];
+try {
+  for (const role of o.roles.split(',')) {
+    for (const n of o.values.split(',').map(Number)) {
+      for (const workers of o.workers.split(',').map(Number)) {
+        const profile = mkdtempSync(path.join(tmpdir(), 'shardpsi-memory-'));
+        let ctx, row = { role, n, workers };
+        try {
+          ctx = await chromium.launchPersistentContext(profile, {
+            executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
+            args: [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'] });
+          const page = ctx.pages()[0] || await ctx.newPage();
+          let crashed = false;
+          page.on('crash', () => { crashed = true; });
+          await page.goto(`${server.url}bench/memory?role=${role}&n=${n}&workers=${workers}`);
+          try {
+            await page.waitForFunction(() => window.__done === true, null, { timeout: TIMEOUT_MS, polling: 1000 });
+            const r = await page.evaluate(() => window.__result);
+            row = r.error ? { ...row, error: r.error } : { ...row, ...r };
+            row.rendererPeakBytes = Math.max(0, ...rendererPeaks(profile));
+          } catch (e) {
+            row.error = crashed ? 'the renderer crashed' : `${e.name}: ${e.message.split('\n')[0]}`;
+          }
+        } finally {
+          if (ctx) await ctx.close().catch(() => {});
+          rmSync(profile, { recursive: true, force: true });
+        }
+        rows.push(row);
+        if (!o.json) {
+          console.log(row.error
+            ? `${role} ${n} values, ${workers} worker(s): FAILED: ${row.error}`
+            : `${role} ${n} values, ${workers} worker(s): ${row.seconds.toFixed(1)} s, ${row.hits} hits; ` +
+              `peak MiB: page ${MiB(row.peaks.page)}, workers ${row.peaks.workers.map(MiB).join(' / ')}, ` +
+              `reported in all ${MiB(row.peaks.total)} (at rest ${MiB(row.rest.total)}); ` +
+              `renderer process peak RSS ${MiB(row.rendererPeakBytes)}`);
+        }
+      }
+    }
+  }
+} finally {
+  await server.close();
+}
+if (o.json) console.log(JSON.stringify(rows, null, 2));
