@@ -81,7 +81,7 @@ async function main() {
     if (!msg || msg.type !== 'init' || started) return;
     started = true;
     (msg.index === 0 ? lead(parent, msg) : helper(parent, msg)).catch((e) => {
-      parent.post({ type: 'fail', id: -1, error: errorToWire(e), fatal: true });
+      parent.post({ type: 'fail', id: -1, error: { ...errorToWire(e), worker: msg.index }, fatal: true });
     });
   });
 }
@@ -107,7 +107,7 @@ async function helper(parent, msg) {
         freeEngine = () => { ll.engineFree(engine); engine = 0; };
         port.post({ type: 'ready' });
       } catch (e) {
-        port.post({ type: 'fail', id: -1, error: errorToWire(e), fatal: true });
+        port.post({ type: 'fail', id: -1, error: { ...errorToWire(e), worker: msg.index }, fatal: true });
       } finally {
         key.fill(0);
       }
@@ -213,7 +213,7 @@ async function lead(parent, msg) {
         ll.planPut(plan, k, m);
         record(m.code);
         give(h);
-      }).catch((e) => { fault = fault || { error: errorToWire(e), fatal: true }; stop = true; }));
+      }).catch((e) => { fault = fault || { error: { ...errorToWire(e), worker: h + 1 }, fatal: true }; stop = true; }));
     };
     // with one slice per worker each helper takes one and the lead the last (a static split)
     const depth = total >= 2 * shards ? HELPER_DEPTH : 1;

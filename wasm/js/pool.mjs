@@ -56,7 +56,8 @@ function wireToError(w) {
   }
   if (w.kind === 'TypeError') return new TypeError(w.message);
   if (w.kind === 'RangeError') return new RangeError(w.message);
-  return new PoolError(`a worker failed: ${w.name ? `${w.name}: ` : ''}${w.message}`);
+  const who = Number.isInteger(w.worker) ? `worker ${w.worker}` : 'a worker';
+  return new PoolError(`${who} failed: ${w.name ? `${w.name}: ` : ''}${w.message}`);
 }
 
 function structureOf(ds) {
@@ -188,6 +189,8 @@ export async function createPool(options = {}) {
       w.onError((e) => fail(new PoolError(`worker ${k} threw: ${e && e.message ? e.message : e}`)));
       w.onExit((code) => { if (!closed) fail(new PoolError(`worker ${k} exited (${typeof code === 'number' ? `code ${code}` : code}); the run failed`)); });
       if (k === 0) w.onMessage((m) => onLead(m && m.type === 'ready' ? { ...m, id: 0 } : m));
+      // A helper speaks to the page only to say it could not start (its module or engine).
+      else w.onMessage((m) => { if (m && m.type === 'fail' && m.id === -1) fail(wireToError({ ...m.error, worker: k })); });
     }
     const common = { type: 'init', module, load: options.load, role, reveal, suite, shards: n, slicesPerWorker, test: test ? { hang: test.hang, crash: test.crash, noKey: test.noKey } : undefined };
     for (let k = 1; k < n; k++) {

@@ -254,3 +254,10 @@ test('pool: library errors are PsiErrors and leave the pool usable', async () =>
   await assert.rejects(createPool({ role: 'client', workers: 2, module, key: new Uint8Array(32).fill(255) }),
     (e) => e.codeName === 'PSI_E_KEY_OUT_OF_RANGE');
 });
+
+test('pool: a module glue that fails to load is a PoolError naming the worker, well within the timeout', async () => {
+  const t = Date.now();
+  await assert.rejects(createPool({ role: 'client', workers: 2, module, load: { dir: '/nonexistent-shardpsi' }, timeoutMs: 60000 }),
+    (e) => e instanceof PoolError && /worker [01] failed: .*nonexistent-shardpsi/.test(e.message));
+  assert.ok(Date.now() - t < 10000, `${Date.now() - t} ms`);
+});
