@@ -39,6 +39,7 @@ import { parentChannel, wrapPort } from './pool-env.mjs';
 // and the most slices of a plan (PSI_PLAN_MAX_SLICES).
 const HELPER_DEPTH = 2;
 const MIN_SLICE = 64;
+const MAX_SLICE = 16384; // about 3 s of one worker in a browser (5,000 values a second)
 const MAX_SLICES = 4096;
 
 // Resolves after pending messages (finished slices from helpers) have been handled.
@@ -180,9 +181,12 @@ async function lead(parent, msg) {
   parent.post({ type: 'ready', value: { suite: ll.suiteName(suite) } });
 
   // The slices of a call over n inputs: W * slicesPerWorker with W workers, fewer for
-  // small calls (at least W, and 64 values a slice when possible); one when W = 1.
-  const sliceCount = (n) => (shards > 1
-    ? Math.min(MAX_SLICES, Math.max(shards, Math.min(shards * slicesPerWorker, Math.ceil(n / MIN_SLICE)))) : 1);
+  // small calls (at least W, and 64 values a slice when possible), and never more than
+  // MAX_SLICE values a slice, one worker included: the lead reports progress after each
+  // slice, and a step of 1,000,000 values cut once ran for 260 s without a word, past the
+  // page's 120 s progress timeout.  At most MAX_SLICES.
+  const sliceCount = (n) => Math.min(MAX_SLICES, Math.max(shards,
+    Math.min(shards * slicesPerWorker, Math.ceil(n / MIN_SLICE)), Math.ceil(n / MAX_SLICE)));
 
   // Runs every slice of the plan.  Slices are handed out in order as workers free up: each
   // helper holds up to HELPER_DEPTH (so it never waits while the lead computes), and the

@@ -99,6 +99,7 @@ export interface PoolOptions {
   memoryBytes?: number;
   /** Each step is cut into this many slices per worker (fewer for small steps), handed out as
    *  workers free up, so a worker the machine runs slower does fewer; 1 = a static split.
+   *  A slice never holds more than 16,384 values, so progress comes every few seconds.
    *  Default 16.  The bytes never depend on it. */
   slicesPerWorker?: number;
   /** A run fails when no worker reports progress for this long; default 120000 ms. */

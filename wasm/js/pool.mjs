@@ -14,7 +14,8 @@
 // memoryBytes (the memory to plan for, default the environment's report) refine it), timeoutMs
 // (no progress from the workers for this long fails the run; default 120000), slicesPerWorker
 // (default 16: each step is cut into that many slices per worker, handed out as workers free
-// up; 1 = one slice each, a static split), suite (the ciphersuite, by name: 'openmined-p256'
+// up; 1 = one slice each, a static split; a slice never holds more than 16,384 values, so
+// progress comes every few seconds at any size and worker count), suite (the ciphersuite, by name: 'openmined-p256'
 // (default), 'p256-sswu' or 'ristretto255'; PROTOCOL.md §16), module (a
 // compiled WebAssembly.Module; compiled here once when absent), workerUrl, load ({ dir } or
 // { jsUrl } for the workers' module glue).
