@@ -2,7 +2,7 @@
 // threads, the CPU count).  module.mjs and pool-env.mjs import it only under Node, through a
 // dynamic import of a specifier bundlers are told to leave alone, so that no node: import is
 // reachable from a browser build.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import os from 'node:os';
@@ -68,4 +68,12 @@ export function spawnWorker(url) {
 
 export const cpuCount = () =>
   (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
-export const freeMemory = () => os.freemem();
+// The memory a new allocation can get: Linux's MemAvailable (free memory and the page cache
+// it can drop), else os.freemem(), which on Linux counts the cache as used.
+export function freeMemory() {
+  try {
+    const m = /^MemAvailable:\s+(\d+) kB$/m.exec(readFileSync('/proc/meminfo', 'utf8'));
+    if (m) return Number(m[1]) * 1024;
+  } catch { /* not Linux */ }
+  return os.freemem();
+}

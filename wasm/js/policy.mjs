@@ -11,10 +11,11 @@
 //   takes turns with another, and the pool measured no gain from 2 to 4 workers on 2 cores.
 // - memory: every worker costs POLICY.workerBytes at rest (its wasm heap, the module
 //   instance and a JavaScript isolate), and the first worker holds the whole messages of a
-//   step; the renderer grows by POLICY.valueBytes[role] a value of the set at its peak.  Where the browser reports the
-//   device's memory (navigator.deviceMemory; Node: os.freemem()), the pool takes at most
-//   POLICY.memoryShare of it: workers are dropped until the estimate fits, and a set whose
-//   estimate does not fit even on one worker is refused before any work (PoolError).
+//   step; the renderer grows by POLICY.valueBytes[role] a value of the set at its peak.
+//   Where the browser reports the device's memory (navigator.deviceMemory; Node:
+//   MemAvailable or os.freemem()), the pool takes at most POLICY.memoryShare of it: workers
+//   are dropped until the estimate fits, and a set whose estimate does not fit even on one
+//   worker is refused before any work (PoolError).
 // - platform: one worker on Apple platforms (macOS, and iOS/iPadOS, whose browsers share
 //   WebKit or report themselves as Macs).  A design this pool follows saw full Chrome's
 //   renderer on macOS crash in 3 of 123 sharded runs at 100,000 values, with no crash

@@ -93,7 +93,8 @@ export interface PoolOptions {
   /** The set size the party will hold, for the policy's memory bound; default 0 (unknown). */
   values?: number;
   /** The memory to plan for, in bytes; default the environment's report
-   *  (navigator.deviceMemory; Node: os.freemem()), none where it reports nothing.  Each call
+   *  (navigator.deviceMemory; Node: MemAvailable or os.freemem()), none where it reports
+   *  nothing.  Each call
    *  whose estimate exceeds the pool's share of it is refused with a PoolError before any
    *  work. */
   memoryBytes?: number;
