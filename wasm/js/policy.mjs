@@ -35,8 +35,9 @@ export const POLICY = Object.freeze({
   // Chromium a worker added 2 to 18 MiB to the renderer's peak: wasm/README.md).
   workerBytes: 32 * MiB,
   // The renderer's peak per value of the party's set, both sides' data in the page included:
-  // 161-164 MiB at 10,000 values and 201-203 MiB at 100,000 on one worker (wasm/README.md).
-  valueBytes: Object.freeze({ server: 450, client: 450 }),
+  // on one worker 161-164 MiB at 10,000 values, 201-203 MiB at 100,000 and 707 MiB at
+  // 1,000,000 (a server; about 590 bytes a value from 100,000 on: wasm/README.md).
+  valueBytes: Object.freeze({ server: 600, client: 600 }),
   // The share of the reported memory the pool may plan for.
   memoryShare: 0.5,
   // A wasm32 heap ends at 2 GiB (emscripten's default maximum): the first worker's share.
