@@ -29,6 +29,9 @@
 #      (request, setup, response), so a difference shows in the step that
 #      makes it.  Per-rank threads vary: -np 1 --threads 2,
 #      -np 2 --threads 2 --shards 3, -np 4 --threads 1.
+#      Then the payload vectors (part_a_payloads): shardpsi-mpi payloads
+#      writes each case's table, and match --payloads opens it, as the
+#      vector says; its damaged tables end the match with their codes.
 #   b. A generated set (deterministic splitmix64 in python3) of
 #      TEST_MPI_BIG_N (1,000,000) server values with ~10% duplicate rows,
 #      empty lines, CRLF lines and a byte order mark, and TEST_MPI_CLIENT_N
@@ -344,6 +347,65 @@ part_a() {
             checks=$((checks + 1))
             fail "vector case $c did not finish"
         fi
+    done <"$v/manifest"
+    part_a_payloads
+}
+
+# The payload vectors (vectors/shardpsi-payloads.json, PROTOCOL.md §22), the
+# cases whose payloads can be CSV columns (mpi_vector_cases.py --payloads):
+# shardpsi-mpi payloads under -np 1 and 3 writes the vector's table from the
+# case's key, values, L and salt; shardpsi-mpi match --payloads opens it after
+# a round (held, and past an 8K budget) and writes the vector's payloads for
+# the matched rows; each damaged table ends the match with its code, no output.
+part_a_payloads() {
+    local v=$tmp/payvec c su L salt k name d np i t code tname n_cases skipped
+    mkdir -p "$v"
+    if ! python3 "$here/mpi_vector_cases.py" --payloads "$vectors" "$v/cases" >"$v/manifest" \
+        2>"$v/skipped"; then
+        checks=$((checks + 1))
+        fail "mpi_vector_cases.py --payloads failed: $(tail -3 "$v/skipped")"
+        return
+    fi
+    n_cases=$(wc -l <"$v/manifest" | tr -d ' ')
+    skipped=$(sed -n 's/^skipped \([0-9]*\) of.*/\1/p' "$v/skipped")
+    echo "test_mpi: payload vectors: $n_cases cases, ${skipped:-?} skipped (payloads not" \
+        "one CSV row's columns)"
+    checks=$((checks + 1))
+    [ "$n_cases" -gt 0 ] || fail "no payload vector cases in $vectors"
+    while IFS=$'\t' read -r c su L salt k name; do
+        d=$v/cases/$c
+        hung=0
+        local S=(--suite "$su") P=(--input "$d/server.csv" --column value --salt "$salt"
+            --payload-columns "$(seq -s, -f 'p%g' 1 "$k")")
+        [ "$L" -gt 0 ] && P+=(--pad-to "$L")
+        for np in 1 3; do
+            run "$name: shardpsi-mpi -np $np payloads" 0 "$d/err" mpi "$np" 30 payloads \
+                --key-file "$d/sk" "${S[@]}" "${P[@]}" --output "$d/m$np.pay" &&
+                expect_same "$name: shardpsi-mpi -np $np payloads vs the vector" "$d/m$np.pay" \
+                    "$d/exp.pay"
+        done
+        run "$name: shardpsi setup" 0 "$d/err" "$psi" setup --key-file "$d/sk" "${S[@]}" \
+            --input "$d/server.txt" --structure raw --output "$d/setup" &&
+            run "$name: shardpsi request" 0 "$d/err" "$psi" request --key-file "$d/ck" \
+                "${S[@]}" --input "$d/client.txt" --output "$d/req" &&
+            run "$name: shardpsi response" 0 "$d/err" "$psi" response --key-file "$d/sk" \
+                "${S[@]}" --request "$d/req" --reveal --output "$d/resp" || continue
+        local M=(match --key-file "$d/ck" "${S[@]}" --input "$d/client.txt" --setup "$d/setup"
+            --response "$d/resp")
+        for np in 1 3; do
+            local mem=256M
+            [ "$np" = 1 ] && mem=8K
+            run "$name: shardpsi-mpi -np $np match --payloads --memory $mem" 0 "$d/err" mpi \
+                "$np" 30 "${M[@]}" --payloads "$d/exp.pay" --memory "$mem" --output "$d/j$np" &&
+                expect_same "$name: shardpsi-mpi -np $np match --payloads vs the vector" \
+                    "$d/j$np" "$d/exp.rows"
+        done
+        while IFS=$'\t' read -r t code tname; do
+            run "$name, $tname: shardpsi-mpi match" 1 "$d/err" mpi 3 30 "${M[@]}" \
+                --payloads "$d/$t" --output "$d/o.$t" &&
+                expect_grep "$name, $tname: shardpsi-mpi match: message" "$code" "$d/err"
+            expect_no_output "$name, $tname: shardpsi-mpi match" "$d/o.$t"
+        done <"$d/tampered"
     done <"$v/manifest"
 }
 
