@@ -225,12 +225,8 @@ class Party:
     def setup(self, values: Iterable[Value], structure, fpr: float, num_client_inputs: int,
               with_perm: bool = False) -> Tuple[bytes, Optional[List[int]]]:
         v = values if isinstance(values, Values) else Values(values)
-        p = ffi.new("psi_setup_params *")
-        p.structure = structure_number(structure)
-        p.fpr = float(fpr)
-        p.num_client_inputs = int(num_client_inputs)
-        cap = ffi.new("size_t *")
-        check(lib.psi_setup_bound(cap, self.suite, p, v.n), "the setup's parameters")
+        p = setup_params(structure, fpr, num_client_inputs)
+        cap = ffi.new("size_t *", setup_bound(self.suite, structure, fpr, num_client_inputs, v.n))
         out = ffi.new("uint8_t[]", max(cap[0], 1))
         perm = ffi.new("size_t[]", max(v.n, 1)) if with_perm else ffi.NULL
         with self._lock:
@@ -343,7 +339,7 @@ class Party:
         bad = next((i for i in idx if not 0 <= i < count[0]), None)
         if bad is not None:
             raise ValueError(f"index {bad} is not one of the response's {count[0]} elements")
-        _, L = payload_table_check(self.suite, t)
+        L = payload_head_check(self.suite, t)  # the whole table: psi_payload_open
         whole = ffi.buffer(elements, count[0] * ELEMENT_BYTES)
         picked = b"".join(whole[i * ELEMENT_BYTES:(i + 1) * ELEMENT_BYTES] for i in idx)
         un_len = ffi.new("size_t *", k * ELEMENT_BYTES)
@@ -380,6 +376,16 @@ def payload_table_check(suite: int, table) -> Tuple[int, int]:
     n, L = ffi.new("size_t *"), ffi.new("size_t *")
     check(lib.psi_payload_table_check(suite, t, len(t), n, L), "the payload table")
     return int(n[0]), int(L[0])
+
+
+def payload_head_check(suite: int, table) -> int:
+    """The padded length L of a payload table, from its header alone
+    (psi_payload_head_check: PsiError for a bad header); the records are
+    checked by whatever reads them."""
+    t = as_bytes(table, "payload table")
+    L = ffi.new("size_t *")
+    check(lib.psi_payload_head_check(suite, t, len(t), ffi.NULL, L), "the payload table")
+    return int(L[0])
 
 
 def setup_params(structure, fpr: float, num_client_inputs: int):

@@ -93,6 +93,8 @@ CDEF = """
                                 size_t n, size_t pad_len, const uint8_t *salt);
     int psi_payload_table_check(int suite, const uint8_t *table, size_t len, size_t *n,
                                 size_t *pad_len);
+    int psi_payload_head_check(int suite, const uint8_t *head, size_t len, uint64_t *n,
+                               size_t *pad_len);
     int psi_payload_open(int suite, const uint8_t *table, size_t len,
                          const uint8_t *elements, size_t k, uint8_t *out, size_t out_len,
                          size_t *lens);

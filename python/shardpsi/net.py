@@ -22,7 +22,7 @@ import ssl
 import struct
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, NamedTuple, Optional, Tuple
 
 from ._core import (PAYLOAD_MAX, PsiError, Party, Value, Values, payload_table_check,
                     payload_table_size, setup_bound, setup_check, structure_number,
@@ -493,9 +493,17 @@ def _serve_one(sock, peer, ctx, pin, me: _Hello, association: bool, vals, pays, 
                            _SUITE_NAMES[me.suite], _STRUCTURE_NAMES[me.structure], peer)
 
 
-def _check_payloads(vals: Values, payloads, header: str, pad_to: int, reveal: bool):
+class _Payloads(NamedTuple):
+    """serve()'s payloads, checked before it listens."""
+    values: Values     # a payload a server value
+    head: bytes        # the PAYLOAD_HEAD frame: L, then the header line
+    pad_to: int        # the padded length asked for (0: the longest payload)
+
+
+def _check_payloads(vals: Values, payloads, header: str, pad_to: int,
+                    reveal: bool) -> _Payloads:
     """The payloads, header and padded length of serve(), checked before it
-    listens.  Returns: (payloads, head frame, pad_to)."""
+    listens."""
     if not reveal:
         raise ValueError("payloads need reveal=True (a client learns the payloads of its "
                          "matched values)")
@@ -513,15 +521,17 @@ def _check_payloads(vals: Values, payloads, header: str, pad_to: int, reveal: bo
         raise ValueError(f"a payload of {pays.longest} bytes is past the largest, "
                          f"{PAYLOAD_MAX}")
     L = pad_to or pays.longest
-    return pays, struct.pack(">I", L) + header.encode("utf-8"), pad_to
+    return _Payloads(pays, struct.pack(">I", L) + header.encode("utf-8"), pad_to)
 
 
-def _server_round(conn: _Conn, party: Party, me: _Hello, vals: Values, pays=None) -> None:
+def _server_round(conn: _Conn, party: Party, me: _Hello, vals: Values,
+                  pays: Optional[_Payloads] = None) -> None:
     sn, n = me.suite, me.setup_clients
     perm: Optional[List[int]] = None
     with conn.busy():  # a raw setup does not depend on the client: masked now
         if me.structure == 0:
-            setup, perm = party.setup(vals, 0, me.fpr, max(n, 1), with_perm=me.association)
+            setup, perm = party.setup(vals, 0, me.fpr, _num_clients(me),
+                                      with_perm=me.association)
     request = conn.recv(REQUEST, lib.psi_request_bound(sn, n), "receiving the request")
     with conn.busy():
         response = party.process_request(request)
@@ -533,7 +543,7 @@ def _server_round(conn: _Conn, party: Party, me: _Hello, vals: Values, pays=None
         table = None
         if pays is not None:
             try:
-                table = party.payload_table(vals, pays[0], pays[2])
+                table = party.payload_table(vals, pays.values, pays.pad_to)
             except PsiError as e:
                 conn.send_error("the server's payload table cannot be built")
                 conn.broken = True  # told: no second ERROR
@@ -543,6 +553,6 @@ def _server_round(conn: _Conn, party: Party, me: _Hello, vals: Values, pays=None
     if me.association:
         conn.send(PERM, struct.pack(f">{len(perm)}Q", *perm))
     if table is not None:
-        conn.send(PAYLOAD_HEAD, pays[1])
+        conn.send(PAYLOAD_HEAD, pays.head)
         conn.send(PAYLOADS, table)
     conn.recv(DONE, 0, "waiting for the client's DONE")
