@@ -659,7 +659,6 @@ static int client_spill_payloads(client_ctx *s)
     psi_app_offline *o = &r->off;
     uint64_t got = 0;
     size_t bound;
-    psi_app_payfile pf;
     int fd, rc;
 
     if (client_recv_payload_head(s, &bound) != 0)
@@ -680,12 +679,20 @@ static int client_spill_payloads(client_ctx *s)
                                   "receiving the payload table");
     if (rc != 0)
         return client_fail_net(s, rc);
-    if (psi_app_payfile_open(&pf, r->path[PSI_CLI_MSG_PAYLOADS], s->o->net.suite,
-                             o->o.memory != 0 ? o->o.memory : psi_app_memory_default(), s->err,
-                             sizeof s->err) != 0)
+    // Its n and L against the handshake's and the head's, from its header:
+    // match --payloads' step opens the file and checks the whole table.
+    uint8_t head[PSI_PAYLOAD_HEAD_BYTES];
+    uint64_t n = 0;
+    size_t pad_len = 0;
+    ssize_t hn = pread(fd, head, sizeof head, (off_t)s->pay_head_len - 4 + 1);
+    if (hn < 0) {
+        snprintf(s->err, sizeof s->err, "the server's payload table: cannot read its file: %s",
+                 strerror(errno));
         return client_fail(s, 1, s->err);
-    rc = pf.t.n != s->accept.n || pf.t.pad_len != s->pad_len ? PSI_E_PAYLOAD_TRUNCATED : PSI_OK;
-    psi_app_payfile_close(&pf);
+    }
+    rc = psi_payload_head_check(s->o->net.suite, head, (size_t)hn, &n, &pad_len);
+    if (rc == PSI_OK && (n != s->accept.n || pad_len != s->pad_len))
+        rc = PSI_E_PAYLOAD_TRUNCATED;
     if (rc != PSI_OK)
         return client_fail_psi(s, "the server's payload table is invalid", rc);
     o->o.payloads = r->path[PSI_CLI_MSG_PAYLOADS];

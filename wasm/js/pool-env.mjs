@@ -39,11 +39,12 @@ export function wrapPort(port) {
 // (written literally below, so that a bundler builds it as a worker with its imports).
 // Returns { post, onMessage, onError, onExit (Node: the exit event; browsers have none: only
 // raw.terminate() is reported), terminate, raw }.
-export async function spawnWorker(url) {
+// `name` names the worker in the browser's developer tools (and to the worker: self.name).
+export async function spawnWorker(url, name = undefined) {
   if (isNode) return (await nodeEnv()).spawnWorker(url);
   const w = url === undefined || url === null
-    ? new Worker(new URL('./pool-worker.mjs', import.meta.url), { type: 'module' })
-    : new Worker(url, { type: 'module' });
+    ? new Worker(new URL('./pool-worker.mjs', import.meta.url), { type: 'module', name })
+    : new Worker(url, { type: 'module', name });
   // Browsers give no exit event.  A terminate() called on the raw Worker (by the page, or
   // the pool's test hook onWorkers) is reported to onExit as an exit; the pool's own
   // terminate below uses the original method and reports nothing.

@@ -18,21 +18,26 @@
 // index of the failure.  Lead and helpers exchange whole slices, never single values.
 //
 // Messages:
-//   page -> worker   { type: 'init', index, module, load, role, reveal, suite, shards, slicesPerWorker, key?, ports?|port?, test? }
+//   page -> worker   { type: 'init', index, module, load, role, reveal, suite, shards, slicesPerWorker, timeoutMs, key?, ports?|port?, test? }
 //   lead -> page     { type: 'ready', value: { suite } } | { type: 'progress', id, done } |
 //                    { type: 'result', id, value } | { type: 'fail', id, error, fatal }
 //   page -> lead     { type: 'call', id, op, args }
 //   page -> worker   { type: 'close' }   (frees the engine, wiping the key; answers { type: 'closed' })
 //   lead -> helper   { type: 'key', key } | { type: 'run', id, slice, step: { kind, offset, count }, input }
-//   helper -> lead   { type: 'ready' } | { type: 'done', id, slice, code, index, out, perm } |
+//   helper -> lead   { type: 'ready' } | { type: 'done', id, slice, code, index, out, perm, heap } |
 //                    { type: 'fail', id, slice, error, fatal }   (a fault, not a step's outcome)
 //
 // A library error crosses to the page as { kind: 'psi', code, codeName, message, func, field,
 // index, offset } (errorToWire): as the lead's PsiError of the plan has them, which are the
 // single engine's.
+//
+// A worker's own failures are named by the lead, with the worker's index: a slice that ran
+// out of memory (PSI_E_NOMEM: its wasm heap could not grow; the heap's size is given), and a
+// helper that has not answered for half the page's progress timeout while it holds slices
+// (it was killed, or it hangs: a browser reports neither).  The page names a silent lead.
 
 import { loadModule } from './module.mjs';
-import { LowLevel, PsiError, OP, STEP, STRUCTURE, toU32 } from './lowlevel.mjs';
+import { LowLevel, PsiError, PSI_E_NOMEM, OP, STEP, STRUCTURE, toU32 } from './lowlevel.mjs';
 import { parentChannel, wrapPort } from './pool-env.mjs';
 
 // How many slices a helper holds at once, the fewest values worth a slice of their own,
@@ -82,7 +87,7 @@ async function main() {
     if (!msg || msg.type !== 'init' || started) return;
     started = true;
     (msg.index === 0 ? lead(parent, msg) : helper(parent, msg)).catch((e) => {
-      parent.post({ type: 'fail', id: -1, error: { ...errorToWire(e), worker: msg.index }, fatal: true });
+      parent.post({ type: 'fail', id: -1, error: startFailure(e, msg.index), fatal: true });
     });
   });
 }
@@ -91,6 +96,32 @@ async function instance(msg) {
   const M = await loadModule({ ...(msg.load || {}), module: msg.module });
   return new LowLevel(M);
 }
+
+// Test hook: before its first step, worker `starve` fills its wasm heap to the limit (the
+// allocations are kept, and their pages are never written, so they cost address space, not
+// memory), so that the step's allocations fail as they would at the limit.
+const starved = [];
+function starve(msg, M) {
+  if (!msg.test || msg.test.starve !== msg.index || starved.length) return;
+  for (let size = 256 * 1024 * 1024; size >= 16; size >>>= 1) {
+    for (;;) {
+      const p = M._malloc(size) >>> 0;
+      if (p === 0) break;
+      starved.push(p);
+    }
+  }
+}
+
+const MiB = (b) => Math.round(b / 1048576);
+// A worker's out-of-memory failure, as the page's PoolError will name it.
+function outOfMemory(worker, where, heap = null) {
+  const held = heap === null ? '' : ` (its wasm heap holds ${MiB(heap)} MiB` +
+    `${heap >= 2 ** 31 ? ', the most a wasm32 heap can hold here' : ''})`;
+  return { kind: 'worker', worker, message: `ran out of memory ${where}${held}` };
+}
+// A worker's failure to start, for the page: out of memory named as such, else its error.
+const startFailure = (e, worker) => (e instanceof PsiError && e.code === PSI_E_NOMEM
+  ? outOfMemory(worker, 'while starting') : { ...errorToWire(e), worker });
 
 // ------------------------------------------------------------------- helper
 
@@ -108,7 +139,7 @@ async function helper(parent, msg) {
         freeEngine = () => { ll.engineFree(engine); engine = 0; };
         port.post({ type: 'ready' });
       } catch (e) {
-        port.post({ type: 'fail', id: -1, error: { ...errorToWire(e), worker: msg.index }, fatal: true });
+        port.post({ type: 'fail', id: -1, error: startFailure(e, msg.index), fatal: true });
       } finally {
         key.fill(0);
       }
@@ -116,6 +147,7 @@ async function helper(parent, msg) {
     }
     if (m.type !== 'run' || hang) return; // test hook: a silent helper
     if (msg.test && msg.test.crash === msg.index) { setTimeout(() => { throw new Error('test hook: helper crashed'); }); return; }
+    starve(msg, ll.M);
     if (!engine) {
       port.post({ type: 'fail', id: m.id, slice: m.slice, error: { kind: 'Error', message: 'shardpsi pool: a helper has no key and cannot make one; refusing to run' }, fatal: true });
       return;
@@ -123,7 +155,7 @@ async function helper(parent, msg) {
     try {
       const r = ll.stepRun(engine, { ...m.step, input: m.input }); // a step's failure is data
       const transfer = [r.out, r.perm].filter(Boolean).map((x) => x.buffer);
-      port.post({ type: 'done', id: m.id, slice: m.slice, ...r }, transfer);
+      port.post({ type: 'done', id: m.id, slice: m.slice, ...r, heap: ll.M.HEAPU8.length }, transfer);
     } catch (e) {
       const error = errorToWire(e);
       port.post({ type: 'fail', id: m.id, slice: m.slice, error, fatal: error.fatal });
@@ -137,6 +169,9 @@ async function helper(parent, msg) {
 async function lead(parent, msg) {
   const ll = await instance(msg);
   const shards = msg.shards, slicesPerWorker = msg.slicesPerWorker;
+  // A helper that holds slices and has not answered for this long is reported by name: half
+  // the page's progress timeout, so that the lead speaks before the page gives up on it.
+  const silenceMs = Math.max(1, Math.floor((msg.timeoutMs ?? 120000) / 2));
   const helpers = (msg.ports || []).map(wrapPort);
   const hang = msg.test && msg.test.hang === 0;
   let engine;
@@ -195,13 +230,27 @@ async function lead(parent, msg) {
   // waited for: every slice below the failing ones has then run, and finish reports the
   // lowest failing one, the error the single engine meets first (PROTOCOL.md §14.4).  A
   // helper's fault (not a step's outcome) fails the call, fatally when the helper says so.
-  async function runSlices(id, plan) {
+  async function runSlices(id, plan, func) {
     const total = ll.planSlices(plan);
     const out = []; // promises of the slices handed to helpers
     let next = 0, stop = false, done = 0, fault = null;
     const record = (code) => {
       if (code !== 0) stop = true;
       parent.post({ type: 'progress', id, done: ++done });
+    };
+    const failWith = (error) => { fault = fault || { error, fatal: true }; stop = true; };
+    // Each helper's slices out and its silence timer: armed while it holds slices, reset by
+    // each answer; when it fires, the helper's slices are given up and the call fails.
+    const held = helpers.map(() => new Map()); // slice -> resolve
+    const silent = helpers.map(() => null);
+    const watch = (h) => {
+      clearTimeout(silent[h]);
+      silent[h] = held[h].size === 0 ? null : setTimeout(() => {
+        const slices = [...held[h].keys()];
+        const m = { type: 'fail', error: { kind: 'worker', worker: h + 1, message: `has not answered for ` +
+          `${silenceMs} ms, holding slice ${slices.join(', ')} of ${func}: it was killed or hangs` }, fatal: true };
+        for (const [k, resolve] of held[h]) { waiting.delete(`${id}:${k}`); resolve(m); }
+      }, silenceMs);
     };
     const give = (h) => { // hands the next slice to helper h (0-based)
       if (stop || next >= total) return;
@@ -211,22 +260,30 @@ async function lead(parent, msg) {
       const transfer = input.data ? [input.data.buffer, input.offsets.buffer] : [input.buffer];
       out.push(new Promise((resolve) => {
         waiting.set(`${id}:${k}`, { resolve });
+        held[h].set(k, resolve);
+        if (held[h].size === 1) watch(h);
         helpers[h].post({ type: 'run', id, slice: k, step: { kind, offset, count }, input }, transfer);
       }).then((m) => {
+        if (!held[h].delete(k)) return; // given up already
+        watch(h);
         if (m.type !== 'done') { fault = fault || m; stop = true; return; }
+        if (m.code === PSI_E_NOMEM) { failWith(outOfMemory(h + 1, `in slice ${k} of ${func}`, m.heap)); return; }
         ll.planPut(plan, k, m);
         record(m.code);
         give(h);
-      }).catch((e) => { fault = fault || { error: { ...errorToWire(e), worker: h + 1 }, fatal: true }; stop = true; }));
+      }).catch((e) => failWith({ ...errorToWire(e), worker: h + 1 })));
     };
     // with one slice per worker each helper takes one and the lead the last (a static split)
     const depth = total >= 2 * shards ? HELPER_DEPTH : 1;
     for (let d = 0; d < depth; d++) helpers.forEach((_, h) => give(h));
     while (!stop && next < total) {
-      record(ll.planRun(plan, engine, next++));
+      const k = next++, code = ll.planRun(plan, engine, k);
+      if (code === PSI_E_NOMEM) failWith(outOfMemory(0, `in slice ${k} of ${func}`, ll.M.HEAPU8.length));
+      else record(code);
       if (helpers.length) await yieldToEvents(); // let finished helpers in, to be refilled
     }
     while (out.length) await out.shift();
+    silent.forEach((t) => clearTimeout(t));
     if (fault) {
       const err = new Error('a helper failed');
       err.wire = fault.error;
@@ -240,7 +297,7 @@ async function lead(parent, msg) {
   async function run(id, func, args, n, finish) {
     const plan = ll.planBegin(engine, { ...args, slices: sliceCount(n) }, func);
     try {
-      await runSlices(id, plan);
+      await runSlices(id, plan, func);
       return ll.planFinish(plan, finish);
     } finally {
       ll.planFree(plan);
@@ -307,6 +364,7 @@ async function lead(parent, msg) {
     if (!m || m.type !== 'call' || hang) return; // test hook: a silent lead
     queue = queue.then(async () => {
       try {
+        starve(msg, ll.M);
         const value = await ops[m.op](m.id, m.args);
         const transfer = [];
         const add = (x) => { if (x && x.buffer instanceof ArrayBuffer) transfer.push(x.buffer); };
@@ -314,8 +372,10 @@ async function lead(parent, msg) {
         else if (value && typeof value === 'object') { add(value.setup); add(value.perm); }
         parent.post({ type: 'result', id: m.id, value }, transfer);
       } catch (e) {
-        const error = e.wire || errorToWire(e);
-        parent.post({ type: 'fail', id: m.id, error, fatal: e.wire ? !!e.fatal : error.fatal });
+        // the lead's own heap could not grow (its merge, or a call's copy of its input)
+        const oom = e instanceof PsiError && e.code === PSI_E_NOMEM;
+        const error = e.wire || (oom ? outOfMemory(0, `during ${m.op}`, ll.M.HEAPU8.length) : errorToWire(e));
+        parent.post({ type: 'fail', id: m.id, error, fatal: e.wire ? !!e.fatal : oom || error.fatal });
       }
     });
   });

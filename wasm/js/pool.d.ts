@@ -6,8 +6,9 @@
 import type { AssociationTable, DataStructureArg, Input, IntersectionWithPayloads, LoadOptions,
   MessageArg, PayloadTableOptions, SetupWithPermutation, SuiteName } from './index.js';
 
-/** An error of the pool itself: a worker threw, exited, was terminated or went silent past
- *  timeoutMs, or the pool is closed.  The pool is then failed: every later call rejects with a
+/** An error of the pool itself, naming the worker and the cause: a worker could not start,
+ *  threw, exited, was terminated, ran out of memory, or went silent (a helper for timeoutMs/2,
+ *  the lead for timeoutMs), or the pool is closed.  The pool is then failed: every later call rejects with a
  *  PoolError; close() it and create a new one.  Library errors (bad messages, bad keys) are
  *  PsiErrors, as with one instance (same code, message, field, index and offset: an index found
  *  by a worker counts in the whole message), and leave the pool usable. */

@@ -24,8 +24,10 @@
 // connects the MessageChannels between the first worker (the lead) and the helpers; the
 // lead sends the key over them.  The page receives only merged messages from the lead.
 //
-// A worker that throws, exits or is terminated fails the run (no retry, no fallback) and
-// the pool: later calls reject; close() it and create a new one.  Library errors are
+// A worker that throws, exits, is terminated, runs out of memory or goes silent fails the run
+// (no retry, no fallback) and the pool, with a PoolError naming the worker (0 is the lead) and
+// the cause: later calls reject; close() it and create a new one.  A helper silent for half of
+// timeoutMs while it holds slices is named by the lead; a silent lead by the page at timeoutMs.  Library errors are
 // PsiErrors with the message, field, index and offset one instance would give.
 
 import { PsiError } from './values.mjs';
@@ -56,6 +58,7 @@ function wireToError(w) {
       { field: w.field ?? null, index: w.index ?? null, offset: w.offset ?? null });
   }
   if (w.kind === 'TypeError') return new TypeError(w.message);
+  if (w.kind === 'worker') return new PoolError(`worker ${w.worker} ${w.message}; the run failed`); // named by the lead
   if (w.kind === 'RangeError') return new RangeError(w.message);
   const who = Number.isInteger(w.worker) ? `worker ${w.worker}` : 'a worker';
   return new PoolError(`${who} failed: ${w.name ? `${w.name}: ` : ''}${w.message}`);
@@ -106,7 +109,8 @@ export async function createPool(options = {}) {
   if (!(timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
   const module = options.module ?? await compileModule(options.load || {});
   // Test hooks (not API): { hang: k (worker k ignores runs), crash: k (worker k throws an uncaught
-  // error on a run), noKey: k (the lead sends helper k no key), onMessage(msg) (sees every message
+  // error on a run), noKey: k (the lead sends helper k no key), starve: k (worker k fills its
+  // wasm heap to the limit once loaded, so that its steps run out of memory), onMessage(msg) (sees every message
   // the page receives), onWorkers(rawWorkers), onClosed(k) (worker k freed its engine on close) }.
   const test = options._test || null;
   let key = null;
@@ -172,8 +176,9 @@ export async function createPool(options = {}) {
       const p = { resolve, reject, timer: null };
       p.arm = () => {
         clearTimeout(p.timer);
+        // The lead names a silent helper after half this time, so silence here is the lead's.
         p.timer = setTimeout(() => fail(new PoolError(`no progress for ${timeoutMs} ms during ${what}: ` +
-          'a worker is silent; the run failed and the pool is stopped')), timeoutMs);
+          'worker 0 (the lead) is silent: it was killed or hangs; the run failed and the pool is stopped')), timeoutMs);
       };
       p.arm();
       pending.set(id, p);
@@ -185,7 +190,7 @@ export async function createPool(options = {}) {
     for (let k = 1; k < n; k++) channels.push(new MessageChannel());
     const started = await_(0, 'start');
     for (let k = 0; k < n; k++) {
-      const w = await spawnWorker(url);
+      const w = await spawnWorker(url, `shardpsi pool worker ${k}`);
       workers.push(w);
       w.onError((e) => fail(new PoolError(`worker ${k} threw: ${e && e.message ? e.message : e}`)));
       w.onExit((code) => { if (!closed) fail(new PoolError(`worker ${k} exited (${typeof code === 'number' ? `code ${code}` : code}); the run failed`)); });
@@ -193,7 +198,8 @@ export async function createPool(options = {}) {
       // A helper speaks to the page only to say it could not start (its module or engine).
       else w.onMessage((m) => { if (m && m.type === 'fail' && m.id === -1) fail(wireToError({ ...m.error, worker: k })); });
     }
-    const common = { type: 'init', module, load: options.load, role, reveal, suite, shards: n, slicesPerWorker, test: test ? { hang: test.hang, crash: test.crash, noKey: test.noKey } : undefined };
+    const common = { type: 'init', module, load: options.load, role, reveal, suite, shards: n, slicesPerWorker, timeoutMs,
+      test: test ? { hang: test.hang, crash: test.crash, noKey: test.noKey, starve: test.starve } : undefined };
     for (let k = 1; k < n; k++) {
       const port = channels[k - 1].port2;
       workers[k].post({ ...common, index: k, port }, [port]);
@@ -223,10 +229,15 @@ export async function createPool(options = {}) {
         'a smaller set (the pool is still usable)');
     }
   }
-  const elementsIn = (bytes) => Math.ceil(bytes.length / 33);
+  // The most values a message of these bytes holds: its elements are 33 bytes in the P-256
+  // suites and 32 in ristretto255 (PROTOCOL.md §16), so dividing by 32 never counts short.
+  const elementsIn = (bytes) => Math.ceil(bytes.length / 32);
 
+  // Runs op on the lead, after the refusal up front of a call over `values` values (`what`
+  // names it).
   let queue = Promise.resolve();
-  function call(op, args, transfer = []) {
+  function call(op, args, values, what, transfer = []) {
+    fitOrRefuse(values, what);
     const run = async () => {
       if (closed) throw new PoolError('the pool is closed');
       if (failure) throw new PoolError(`the pool has failed (${failure.message}); close() it and create a new one`);
@@ -253,19 +264,18 @@ export async function createPool(options = {}) {
     return Object.freeze({
       ...base,
       async createSetupMessage(fpr, numClientInputs, inputs, ds = 1) {
-        fitOrRefuse(inputsOf(inputs).length, 'the setup');
-        const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), false]);
+        const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), false],
+          inputs.length, 'the setup');
         return r.setup;
       },
       async createSetupMessageWithPermutation(fpr, numClientInputs, inputs, ds = 0) {
-        fitOrRefuse(inputsOf(inputs).length, 'the setup');
-        const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), true]);
+        const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), true],
+          inputs.length, 'the setup');
         return { setup: r.setup, permutation: r.perm };
       },
       async processRequest(request) {
         const req = bytesOf(request, 'request');
-        fitOrRefuse(elementsIn(req), 'the response');
-        return call('processRequest', [req]);
+        return call('processRequest', [req], elementsIn(req), 'the response');
       },
       // The payload table (PROTOCOL.md §22): the values masked by the workers, the table
       // sealed by the first; the bytes of one instance with the same key and salt.
@@ -274,30 +284,27 @@ export async function createPool(options = {}) {
         const o = options ?? {};
         if (typeof o !== 'object') throw new TypeError('options must be an object ({ padLen, salt })');
         const salt = o.salt === undefined || o.salt === null ? null : bytesOf(o.salt, 'salt').slice();
-        fitOrRefuse(inputsOf(inputs).length, 'the payload table');
-        return call('payloadTable', [inputsOf(inputs), payloads, o.padLen ?? 0, salt]);
+        return call('payloadTable', [inputsOf(inputs), payloads, o.padLen ?? 0, salt], inputs.length,
+          'the payload table');
       },
     });
   }
   const match = async (kind, setup, response, perm) => {
     const s = bytesOf(setup, 'setup'), r = bytesOf(response, 'response');
-    fitOrRefuse(Math.max(elementsIn(s), elementsIn(r)), 'the match');
-    return call('match', [kind, s, r, perm]);
+    return call('match', [kind, s, r, perm], Math.max(elementsIn(s), elementsIn(r)), 'the match');
   };
   return Object.freeze({
     ...base,
     async createRequest(inputs) {
-      fitOrRefuse(inputsOf(inputs).length, 'the request');
-      return call('createRequest', [inputsOf(inputs)]);
+      return call('createRequest', [inputsOf(inputs)], inputs.length, 'the request');
     },
     getIntersection: async (setup, response) => Array.from(await match('match', setup, response)),
     getIntersectionSize: async (setup, response) => match('count', setup, response),
     // The intersection and its payloads (PROTOCOL.md §22): the match and the second
     // unmasking of the matched elements run on the workers, the opening on the first.
     async getIntersectionWithPayloads(setup, response, table) {
-      fitOrRefuse(elementsIn(bytesOf(response, 'response')), 'the match');
       const r = await call('payloads', [bytesOf(setup, 'setup'), bytesOf(response, 'response'),
-        bytesOf(table, 'payload table')]);
+        bytesOf(table, 'payload table')], elementsIn(bytesOf(response, 'response')), 'the match');
       return { indices: Array.from(r.indices), payloads: r.payloads };
     },
     async getAssociationTable(setup, response, permutation) {

@@ -164,15 +164,28 @@ test('pool: a helper that throws fails the run', async () => {
   await failedThenClosed(pool, pool.createRequest(CLIENT_IN), /worker 1 threw: test hook: helper crashed/);
 });
 
-test('pool: a silent helper is caught by the progress timeout', async () => {
-  const pool = await createPool({ role: 'client', workers: 3, module, timeoutMs: 400, _test: { hang: 1 } });
-  await failedThenClosed(pool, pool.createRequest(CLIENT_IN), /no progress for 400 ms/);
+test('pool: a silent helper is named by the lead after half the progress timeout', async () => {
+  const pool = await createPool({ role: 'client', workers: 3, module, timeoutMs: 1000, _test: { hang: 1 } });
+  const t = performance.now();
+  await failedThenClosed(pool, pool.createRequest(CLIENT_IN),
+    /worker 1 has not answered for 500 ms, holding slice [0-9, ]+ of psi_client_create_request: it was killed or hangs; the run failed/);
+  assert.ok(performance.now() - t < 1000, 'before the page\'s own timeout');
 });
 
-test('pool: a silent lead is caught by the progress timeout', async () => {
+test('pool: a silent lead is named by the progress timeout', async () => {
   const pool = await createPool({ role: 'server', workers: 2, module, timeoutMs: 400, _test: { hang: 0 } });
-  await assert.rejects(pool.createSetupMessage(0.001, 10, SERVER_IN), /no progress for 400 ms/);
+  await assert.rejects(pool.createSetupMessage(0.001, 10, SERVER_IN),
+    /no progress for 400 ms during setup: worker 0 \(the lead\) is silent/);
   await pool.close();
+});
+
+test('pool: a worker out of memory is named, with its heap', async () => {
+  // a helper in one of its slices; the lead as the call begins (the input's copy in its heap)
+  for (const [k, where] of [[2, 'in slice [0-9]+ of psi_client_create_request'], [0, 'during createRequest']]) {
+    const pool = await createPool({ role: 'client', workers: 3, module, _test: { starve: k } });
+    await failedThenClosed(pool, pool.createRequest(CLIENT_IN), new RegExp(`worker ${k} ran out of memory ` +
+      `${where} \\(its wasm heap holds [0-9]+ MiB.*\\); the run failed`));
+  }
 });
 
 test('pool: a helper without a key refuses to run', async () => {

@@ -2,6 +2,8 @@
 // page's main thread; the pool runs in browser module Workers (js/pool-worker.mjs), each
 // importing the ES module glue and instantiating the WebAssembly.Module compiled once here.
 // Results: window.__results = [{ ok, name, detail }], window.__info, window.__done.
+// window.__bigStart and window.__big serve the driver's 1,000,000-value runs, in which it
+// stops a worker from outside the page (bigStart below).
 import { createPSI, compileModule, dataStructure, suites } from '/js/index.mjs';
 import { createPool, PoolError, workerPlan, isApplePlatform } from '/js/pool.mjs';
 
@@ -153,6 +155,15 @@ async function main() {
   }
 
   // Failures, with the pool's test hooks.
+  {
+    for (const k of [2, 0]) {
+      const pool = await createPool({ role: 'client', workers: 3, module, load, _test: { starve: k } });
+      await checkRejects(`worker ${k} out of memory (its wasm heap filled to the limit) fails the run, naming it`,
+        pool.createRequest(CLIENT_IN), (e) => e instanceof PoolError &&
+          new RegExp(`worker ${k} ran out of memory .*its wasm heap holds [0-9]+ MiB`).test(e.message));
+      await pool.close();
+    }
+  }
   const freshPoolWorks = async (what) => {
     const p = await createPool({ role: 'client', reveal: true, workers: 3, module, load });
     try {
@@ -183,9 +194,9 @@ async function main() {
     await pool.close();
   }
   {
-    const pool = await createPool({ role: 'client', workers: 3, module, load, timeoutMs: 500, _test: { hang: 1 } });
-    await checkRejects('a silent helper is caught by the progress timeout', pool.createRequest(CLIENT_IN),
-      (e) => e instanceof PoolError && /no progress for 500 ms/.test(e.message));
+    const pool = await createPool({ role: 'client', workers: 3, module, load, timeoutMs: 2000, _test: { hang: 1 } });
+    await checkRejects('a silent helper is named by the lead after half the progress timeout', pool.createRequest(CLIENT_IN),
+      (e) => e instanceof PoolError && /worker 1 has not answered for 1000 ms, holding slice/.test(e.message));
     await pool.close();
   }
   // The shard policy as Chromium reports itself: the platform is not Apple's, the default
@@ -211,6 +222,35 @@ async function main() {
   }
   sKey.delete(); cKey.delete();
 }
+
+// A round of 1,000,000 client values on `workers` workers, for the driver (run-browser.mjs),
+// which stops one of them from outside the page once window.__big.progress has grown.  The
+// outcome lands in window.__big: { progress, done, ok, error, ms, silentMs (from the last
+// progress the page heard to the end), after (a new pool's request length) }.
+const bigValues = (n) => Array.from({ length: n }, (_, i) => `big-${i}@example.org`);
+window.__bigStart = async ({ n = 1000000, workers = 2, timeoutMs = 20000 } = {}) => {
+  const module = await compileModule(load);
+  const big = { progress: 0, done: false, ok: false, error: null, ms: 0, silentMs: 0, workers };
+  let last = now();
+  window.__big = big;
+  const values = bigValues(n);
+  const pool = await createPool({ role: 'client', reveal: true, workers, module, load, timeoutMs,
+    _test: { onMessage: (m) => { if (m && m.type === 'progress') { big.progress++; last = now(); } } } });
+  const t = now();
+  pool.createRequest(values).then(() => { big.ok = true; }, (e) => {
+    big.error = { name: e && e.name, message: e && e.message, isPoolError: e instanceof PoolError };
+  }).finally(async () => {
+    big.ms = Math.round(now() - t);
+    big.silentMs = Math.round(now() - last);
+    await pool.close();
+    try { // and a new pool works after it
+      const p = await createPool({ role: 'client', reveal: true, workers, module, load });
+      big.after = (await p.createRequest(values.slice(0, 1000))).length;
+      await p.close();
+    } catch (e) { big.after = `${e && e.name}: ${e && e.message}`; }
+    big.done = true;
+  });
+};
 
 main().catch((e) => check(false, 'page', `${e && e.name}: ${e && e.message}\n${e && e.stack}`))
   .finally(() => { window.__results = results; window.__info = info; window.__done = true; note('done'); });

@@ -22,6 +22,41 @@ const report = (ok, name, detail) => {
 };
 const finish = () => { console.log(`${passed} passed, ${failed} failed`); process.exit(failed === 0 && passed > 0 ? 0 : 1); };
 
+// A worker stopped mid-round at 1,000,000 values, from outside the page: the worker's own
+// close() run through the DevTools protocol, so the page gets no event, as when the browser
+// kills a worker.  The run must end with a PoolError naming the worker (a helper by the lead,
+// after half the progress timeout of its silence; the lead by the page) no later than the
+// progress timeout after the last progress the page heard: the page never waits longer
+// than that on a stopped worker, whatever the machine's speed; then a new pool must work.
+const BIG_N = 1000000, BIG_TIMEOUT_MS = 20000;
+async function killedMidRound(page) {
+  for (const victim of [1, 0]) {
+    const what = `${BIG_N} values on 2 workers, worker ${victim} stopped mid-round`;
+    await page.evaluate((o) => window.__bigStart(o), { n: BIG_N, workers: 2, timeoutMs: BIG_TIMEOUT_MS });
+    await page.waitForFunction(() => window.__big.progress >= 4 || window.__big.done, null, { timeout: 120000, polling: 100 });
+    let named = null;
+    for (const w of page.workers()) {
+      const name = await w.evaluate(() => self.name).catch(() => null);
+      if (name === `shardpsi pool worker ${victim}`) { named = w; break; }
+    }
+    const progress = await page.evaluate(() => window.__big.progress);
+    if (!named) { report(false, `${what}: the worker is found by its name`, page.workers().length); continue; }
+    const t0 = Date.now();
+    named.evaluate(() => self.close()).catch(() => {}); // no answer comes from a closed worker
+    await page.waitForFunction(() => window.__big.done, null, { timeout: 3 * BIG_TIMEOUT_MS, polling: 200 });
+    const big = await page.evaluate(() => window.__big);
+    const ms = Date.now() - t0;
+    const e = big.error || {};
+    const want = victim === 0
+      ? new RegExp(`no progress for ${BIG_TIMEOUT_MS} ms during createRequest: worker 0 \\(the lead\\) is silent`)
+      : new RegExp(`worker 1 has not answered for ${BIG_TIMEOUT_MS / 2} ms, holding slice [0-9, ]+ of psi_client_create_request`);
+    report(!big.ok && e.isPoolError && want.test(e.message) && big.silentMs <= BIG_TIMEOUT_MS + 1000,
+      `${what}: a PoolError naming it within the progress timeout`,
+      `stopped after ${progress} slices; rejected ${ms} ms later, ${big.silentMs} ms after the last progress: ${e.message}`);
+    report(big.after > BIG_N / 1000 * 33, `${what}: a new pool works after it`, big.after);
+  }
+}
+
 let chromium;
 try {
   ({ chromium } = await import('playwright-core'));
@@ -62,6 +97,7 @@ try {
       `response ${v.response}, intersection ${v.intersection}, whole round ${v.round}`);
   }
   if (info.terminateRejectMs !== undefined) console.log(`# terminated helper: rejected after ${info.terminateRejectMs} ms`);
+  await killedMidRound(page);
 } catch (e) {
   report(false, 'browser run', e.message.split('\n')[0]);
 } finally {
