@@ -149,20 +149,24 @@ done:
     return rc;
 }
 
-/* Sorting a chunk's records by tag: their positions in the chunk. */
-static const uint8_t *pb_sort_recs;
-static size_t pb_sort_rec;
+/* Sorting a chunk's records by tag: each record's tag and position in the
+ * chunk, so the comparison needs no context; equal tags (a value twice)
+ * keep their input order, so the merge names the same rows on every run. */
+typedef struct pb_key {
+    uint8_t tag[PSI_PAYLOAD_TAG_BYTES];
+    size_t i;
+} pb_key;
 
 static int pb_cmp(const void *x, const void *y)
 {
-    size_t a = *(const size_t *)x, c = *(const size_t *)y;
-    return memcmp(pb_sort_recs + a * pb_sort_rec, pb_sort_recs + c * pb_sort_rec,
-                  PSI_PAYLOAD_TAG_BYTES);
+    const pb_key *a = x, *c = y;
+    int d = memcmp(a->tag, c->tag, PSI_PAYLOAD_TAG_BYTES);
+    return d != 0 ? d : (a->i > c->i) - (a->i < c->i);
 }
 
 /* Appends a run: the chunk's k records (recs, in input order, rows from
  * base) in tag order. */
-static int pb_put(pb *b, const uint8_t *recs, size_t k, uint64_t base, size_t *ord,
+static int pb_put(pb *b, const uint8_t *recs, size_t k, uint64_t base, pb_key *ord,
                   uint8_t *out)
 {
     if (b->n_runs == b->cap_runs) {
@@ -173,18 +177,18 @@ static int pb_put(pb *b, const uint8_t *recs, size_t k, uint64_t base, size_t *o
         b->runs = r;
         b->cap_runs = cap;
     }
-    for (size_t i = 0; i < k; i++)
-        ord[i] = i;
-    pb_sort_recs = recs; // one builder on one thread (app_payload.h)
-    pb_sort_rec = b->rec;
+    for (size_t i = 0; i < k; i++) {
+        memcpy(ord[i].tag, recs + i * b->rec, PSI_PAYLOAD_TAG_BYTES);
+        ord[i].i = i;
+    }
     qsort(ord, k, sizeof *ord, pb_cmp);
     for (size_t i = 0; i < k; i++)
-        memcpy(out + i * b->rec, recs + ord[i] * b->rec, b->rec);
+        memcpy(out + i * b->rec, recs + ord[i].i * b->rec, b->rec);
     uint64_t at = b->size;
     if (psi_app_spill_write(&b->sp, out, k * b->rec, at) != 0)
         return pb_fail(b, "%s", b->sp.err);
     for (size_t i = 0; i < k; i++)
-        pb_put_le(out + i * 8, base + ord[i]);
+        pb_put_le(out + i * 8, base + ord[i].i);
     if (psi_app_spill_write(&b->sp, out, k * 8, at + k * b->rec) != 0)
         return pb_fail(b, "%s", b->sp.err);
     b->runs[b->n_runs++] = (pb_run){at, k, 0, 0, 0};
@@ -204,7 +208,7 @@ static int pb_runs(pb *b, const uint8_t head[PSI_PAYLOAD_HEAD_BYTES], uint64_t n
     max = max < 1 ? 1 : max;
     uint8_t *el = psi_app_alloc(max, PSI_ELEMENT_BYTES), *recs = psi_app_alloc(max, b->rec);
     uint8_t *out = psi_app_alloc(max, b->rec < 8 ? 8 : b->rec);
-    size_t *ord = psi_app_alloc(max, sizeof *ord);
+    pb_key *ord = psi_app_alloc(max, sizeof *ord);
     int rc = -1, prc;
 
     memset(&in, 0, sizeof in);
