@@ -82,16 +82,28 @@ def csv_ready(values, pays):
     return k.pop()
 
 
-def payload_cases(vdir, out):
-    n = total = 0
-    skipped = []
+def documents(vdir, fmt):
+    """(file name, document) of every VDIR/*.json of format fmt, by name."""
     for fn in sorted(os.listdir(vdir)):
         if not fn.endswith(".json"):
             continue
         with open(os.path.join(vdir, fn), encoding="utf-8") as f:
             doc = json.load(f)
-        if not isinstance(doc, dict) or doc.get("format") != "shardpsi-payload-vectors/1":
-            continue
+        if isinstance(doc, dict) and doc.get("format") == fmt:
+            yield fn, doc
+
+
+def write_keys(d, c, suite):
+    """The case's key files, sk and ck (hex, then " SUITE" but for the default)."""
+    tail = "" if suite == "openmined-p256" else " " + suite
+    write(os.path.join(d, "sk"), (c["server_key"] + tail + "\n").encode(), 0o600)
+    write(os.path.join(d, "ck"), (c["client_key"] + tail + "\n").encode(), 0o600)
+
+
+def payload_cases(vdir, out):
+    n = total = 0
+    skipped = []
+    for fn, doc in documents(vdir, "shardpsi-payload-vectors/1"):
         for c in doc["cases"]:
             total += 1
             srv = [s.encode("utf-8") for s in c["server_inputs"]]
@@ -106,9 +118,7 @@ def payload_cases(vdir, out):
             suite = c["suite"]
             write(os.path.join(d, "server.txt"), b"".join(v + b"\n" for v in srv))
             write(os.path.join(d, "client.txt"), b"".join(v + b"\n" for v in cli))
-            tail = "" if suite == "openmined-p256" else " " + suite
-            write(os.path.join(d, "sk"), (c["server_key"] + tail + "\n").encode(), 0o600)
-            write(os.path.join(d, "ck"), (c["client_key"] + tail + "\n").encode(), 0o600)
+            write_keys(d, c, suite)
             head = b",".join(b"p%d" % (i + 1) for i in range(k))
             write(os.path.join(d, "server.csv"), b"value," + head + b"\n" +
                   b"".join(v + b"," + p + b"\n" for v, p in zip(srv, pays)))
@@ -154,13 +164,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     n = total = 0
     skipped = []
-    for fn in sorted(os.listdir(vdir)):
-        if not fn.endswith(".json"):
-            continue
-        with open(os.path.join(vdir, fn), encoding="utf-8") as f:
-            doc = json.load(f)
-        if not isinstance(doc, dict) or doc.get("format") != "psi-wire-vectors/1":
-            continue
+    for fn, doc in documents(vdir, "psi-wire-vectors/1"):
         suite = doc.get("suite", "openmined-p256")
         for c in doc["cases"]:
             total += 1
@@ -173,9 +177,7 @@ def main():
             os.makedirs(d, exist_ok=True)
             write(os.path.join(d, "server.txt"), b"".join(v + b"\n" for v in srv))
             write(os.path.join(d, "client.txt"), b"".join(v + b"\n" for v in cli))
-            tail = "" if suite == "openmined-p256" else " " + suite
-            write(os.path.join(d, "sk"), (c["server_key"] + tail + "\n").encode(), 0o600)
-            write(os.path.join(d, "ck"), (c["client_key"] + tail + "\n").encode(), 0o600)
+            write_keys(d, c, suite)
             write(os.path.join(d, "exp.setup"), bytes.fromhex(c["server_setup"]))
             write(os.path.join(d, "exp.req"), bytes.fromhex(c["request"]))
             write(os.path.join(d, "exp.resp"), bytes.fromhex(c["response"]))

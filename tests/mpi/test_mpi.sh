@@ -29,7 +29,7 @@
 #      (request, setup, response), so a difference shows in the step that
 #      makes it.  Per-rank threads vary: -np 1 --threads 2,
 #      -np 2 --threads 2 --shards 3, -np 4 --threads 1.
-#      Then the payload vectors (part_a_payloads): shardpsi-mpi payloads
+#      First the payload vectors (part_a_payloads): shardpsi-mpi payloads
 #      writes each case's table, and match --payloads opens it, as the
 #      vector says; its damaged tables end the match with their codes.
 #   b. A generated set (deterministic splitmix64 in python3) of
@@ -300,22 +300,31 @@ vector_case() {
     echo "$checks $failures" >"$d/counts"
 }
 
-part_a() {
-    local v=$tmp/vectors c su st fpr nc rv name i=0 nps n_cases skipped
-    hangs=$v/hangs
-    mkdir -p "$v" "$hangs"
-    if ! python3 "$here/mpi_vector_cases.py" "$vectors" "$v/cases" >"$v/manifest" \
+# vector_manifest DIR WHAT WHY [--payloads]: the vector cases written to DIR/cases by
+# mpi_vector_cases.py, listed in DIR/manifest; sets n_cases.  Returns 1 when
+# there are none.
+vector_manifest() {
+    local v=$1 what=$2 why=$3 skipped
+    shift 3
+    if ! python3 "$here/mpi_vector_cases.py" "$@" "$vectors" "$v/cases" >"$v/manifest" \
         2>"$v/skipped"; then
         checks=$((checks + 1))
-        fail "mpi_vector_cases.py failed: $(tail -3 "$v/skipped")"
-        return
+        fail "mpi_vector_cases.py $* failed: $(tail -3 "$v/skipped")"
+        return 1
     fi
     n_cases=$(wc -l <"$v/manifest" | tr -d ' ')
     skipped=$(sed -n 's/^skipped \([0-9]*\) of.*/\1/p' "$v/skipped")
-    echo "test_mpi: vectors: $n_cases cases, ${skipped:-?} skipped (a value not" \
-        "representable one per line)"
+    echo "test_mpi: $what: $n_cases cases, ${skipped:-?} skipped ($why)"
     checks=$((checks + 1))
-    [ "$n_cases" -gt 0 ] || fail "no vector cases in $vectors"
+    [ "$n_cases" -gt 0 ] || { fail "no $what cases in $vectors"; return 1; }
+}
+
+part_a() {
+    local v=$tmp/vectors c su st fpr nc rv name i=0 nps n_cases
+    hangs=$v/hangs
+    mkdir -p "$v" "$hangs"
+    part_a_payloads
+    vector_manifest "$v" vectors "a value not representable one per line" || return
     if [ "$cases" = kinds ]; then
         # the first case of each suite, structure and reveal setting, and
         # the first of each group (the name between "file:" and the first
@@ -348,7 +357,6 @@ part_a() {
             fail "vector case $c did not finish"
         fi
     done <"$v/manifest"
-    part_a_payloads
 }
 
 # The payload vectors (vectors/shardpsi-payloads.json, PROTOCOL.md §22), the
@@ -358,20 +366,10 @@ part_a() {
 # a round (held, and past an 8K budget) and writes the vector's payloads for
 # the matched rows; each damaged table ends the match with its code, no output.
 part_a_payloads() {
-    local v=$tmp/payvec c su L salt k name d np i t code tname n_cases skipped
+    local v=$tmp/payvec c su L salt k name d np t code tname n_cases
     mkdir -p "$v"
-    if ! python3 "$here/mpi_vector_cases.py" --payloads "$vectors" "$v/cases" >"$v/manifest" \
-        2>"$v/skipped"; then
-        checks=$((checks + 1))
-        fail "mpi_vector_cases.py --payloads failed: $(tail -3 "$v/skipped")"
+    vector_manifest "$v" "payload vectors" "payloads not one CSV row's columns" --payloads ||
         return
-    fi
-    n_cases=$(wc -l <"$v/manifest" | tr -d ' ')
-    skipped=$(sed -n 's/^skipped \([0-9]*\) of.*/\1/p' "$v/skipped")
-    echo "test_mpi: payload vectors: $n_cases cases, ${skipped:-?} skipped (payloads not" \
-        "one CSV row's columns)"
-    checks=$((checks + 1))
-    [ "$n_cases" -gt 0 ] || fail "no payload vector cases in $vectors"
     while IFS=$'\t' read -r c su L salt k name; do
         d=$v/cases/$c
         hung=0
