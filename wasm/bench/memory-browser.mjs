@@ -82,7 +82,8 @@ try {
             : `${role} ${n} values, ${workers} worker(s): ${row.seconds.toFixed(1)} s, ${row.hits} hits; ` +
               `peak MiB: page ${MiB(row.peaks.page)}, workers ${row.peaks.workers.map(MiB).join(' / ')}, ` +
               `reported in all ${MiB(row.peaks.total)} (at rest ${MiB(row.rest.total)}); ` +
-              `renderer process peak RSS ${MiB(row.rendererPeakBytes)}`);
+              `renderer process peak RSS ${MiB(row.rendererPeakBytes)}; ` +
+              `wasm heaps ${(row.wasmHeaps || []).map((b) => (b === null ? '-' : MiB(b))).join(' / ')}`);
         }
       }
     }

@@ -21,7 +21,7 @@
 //   page -> worker   { type: 'init', index, module, load, role, reveal, suite, shards, slicesPerWorker, timeoutMs, key?, ports?|port?, test? }
 //   lead -> page     { type: 'ready', value: { suite } } | { type: 'progress', id, done } |
 //                    { type: 'result', id, value } | { type: 'fail', id, error, fatal }
-//   page -> lead     { type: 'call', id, op, args }
+//   page -> lead     { type: 'call', id, op, args }   (op 'memory': the workers' wasm heap sizes)
 //   page -> worker   { type: 'close' }   (frees the engine, wiping the key; answers { type: 'closed' })
 //   lead -> helper   { type: 'key', key } | { type: 'run', id, slice, step: { kind, offset, count }, input }
 //   helper -> lead   { type: 'ready' } | { type: 'done', id, slice, code, index, out, perm, heap } |
@@ -188,6 +188,8 @@ async function lead(parent, msg) {
 
   // Replies of helper k: the pending run's resolver.
   const waiting = new Map(); // `${id}:${slice}` -> { resolve }
+  // Each helper's wasm heap size as its last answer gave it (a heap only grows).
+  const helperHeaps = (msg.ports || []).map(() => null);
   let ready = 0, startFail = null;
   let readyResolve;
   const allReady = new Promise((r) => { readyResolve = r; });
@@ -266,6 +268,7 @@ async function lead(parent, msg) {
       }).then((m) => {
         if (!held[h].delete(k)) return; // given up already
         watch(h);
+        if (Number.isInteger(m.heap)) helperHeaps[h] = m.heap;
         if (m.type !== 'done') { fault = fault || m; stop = true; return; }
         if (m.code === PSI_E_NOMEM) { failWith(outOfMemory(h + 1, `in slice ${k} of ${func}`, m.heap)); return; }
         ll.planPut(plan, k, m);
@@ -306,6 +309,8 @@ async function lead(parent, msg) {
   const elements = (message) => ll.messageElementBound(suite, message.length);
 
   const ops = {
+    // memoryUsage: each worker's wasm heap size, the lead's now, a helper's at its last answer
+    memory: () => [ll.M.HEAPU8.length, ...helperHeaps],
     // createSetupMessage / WithPermutation: (fpr, numClientInputs, inputs, structure, wantPerm)
     async setup(id, [fpr, numClientInputs, inputs, structure, wantPerm]) {
       if (wantPerm && structure !== STRUCTURE.RAW) { // index.mjs's argument check

@@ -12,6 +12,14 @@ import type { AssociationTable, DataStructureArg, Input, IntersectionWithPayload
  *  PoolError; close() it and create a new one.  Library errors (bad messages, bad keys) are
  *  PsiErrors, as with one instance (same code, message, field, index and offset: an index found
  *  by a worker counts in the whole message), and leave the pool usable. */
+/** pool.memoryUsage(): each worker's wasm heap size in bytes, worker 0 (the lead) first.  A wasm
+ *  heap only grows, so each is that worker's peak so far; a helper's is as of its last slice
+ *  (null before its first). */
+export interface PoolMemoryUsage {
+  wasmHeapBytes: Array<number | null>;
+  totalWasmHeapBytes: number;
+}
+
 export declare class PoolError extends Error {
   readonly name: 'PoolError';
 }
@@ -122,6 +130,8 @@ interface PoolBase {
   readonly workers: number;
   /** The shard policy's choice for this pool (workers given or not). */
   readonly plan: WorkerPlan;
+  /** Each worker's wasm heap size, after the calls already queued (see PoolMemoryUsage). */
+  readonly memoryUsage: () => Promise<PoolMemoryUsage>;
   /** Stops the pool: each worker frees its engine, which wipes its copy of the key (a worker
    *  that does not answer within a second is terminated as it is), then every worker is
    *  terminated; pending calls reject with a PoolError. */

@@ -259,7 +259,15 @@ export async function createPool(options = {}) {
     await shutdown();
   }
 
-  const base = { role: options.role, reveal, suite: suiteName, workers: n, plan: Object.freeze(plan), close, delete: close };
+  // Each worker's wasm heap size (a heap only grows, so it is the worker's peak so far): the
+  // lead's after the calls queued before this one, a helper's as of its last slice (null
+  // before its first).
+  async function memoryUsage() {
+    const heaps = await call('memory', [], 0, 'the memory report');
+    return { wasmHeapBytes: heaps, totalWasmHeapBytes: heaps.reduce((a, b) => a + (b ?? 0), 0) };
+  }
+  const base = { role: options.role, reveal, suite: suiteName, workers: n, plan: Object.freeze(plan),
+    memoryUsage, close, delete: close };
   if (role === ROLES.server) {
     return Object.freeze({
       ...base,

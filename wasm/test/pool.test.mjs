@@ -182,6 +182,20 @@ test('pool: a silent lead is named by the progress timeout', async () => {
   await pool.close();
 });
 
+test('pool: memoryUsage() reports each worker\'s wasm heap, the lead first', async () => {
+  const pool = await createPool({ role: 'client', workers: 3, module, slicesPerWorker: 4 });
+  try {
+    const before = await pool.memoryUsage();
+    assert.equal(before.wasmHeapBytes.length, 3);
+    assert.ok(before.wasmHeapBytes[0] >= 16 * 1024 * 1024, 'the lead\'s initial heap');
+    assert.deepEqual(before.wasmHeapBytes.slice(1), [null, null], 'helpers before their first slice');
+    await pool.createRequest(CLIENT_IN);
+    const after = await pool.memoryUsage();
+    assert.ok(after.wasmHeapBytes.every((b) => Number.isInteger(b) && b >= 16 * 1024 * 1024), JSON.stringify(after));
+    assert.equal(after.totalWasmHeapBytes, after.wasmHeapBytes.reduce((a, b) => a + b, 0));
+  } finally { await pool.close(); }
+});
+
 test('pool: a worker out of memory is named, with its heap', async () => {
   // a helper in one of its slices; the lead as the call begins (the input's copy in its heap)
   for (const [k, where] of [[2, 'in slice [0-9]+ of psi_client_create_request'], [0, 'during createRequest']]) {

@@ -60,7 +60,7 @@ async function main() {
   const peaks = { page: 0, total: 0, workers: [] };
   const rest = await report();
   const t0 = performance.now();
-  let hits;
+  let hits, wasmHeaps; // the measured pool's wasm heaps at its end (a heap only grows)
   if (ROLE === 'server') {
     const server = await createPool({ role: 'server', reveal: true, workers: WORKERS, module, load });
     const peer = await createPool({ role: 'client', reveal: true, workers: 1, module, load, workerUrl: PEER_URL });
@@ -68,6 +68,7 @@ async function main() {
     const request = await peer.createRequest(clientIn);
     const response = await measured(() => server.processRequest(request), peaks);
     hits = (await peer.getIntersection(setup, response)).length;
+    wasmHeaps = (await server.memoryUsage()).wasmHeapBytes;
     await server.close();
     await peer.close();
   } else {
@@ -77,10 +78,11 @@ async function main() {
     const request = await measured(() => client.createRequest(clientIn), peaks);
     const response = await peer.processRequest(request);
     hits = (await measured(() => client.getIntersection(setup, response), peaks)).length;
+    wasmHeaps = (await client.memoryUsage()).wasmHeapBytes;
     await client.close();
     await peer.close();
   }
-  return { role: ROLE, n: N, workers: WORKERS, hits, seconds: (performance.now() - t0) / 1000, rest, peaks };
+  return { role: ROLE, n: N, workers: WORKERS, hits, seconds: (performance.now() - t0) / 1000, rest, peaks, wasmHeaps };
 }
 
 main().then((r) => { window.__result = r; }, (e) => { window.__result = { error: `${e && e.name}: ${e && e.message}` }; })
