@@ -110,7 +110,7 @@ export async function createPool(options = {}) {
   const module = options.module ?? await compileModule(options.load || {});
   // Test hooks (not API): { hang: k (worker k ignores runs), crash: k (worker k throws an uncaught
   // error on a run), noKey: k (the lead sends helper k no key), starve: k (worker k fills its
-  // wasm heap to the limit once loaded, so that its steps run out of memory), onMessage(msg) (sees every message
+  // wasm heap to the limit before its first step, so that its steps run out of memory), onMessage(msg) (sees every message
   // the page receives), onWorkers(rawWorkers), onClosed(k) (worker k freed its engine on close) }.
   const test = options._test || null;
   let key = null;
@@ -311,8 +311,9 @@ export async function createPool(options = {}) {
     // The intersection and its payloads (PROTOCOL.md §22): the match and the second
     // unmasking of the matched elements run on the workers, the opening on the first.
     async getIntersectionWithPayloads(setup, response, table) {
-      const r = await call('payloads', [bytesOf(setup, 'setup'), bytesOf(response, 'response'),
-        bytesOf(table, 'payload table')], elementsIn(bytesOf(response, 'response')), 'the match');
+      const resp = bytesOf(response, 'response');
+      const r = await call('payloads', [bytesOf(setup, 'setup'), resp, bytesOf(table, 'payload table')],
+        elementsIn(resp), 'the match');
       return { indices: Array.from(r.indices), payloads: r.payloads };
     },
     async getAssociationTable(setup, response, permutation) {
