@@ -226,7 +226,7 @@ class Party:
               with_perm: bool = False) -> Tuple[bytes, Optional[List[int]]]:
         v = values if isinstance(values, Values) else Values(values)
         p = setup_params(structure, fpr, num_client_inputs)
-        cap = ffi.new("size_t *", setup_bound(self.suite, structure, fpr, num_client_inputs, v.n))
+        cap = ffi.new("size_t *", _setup_bound(self.suite, p, v.n))
         out = ffi.new("uint8_t[]", max(cap[0], 1))
         perm = ffi.new("size_t[]", max(v.n, 1)) if with_perm else ffi.NULL
         with self._lock:
@@ -400,9 +400,13 @@ def setup_bound(suite: int, structure, fpr: float, num_client_inputs: int,
                 n_server: int) -> int:
     """The largest setup of these parameters (PSI_E_PARAM_OVERFLOW, PSI_E_FPR
     as PsiError when they are impossible)."""
+    return _setup_bound(suite, setup_params(structure, fpr, num_client_inputs), n_server)
+
+
+def _setup_bound(suite: int, params, n_server: int) -> int:
+    """setup_bound() of parameters already built by setup_params()."""
     cap = ffi.new("size_t *")
-    check(lib.psi_setup_bound(cap, suite, setup_params(structure, fpr, num_client_inputs),
-                              n_server), "the setup's parameters")
+    check(lib.psi_setup_bound(cap, suite, params, n_server), "the setup's parameters")
     return int(cap[0])
 
 
