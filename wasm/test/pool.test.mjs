@@ -271,6 +271,32 @@ test('pool: of two bad points in a request, the first one\'s error wins, as with
   }
 });
 
+// The page packs the values into one UTF-8 buffer and moves it to the lead (pool.mjs): strings
+// of 1 to 4 UTF-8 bytes a character are masked as their UTF-8 bytes given to one instance,
+// and the page's own Uint8Arrays stay whole (copied, not moved).
+test('pool: packed values give one instance\'s bytes, the page\'s arrays untouched', async () => {
+  const bytes = new Uint8Array([0, 255, 10, 200]);
+  const values = [...SERVER_IN.slice(0, 40), 'é', 'naïve-ü', '中文-値', '😀🙂', '', bytes, 'a😀b', ...SERVER_IN.slice(40, 60)];
+  const key = new Uint8Array(32).fill(5);
+  const one = psi.server.createFromKey(key, true), oneClient = psi.client.createFromKey(key, true);
+  const server = await createPool({ role: 'server', reveal: true, workers: 3, module, key: key.slice() });
+  const client = await createPool({ role: 'client', reveal: true, workers: 3, module, key: key.slice() });
+  try {
+    // The reference takes the UTF-8 bytes, encoded apart from the packing under test.
+    const utf8 = values.map((v) => (typeof v === 'string' ? new TextEncoder().encode(v) : v));
+    const want = one.createSetupMessage(0.001, 10, utf8, psi.dataStructure.Raw);
+    assert.deepEqual(await server.createSetupMessage(0.001, 10, values, psi.dataStructure.Raw), want);
+    assert.deepEqual(await client.createRequest(values), oneClient.createRequest(utf8));
+    assert.equal(bytes.length, 4, 'a byte value was moved out of the page');
+    assert.deepEqual([...bytes], [0, 255, 10, 200]);
+  } finally {
+    one.delete();
+    oneClient.delete();
+    await server.close();
+    await client.close();
+  }
+});
+
 test('pool: library errors are PsiErrors and leave the pool usable', async () => {
   const pool = await createPool({ role: 'server', reveal: true, workers: 3, module });
   try {
