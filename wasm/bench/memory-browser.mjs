@@ -7,7 +7,11 @@
 // whether the round completed.  Each configuration runs
 // in a fresh browser, so a renderer that fails is one configuration's result.
 //   node wasm/bench/memory-browser.mjs [--values LIST] [--workers LIST] [--roles LIST] [--json]
-// Defaults: --values 10000,100000 --workers 1,2,4 --roles server,client.
+//                                 [--fpr F]
+// Defaults: --values 10000,100000 --workers 1,2,4 --roles server,client --fpr 1e-6.  The setup
+// is a GCS of false-positive rate F for as many client values as the server holds: its hash
+// range, n * n / F, must stay below 2^63 (PROTOCOL.md §7.2), so at 1e-6 a set is at most
+// 3,036,000 values; past that, a larger F (1e-5: 9,600,000).
 // Env: SHARDPSI_WASM_DIR (default build-wasm/wasm), CHROMIUM (default /usr/bin/chromium),
 //      SHARDPSI_MEMORY_TIMEOUT_S (a configuration's limit, default 3600).
 import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs';
@@ -16,15 +20,16 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer, CHROMIUM_ARGS } from '../test/browser/server.mjs';
 
-const o = { values: '10000,100000', workers: '1,2,4', roles: 'server,client', json: false };
+const o = { values: '10000,100000', workers: '1,2,4', roles: 'server,client', fpr: '1e-6', json: false };
 const argv = process.argv.slice(2);
 const LIST = /^[1-9][0-9]*(,[1-9][0-9]*)*$/;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--json') o.json = true;
   else if ((a === '--values' || a === '--workers') && LIST.test(argv[i + 1] ?? '')) o[a.slice(2)] = argv[++i];
+  else if (a === '--fpr' && Number(argv[i + 1]) > 0 && Number(argv[i + 1]) < 1) o.fpr = argv[++i];
   else if (a === '--roles' && /^(server|client)(,(server|client))*$/.test(argv[i + 1] ?? '')) o.roles = argv[++i];
-  else { console.error(`usage: memory-browser.mjs [--values LIST] [--workers LIST] [--roles server,client] [--json] (bad argument '${a}')`); process.exit(2); }
+  else { console.error(`usage: memory-browser.mjs [--values LIST] [--workers LIST] [--roles server,client] [--fpr F] [--json] (bad argument '${a}')`); process.exit(2); }
 }
 const TIMEOUT_MS = Number(process.env.SHARDPSI_MEMORY_TIMEOUT_S || 3600) * 1000;
 const MiB = (b) => (b / 1048576).toFixed(1);
@@ -54,7 +59,7 @@ try {
     for (const n of o.values.split(',').map(Number)) {
       for (const workers of o.workers.split(',').map(Number)) {
         const profile = mkdtempSync(path.join(tmpdir(), 'shardpsi-memory-'));
-        let ctx, row = { role, n, workers };
+        let ctx, row = { role, n, workers, fpr: Number(o.fpr) };
         try {
           ctx = await chromium.launchPersistentContext(profile, {
             executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
@@ -62,14 +67,21 @@ try {
           const page = ctx.pages()[0] || await ctx.newPage();
           let crashed = false;
           page.on('crash', () => { crashed = true; });
-          await page.goto(`${server.url}bench/memory?role=${role}&n=${n}&workers=${workers}`);
+          await page.goto(`${server.url}bench/memory?role=${role}&n=${n}&workers=${workers}&fpr=${o.fpr}`);
+          // Sampled while the page runs too: a renderer that crashes takes its figure with it.
+          let peak = 0;
+          const sample = () => { peak = Math.max(peak, ...rendererPeaks(profile)); };
+          const sampler = setInterval(sample, 2000);
           try {
             await page.waitForFunction(() => window.__done === true, null, { timeout: TIMEOUT_MS, polling: 1000 });
             const r = await page.evaluate(() => window.__result);
-            row = r.error ? { ...row, error: r.error } : { ...row, ...r };
-            row.rendererPeakBytes = Math.max(0, ...rendererPeaks(profile));
+            row = { ...row, ...r };
           } catch (e) {
             row.error = crashed ? 'the renderer crashed' : `${e.name}: ${e.message.split('\n')[0]}`;
+          } finally {
+            clearInterval(sampler);
+            sample();
+            row.rendererPeakBytes = peak;
           }
         } finally {
           if (ctx) await ctx.close().catch(() => {});
@@ -78,7 +90,8 @@ try {
         rows.push(row);
         if (!o.json) {
           console.log(row.error
-            ? `${role} ${n} values, ${workers} worker(s): FAILED: ${row.error}`
+            ? `${role} ${n} values, ${workers} worker(s): FAILED${row.step ? ` in ${row.step}` : ''}: ${row.error}; ` +
+              `renderer process peak RSS ${MiB(row.rendererPeakBytes ?? 0)}`
             : `${role} ${n} values, ${workers} worker(s): ${row.seconds.toFixed(1)} s, ${row.hits} hits; ` +
               `peak MiB: page ${MiB(row.peaks.page)}, workers ${row.peaks.workers.map(MiB).join(' / ')}, ` +
               `reported in all ${MiB(row.peaks.total)} (at rest ${MiB(row.rest.total)}); ` +

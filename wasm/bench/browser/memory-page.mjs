@@ -1,7 +1,7 @@
 // The memory of the page and of each pool worker while one party runs its steps, from the
 // browser's own report: performance.measureUserAgentSpecificMemory (the page is served
 // cross-origin isolated, and memory-browser.mjs starts Chromium with ForceEagerMeasureMemory
-// so that each report comes at once).  ?role=server|client&n=N&workers=W
+// so that each report comes at once).  ?role=server|client&n=N&workers=W&fpr=F
 // The measured party is a pool of W workers; the other party is a pool of one worker whose
 // script URL carries "?peer", so that its worker is told apart in the report and left out.
 import { compileModule } from '/js/index.mjs';
@@ -11,6 +11,9 @@ const q = new URLSearchParams(location.search);
 const N = Number(q.get('n'));
 const ROLE = q.get('role');
 const WORKERS = Number(q.get('workers'));
+const FPR = Number(q.get('fpr') || 1e-6);
+let step = 'start'; // the step under way, named in a failure
+const lastPeaks = { page: 0, total: 0, workers: [] }; // reported with a failure too
 const base = new URL('/wasm/', location.href).href;
 const load = { jsUrl: `${base}shardpsi.mjs`, wasmUrl: `${base}shardpsi.wasm` };
 const PEER_URL = new URL('/js/pool-worker.mjs?peer', location.href);
@@ -57,16 +60,20 @@ async function main() {
   const module = await compileModule({ wasmUrl: load.wasmUrl });
   const serverIn = Array.from({ length: N }, (_, i) => `user-${i}@example.org`);
   const clientIn = Array.from({ length: N }, (_, i) => `user-${2 * i}@example.org`);
-  const peaks = { page: 0, total: 0, workers: [] };
+  const peaks = lastPeaks;
   const rest = await report();
   const t0 = performance.now();
   let hits, wasmHeaps; // the measured pool's wasm heaps at its end (a heap only grows)
   if (ROLE === 'server') {
     const server = await createPool({ role: 'server', reveal: true, workers: WORKERS, module, load });
     const peer = await createPool({ role: 'client', reveal: true, workers: 1, module, load, workerUrl: PEER_URL });
-    const setup = await measured(() => server.createSetupMessage(1e-6, N, serverIn), peaks);
+    step = 'the measured setup';
+    const setup = await measured(() => server.createSetupMessage(FPR, N, serverIn), peaks);
+    step = 'the peer\'s request';
     const request = await peer.createRequest(clientIn);
+    step = 'the measured response';
     const response = await measured(() => server.processRequest(request), peaks);
+    step = 'the peer\'s intersection';
     hits = (await peer.getIntersection(setup, response)).length;
     wasmHeaps = (await server.memoryUsage()).wasmHeapBytes;
     await server.close();
@@ -74,9 +81,13 @@ async function main() {
   } else {
     const client = await createPool({ role: 'client', reveal: true, workers: WORKERS, module, load });
     const peer = await createPool({ role: 'server', reveal: true, workers: 1, module, load, workerUrl: PEER_URL });
-    const setup = await peer.createSetupMessage(1e-6, N, serverIn);
+    step = 'the peer\'s setup';
+    const setup = await peer.createSetupMessage(FPR, N, serverIn);
+    step = 'the measured request';
     const request = await measured(() => client.createRequest(clientIn), peaks);
+    step = 'the peer\'s response';
     const response = await peer.processRequest(request);
+    step = 'the measured intersection';
     hits = (await measured(() => client.getIntersection(setup, response), peaks)).length;
     wasmHeaps = (await client.memoryUsage()).wasmHeapBytes;
     await client.close();
@@ -85,5 +96,6 @@ async function main() {
   return { role: ROLE, n: N, workers: WORKERS, hits, seconds: (performance.now() - t0) / 1000, rest, peaks, wasmHeaps };
 }
 
-main().then((r) => { window.__result = r; }, (e) => { window.__result = { error: `${e && e.name}: ${e && e.message}` }; })
+main().then((r) => { window.__result = r; },
+  (e) => { window.__result = { step, peaks: lastPeaks, error: `${e && e.name}: ${e && e.message}` }; })
   .finally(() => { window.__done = true; });
