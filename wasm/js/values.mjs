@@ -47,8 +47,7 @@ export function packValues(values, what = 'input') {
   if (values && values.data instanceof Uint8Array && values.offsets instanceof Uint32Array) return values;
   if (!Array.isArray(values)) throw new TypeError(`${what}s must be an array of strings`);
   const n = values.length;
-  let size = 0; // the bytes if every string is ASCII (exact then), and the most they can take
-  let most = 0;
+  let bound = 0;
   for (let i = 0; i < n; i++) {
     const v = values[i];
     if (typeof v === 'string') {
@@ -56,34 +55,20 @@ export function packValues(values, what = 'input') {
         throw invalidArg(`${what} ${i} holds a lone surrogate (not well-formed UTF-16), so it has no ` +
           'UTF-8 encoding');
       }
-      size += v.length;
-      most += v.length * 3;
+      bound += v.length * 3;
     } else if (v instanceof Uint8Array) {
-      size += v.length;
-      most += v.length;
+      bound += v.length;
     } else {
       throw new TypeError(`${what} ${i} is not a string or a Uint8Array`);
     }
   }
-  // The ASCII size first: the buffer is then the data's own size, as a large set's is (a
-  // worker pool moves it whole).  The first string that does not fit grows it once to the
-  // most the rest can take.
-  let data = new Uint8Array(size);
+  const data = new Uint8Array(bound);
   const offsets = new Uint32Array(n + 1);
-  let at = 0, left = most; // left: the most values i.. can take
+  let at = 0;
   for (let i = 0; i < n; i++) {
     const v = values[i];
-    if (typeof v === 'string') {
-      let r = encoder.encodeInto(v, data.subarray(at));
-      if (r.read < v.length) {
-        const grown = new Uint8Array(at + left);
-        grown.set(data.subarray(0, at));
-        data = grown;
-        r = encoder.encodeInto(v, data.subarray(at));
-      }
-      at += r.written;
-      left -= v.length * 3;
-    } else { data.set(v, at); at += v.length; left -= v.length; }
+    if (typeof v === 'string') at += encoder.encodeInto(v, data.subarray(at)).written;
+    else { data.set(v, at); at += v.length; }
     offsets[i + 1] = at;
   }
   return { data: data.subarray(0, at), offsets };
