@@ -11,7 +11,7 @@
 // Defaults: --values 10000,100000 --workers 1,2,4 --roles server,client --fpr 1e-6.  The setup
 // is a GCS of false-positive rate F for as many client values as the server holds: its hash
 // range, n * n / F, must stay below 2^63 (PROTOCOL.md §7.2), so at 1e-6 a set is at most
-// 3,036,000 values; past that, a larger F (1e-5: 9,600,000).
+// 3,037,000 values; past that, a larger F (1e-5: 9,603,000).
 // Env: SHARDPSI_WASM_DIR (default build-wasm/wasm), CHROMIUM (default /usr/bin/chromium),
 //      SHARDPSI_MEMORY_TIMEOUT_S (a configuration's limit, default 3600).
 import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs';
