@@ -229,9 +229,11 @@ export async function createPool(options = {}) {
         'a smaller set (the pool is still usable)');
     }
   }
-  // The most values a message of these bytes holds: its elements are 33 bytes in the P-256
-  // suites and 32 in ristretto255 (PROTOCOL.md §16), so dividing by 32 never counts short.
-  const elementsIn = (bytes) => Math.ceil(bytes.length / 32);
+  // The most values a message of these bytes holds, as the workers' library bounds it
+  // (psi_message_element_bound): each element takes its tag and length bytes and 33 bytes in
+  // the P-256 suites, 32 in ristretto255 (PROTOCOL.md §16).  Counting more would refuse a
+  // server's answer to a request of the size of the set it was allowed to set up.
+  const elementsIn = (bytes) => Math.floor(bytes.length / (2 + (suiteName === 'ristretto255' ? 32 : 33)));
 
   // Runs op on the lead, after the refusal up front of a call over `values` values (`what`
   // names it).

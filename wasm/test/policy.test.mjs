@@ -143,3 +143,29 @@ test('createPool follows the policy, and refuses a set up front without breaking
     await assert.rejects(r.createSetupMessage(0.001, 10, ['a']), /the setup refused before any work: 1 values on 3 workers/);
   } finally { await r.close(); }
 });
+
+// A message's values are counted as the workers' library bounds them (35 bytes an element in
+// the P-256 suites, 34 in ristretto255): a server allowed to set up n values answers a
+// request of n values, and a request of n + 1 is refused.  Counting 32 bytes an element
+// refused the answer to a request of 3,500,000 values in Chromium.
+test('pool: the largest set a server may set up, it may answer', async () => {
+  const n = 1000;
+  for (const suite of ['openmined-p256', 'ristretto255']) {
+    // a budget of exactly one worker and n values
+    const memoryBytes = 2 * (POLICY.workerBytes + POLICY.valueBytes.server * n);
+    const server = await createPool({ role: 'server', reveal: true, module, workers: 1, memoryBytes, suite });
+    const client = await createPool({ role: 'client', reveal: true, module, workers: 1, suite });
+    try {
+      const values = Array.from({ length: n + 1 }, (_, i) => `v${i}`);
+      await server.createSetupMessage(0.001, n, values.slice(0, n));
+      await assert.rejects(server.createSetupMessage(0.001, n, values), /the setup refused before any work/);
+      const response = await server.processRequest(await client.createRequest(values.slice(0, n)));
+      assert.equal(await client.getIntersectionSize(await server.createSetupMessage(0.001, n, values.slice(0, n)), response), n, suite);
+      await assert.rejects(server.processRequest(await client.createRequest(values)),
+        (e) => e instanceof PoolError && new RegExp(`the response refused before any work: ${n + 1} values`).test(e.message), suite);
+    } finally {
+      await server.close();
+      await client.close();
+    }
+  }
+});
