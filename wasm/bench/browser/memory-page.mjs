@@ -13,7 +13,7 @@ const ROLE = q.get('role');
 const WORKERS = Number(q.get('workers'));
 const FPR = Number(q.get('fpr') || 1e-6);
 let step = 'start'; // the step under way, named in a failure
-const lastPeaks = { page: 0, total: 0, workers: [] }; // reported with a failure too
+const peaks = { page: 0, total: 0, workers: [] }; // the measured steps' peaks, reported with a failure too
 const base = new URL('/wasm/', location.href).href;
 const load = { jsUrl: `${base}shardpsi.mjs`, wasmUrl: `${base}shardpsi.wasm` };
 const PEER_URL = new URL('/js/pool-worker.mjs?peer', location.href);
@@ -60,7 +60,6 @@ async function main() {
   const module = await compileModule({ wasmUrl: load.wasmUrl });
   const serverIn = Array.from({ length: N }, (_, i) => `user-${i}@example.org`);
   const clientIn = Array.from({ length: N }, (_, i) => `user-${2 * i}@example.org`);
-  const peaks = lastPeaks;
   const rest = await report();
   const t0 = performance.now();
   let hits, wasmHeaps; // the measured pool's wasm heaps at its end (a heap only grows)
@@ -97,5 +96,5 @@ async function main() {
 }
 
 main().then((r) => { window.__result = r; },
-  (e) => { window.__result = { step, peaks: lastPeaks, error: `${e && e.name}: ${e && e.message}` }; })
+  (e) => { window.__result = { step, peaks, error: `${e && e.name}: ${e && e.message}` }; })
   .finally(() => { window.__done = true; });
