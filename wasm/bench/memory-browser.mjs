@@ -7,11 +7,14 @@
 // whether the round completed.  Each configuration runs
 // in a fresh browser, so a renderer that fails is one configuration's result.
 //   node wasm/bench/memory-browser.mjs [--values LIST] [--workers LIST] [--roles LIST] [--json]
-//                                 [--fpr F]
+//                                 [--fpr F] [--memory-bytes B]
 // Defaults: --values 10000,100000 --workers 1,2,4 --roles server,client --fpr 1e-6.  The setup
 // is a GCS of false-positive rate F for as many client values as the server holds: its hash
 // range, n * n / F, must stay below 2^63 (PROTOCOL.md §7.2), so at 1e-6 a set is at most
-// 3,037,000 values; past that, a larger F (1e-5: 9,603,000).
+// 3,037,000 values; past that, a larger F (1e-5: 9,603,000).  --memory-bytes: the memory both
+// pools plan for in place of navigator.deviceMemory (the shard policy's budget is half of it;
+// the first worker's 2 GiB wasm heap still bounds), to take a set past the policy's refusal
+// and find where the renderer itself fails.
 // Env: SHARDPSI_WASM_DIR (default build-wasm/wasm), CHROMIUM (default /usr/bin/chromium),
 //      SHARDPSI_MEMORY_TIMEOUT_S (a configuration's limit, default 3600).
 import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs';
@@ -20,7 +23,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer, CHROMIUM_ARGS } from '../test/browser/server.mjs';
 
-const o = { values: '10000,100000', workers: '1,2,4', roles: 'server,client', fpr: '1e-6', json: false };
+const o = { values: '10000,100000', workers: '1,2,4', roles: 'server,client', fpr: '1e-6', memoryBytes: null, json: false };
 const argv = process.argv.slice(2);
 const LIST = /^[1-9][0-9]*(,[1-9][0-9]*)*$/;
 for (let i = 0; i < argv.length; i++) {
@@ -28,8 +31,9 @@ for (let i = 0; i < argv.length; i++) {
   if (a === '--json') o.json = true;
   else if ((a === '--values' || a === '--workers') && LIST.test(argv[i + 1] ?? '')) o[a.slice(2)] = argv[++i];
   else if (a === '--fpr' && Number(argv[i + 1]) > 0 && Number(argv[i + 1]) < 1) o.fpr = argv[++i];
+  else if (a === '--memory-bytes' && /^[1-9][0-9]{0,15}$/.test(argv[i + 1] ?? '')) o.memoryBytes = argv[++i];
   else if (a === '--roles' && /^(server|client)(,(server|client))*$/.test(argv[i + 1] ?? '')) o.roles = argv[++i];
-  else { console.error(`usage: memory-browser.mjs [--values LIST] [--workers LIST] [--roles server,client] [--fpr F] [--json] (bad argument '${a}')`); process.exit(2); }
+  else { console.error(`usage: memory-browser.mjs [--values LIST] [--workers LIST] [--roles server,client] [--fpr F] [--memory-bytes B] [--json] (bad argument '${a}')`); process.exit(2); }
 }
 const TIMEOUT_MS = Number(process.env.SHARDPSI_MEMORY_TIMEOUT_S || 3600) * 1000;
 const MiB = (b) => (b / 1048576).toFixed(1);
@@ -62,7 +66,7 @@ try {
     for (const n of o.values.split(',').map(Number)) {
       for (const workers of o.workers.split(',').map(Number)) {
         const profile = mkdtempSync(path.join(tmpdir(), 'shardpsi-memory-'));
-        let ctx, row = { role, n, workers, fpr: Number(o.fpr) };
+        let ctx, row = { role, n, workers, fpr: Number(o.fpr), ...(o.memoryBytes ? { memoryBytes: Number(o.memoryBytes) } : {}) };
         try {
           ctx = await chromium.launchPersistentContext(profile, {
             executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
@@ -70,7 +74,7 @@ try {
           const page = ctx.pages()[0] || await ctx.newPage();
           let crashed = false;
           page.on('crash', () => { crashed = true; });
-          await page.goto(`${server.url}bench/memory?role=${role}&n=${n}&workers=${workers}&fpr=${o.fpr}`);
+          await page.goto(`${server.url}bench/memory?role=${role}&n=${n}&workers=${workers}&fpr=${o.fpr}${o.memoryBytes ? `&memory=${o.memoryBytes}` : ''}`);
           // Read every second of the run (a reset VmHWM, a renderer that crashes).
           let peak = 0;
           const sample = () => { peak = Math.max(peak, ...rendererPeaks(profile)); };
