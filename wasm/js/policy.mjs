@@ -9,13 +9,17 @@
 // Each bound and why it is there (wasm/README.md, "How many workers"):
 // - cores: a worker per core, at most POLICY.maxWorkers (4): past the cores a worker only
 //   takes turns with another, and the pool measured no gain from 2 to 4 workers on 2 cores.
-// - memory: every worker costs POLICY.workerBytes at rest (its wasm heap, the module
-//   instance and a JavaScript isolate), and the first worker holds the whole messages of a
-//   step; the renderer grows by POLICY.valueBytes[role] a value of the set at its peak.
-//   Where the browser reports the device's memory (navigator.deviceMemory; Node:
-//   MemAvailable or os.freemem()), the pool takes at most POLICY.memoryShare of it: workers
-//   are dropped until the estimate fits, and a set whose estimate does not fit even on one
-//   worker is refused before any work (PoolError).
+// - memory: two bounds, each from what Chromium measured (wasm/README.md).  The renderer:
+//   every worker costs POLICY.workerBytes at rest (its wasm heap, the module instance and a
+//   JavaScript isolate), and the renderer grows by POLICY.valueBytes[role] a value of the set
+//   at its peak.  Where the browser reports the device's memory (navigator.deviceMemory;
+//   Node: MemAvailable or os.freemem()), the pool takes at most POLICY.memoryShare of it;
+//   where it reports nothing (Firefox, Safari), it plans for POLICY.assumedMemoryBytes, the
+//   most Chromium ever reports, and a page that knows better passes memoryBytes.  Workers
+//   are dropped until the estimate fits.  The first worker's wasm heap: it holds the whole
+//   messages of a step, POLICY.heapValueBytes[role] a value over its initial
+//   POLICY.heapBaseBytes, and ends at POLICY.heapLimitBytes.  A set that fits neither even on
+//   one worker is refused before any work (PoolError).
 // - platform: one worker on Apple platforms (macOS, and iOS/iPadOS, whose browsers share
 //   WebKit or report themselves as Macs).  A design this pool follows saw full Chrome's
 //   renderer on macOS crash in 3 of 123 sharded runs at 100,000 values, with no crash
@@ -34,13 +38,20 @@ export const POLICY = Object.freeze({
   // A worker: its 16 MiB initial wasm heap, the instance and an isolate, counted whole (in
   // Chromium a worker added 2 to 18 MiB to the renderer's peak: wasm/README.md).
   workerBytes: 32 * MiB,
-  // The renderer's peak per value of the party's set, both sides' data in the page included:
-  // on one worker 161-164 MiB at 10,000 values, 201-203 MiB at 100,000 and 707 MiB at
-  // 1,000,000 (a server; about 590 bytes a value from 100,000 on: wasm/README.md).
-  valueBytes: Object.freeze({ server: 600, client: 600 }),
-  // The share of the reported memory the pool may plan for.
+  // The renderer's growth a value of the party's set at its peak, both sides' data in the
+  // page included, read every second of a round: the server on 2 workers peaked at
+  // 2,632 MiB with 3,500,000 values, 739 bytes a value over the 166 MiB of a small set.
+  valueBytes: Object.freeze({ server: 768, client: 768 }),
+  // The first worker's wasm heap: 16 MiB at start, and a value of the set adds at most
+  // heapValueBytes (the server's heap ended at 551.5 MiB with 3,500,000 values, 161 bytes a
+  // value, the heap's growth steps included).
+  heapBaseBytes: 16 * MiB,
+  heapValueBytes: Object.freeze({ server: 192, client: 192 }),
+  // The share of the memory the pool may plan for, and what it plans for where the browser
+  // reports none (8 GiB: navigator.deviceMemory reports at most 8).
   memoryShare: 0.5,
-  // A wasm32 heap ends at 2 GiB (emscripten's default maximum): the first worker's share.
+  assumedMemoryBytes: 8 * GiB,
+  // A wasm32 heap ends at 2 GiB (emscripten's default maximum).
   heapLimitBytes: 2 * GiB,
 });
 
@@ -81,9 +92,11 @@ function checkCount(v, name, max) {
   }
 }
 
-// The policy's choice with its reasons: { workers, cores, memoryBytes (null: not reported),
-// budgetBytes, estimateBytes (of the chosen count), fits (false: even one worker exceeds the
-// budget or the wasm heap: the pool refuses the set), reasons: [strings] }.
+// The policy's choice with its reasons: { workers, cores, memoryBytes (what it planned
+// for), memoryReported (false: nothing was reported, POLICY.assumedMemoryBytes), budgetBytes,
+// estimateBytes and heapBytes (of the chosen count: the renderer's and the first worker's
+// wasm heap), fits (false: even one worker exceeds the budget or the wasm heap: the pool
+// refuses the set), reasons: [strings] }.
 // Options: role ('server' | 'client'), values (the set the party will hold; 0 if unknown),
 // cores, memoryBytes and navigator (default: the environment's), maxWorkers (POLICY's),
 // platformCheck (true).
@@ -106,35 +119,38 @@ export function workerPlan(options = {}) {
     n = 1;
     reasons.push('one worker on Apple platforms (a sharded renderer crashed on macOS Chrome)');
   }
-  const budgetBytes = memoryBytes === null ? null : Math.floor(memoryBytes * POLICY.memoryShare);
-  if (budgetBytes !== null) {
-    const before = n;
-    while (n > 1 && !memoryFit({ role, values, workers: n, memoryBytes }).fits) n--;
-    if (n < before) reasons.push(`${n} worker${n === 1 ? '' : 's'} fit the memory budget of ${Math.round(budgetBytes / MiB)} MiB`);
-  }
+  const before = n;
+  while (n > 1 && !memoryFit({ role, values, workers: n, memoryBytes }).fits) n--;
   const fit = memoryFit({ role, values, workers: n, memoryBytes });
+  if (n < before && fit.fits) reasons.push(`${n} worker${n === 1 ? '' : 's'} fit the memory budget of ${Math.round(fit.budgetBytes / MiB)} MiB`);
   if (!fit.fits) reasons.push(fit.reason);
-  return { workers: n, cores, memoryBytes, budgetBytes, estimateBytes: fit.estimateBytes, fits: fit.fits, reasons };
+  return { workers: n, cores, memoryBytes: fit.memoryBytes, memoryReported: fit.memoryReported,
+    budgetBytes: fit.budgetBytes, estimateBytes: fit.estimateBytes, heapBytes: fit.heapBytes, fits: fit.fits, reasons };
 }
 
-// Whether `workers` workers of a party holding `values` fit: { fits, estimateBytes,
-// budgetBytes (null: memoryBytes not reported, only the wasm heap bounds), reason (when not) }.
+// Whether `workers` workers of a party holding `values` fit: { fits, estimateBytes (the
+// renderer's growth), heapBytes (the first worker's wasm heap), memoryBytes (planned for),
+// memoryReported (false: memoryBytes was null, the assumed figure was used), budgetBytes,
+// reason (when not) }.
 export function memoryFit({ role, values, workers, memoryBytes = null }) {
-  const held = POLICY.valueBytes[role] * values;
-  const estimateBytes = workers * POLICY.workerBytes + held;
-  const leadBytes = POLICY.workerBytes + held;
-  const budgetBytes = memoryBytes === null ? null : Math.floor(memoryBytes * POLICY.memoryShare);
-  if (leadBytes > POLICY.heapLimitBytes) {
-    return { fits: false, estimateBytes, budgetBytes, reason: `${values} values need about ` +
-      `${Math.round(leadBytes / MiB)} MiB in the first worker, past its 2 GiB wasm heap` };
+  const memoryReported = memoryBytes !== null;
+  const planned = memoryReported ? memoryBytes : POLICY.assumedMemoryBytes;
+  const estimateBytes = workers * POLICY.workerBytes + POLICY.valueBytes[role] * values;
+  const heapBytes = POLICY.heapBaseBytes + POLICY.heapValueBytes[role] * values;
+  const budgetBytes = Math.floor(planned * POLICY.memoryShare);
+  const r = { fits: false, estimateBytes, heapBytes, memoryBytes: planned, memoryReported, budgetBytes, reason: null };
+  if (heapBytes > POLICY.heapLimitBytes) {
+    r.reason = `${values} values need about ${Math.round(heapBytes / MiB)} MiB in the first ` +
+      "worker's wasm heap, past its 2 GiB";
+  } else if (estimateBytes > budgetBytes) {
+    r.reason = `${values} values on ${workers} worker${workers === 1 ? '' : 's'} need about ` +
+      `${Math.round(estimateBytes / MiB)} MiB, past the budget of ${Math.round(budgetBytes / MiB)} MiB ` +
+      `(${POLICY.memoryShare * 100}% of the ${Math.round(planned / MiB)} MiB ` +
+      `${memoryReported ? 'reported' : 'assumed where the browser reports none'})`;
+  } else {
+    r.fits = true;
   }
-  if (budgetBytes !== null && estimateBytes > budgetBytes) {
-    return { fits: false, estimateBytes, budgetBytes, reason: `${values} values on ${workers} ` +
-      `worker${workers === 1 ? '' : 's'} need about ${Math.round(estimateBytes / MiB)} MiB, past ` +
-      `the budget of ${Math.round(budgetBytes / MiB)} MiB (${POLICY.memoryShare * 100}% of the ` +
-      `${Math.round(memoryBytes / MiB)} MiB reported)` };
-  }
-  return { fits: true, estimateBytes, budgetBytes, reason: null };
+  return r;
 }
 
 // The number of workers the policy chooses (workerPlan(options).workers).

@@ -39,7 +39,8 @@ export interface WorkerPlanOptions {
   values?: number;
   /** Default: navigator.hardwareConcurrency, else 1. */
   cores?: number;
-  /** Default: navigator.deviceMemory in bytes, else not reported (no memory bound). */
+  /** Default: navigator.deviceMemory in bytes; where nothing is reported (null), the policy
+   *  plans for POLICY.assumedMemoryBytes (8 GiB, the most Chromium reports). */
   memoryBytes?: number | null;
   /** Default: globalThis.navigator. */
   navigator?: PlatformReports;
@@ -52,9 +53,16 @@ export interface WorkerPlanOptions {
 export interface WorkerPlan {
   readonly workers: number;
   readonly cores: number;
-  readonly memoryBytes: number | null;
-  readonly budgetBytes: number | null;
+  /** The memory planned for: the report, or POLICY.assumedMemoryBytes. */
+  readonly memoryBytes: number;
+  /** false: the environment reported no memory and the assumed figure was planned for. */
+  readonly memoryReported: boolean;
+  /** memoryShare of memoryBytes. */
+  readonly budgetBytes: number;
+  /** The renderer's growth for the chosen count. */
   readonly estimateBytes: number;
+  /** The first worker's wasm heap. */
+  readonly heapBytes: number;
   /** false: even one worker exceeds the budget or the first worker's wasm heap. */
   readonly fits: boolean;
   readonly reasons: readonly string[];
@@ -63,7 +71,10 @@ export interface WorkerPlan {
 export interface MemoryFit {
   readonly fits: boolean;
   readonly estimateBytes: number;
-  readonly budgetBytes: number | null;
+  readonly heapBytes: number;
+  readonly memoryBytes: number;
+  readonly memoryReported: boolean;
+  readonly budgetBytes: number;
   readonly reason: string | null;
 }
 
@@ -79,8 +90,14 @@ export declare function isApplePlatform(nav?: PlatformReports): boolean;
 export declare const POLICY: {
   readonly maxWorkers: number;
   readonly workerBytes: number;
+  /** The renderer's growth a value of the set. */
   readonly valueBytes: { readonly server: number; readonly client: number };
+  /** The first worker's wasm heap: at start, and a value of the set. */
+  readonly heapBaseBytes: number;
+  readonly heapValueBytes: { readonly server: number; readonly client: number };
   readonly memoryShare: number;
+  /** Planned for where the environment reports no memory. */
+  readonly assumedMemoryBytes: number;
   readonly heapLimitBytes: number;
 };
 
@@ -102,8 +119,8 @@ export interface PoolOptions {
   /** The set size the party will hold, for the policy's memory bound; default 0 (unknown). */
   values?: number;
   /** The memory to plan for, in bytes; default the environment's report
-   *  (navigator.deviceMemory; Node: MemAvailable or os.freemem()), none where it reports
-   *  nothing.  Each call
+   *  (navigator.deviceMemory; Node: MemAvailable or os.freemem()), POLICY.assumedMemoryBytes
+   *  where it reports nothing.  Each call
    *  whose estimate exceeds the pool's share of it is refused with a PoolError before any
    *  work. */
   memoryBytes?: number;

@@ -93,11 +93,23 @@ test('memory: workers dropped to fit, a set refused when even one does not', () 
   assert.equal(none.workers, 1);
   assert.equal(none.fits, false);
   assert.match(none.reasons.at(-1), /1000000 values on 1 worker need about \d+ MiB, past the budget of 32 MiB/);
-  // Nothing reported: no memory bound, but the first worker's 2 GiB wasm heap still bounds.
-  assert.equal(workerPlan({ ...base, memoryBytes: null, values: 1e6 }).fits, true);
-  const huge = workerPlan({ ...base, memoryBytes: null, values: 2e7 });
-  assert.equal(huge.fits, false);
-  assert.match(huge.reasons.at(-1), /past its 2 GiB wasm heap/);
+  // Nothing reported: the policy plans for the most Chromium reports (8 GiB), and says so.
+  const assumed = workerPlan({ ...base, memoryBytes: null, values: 1e6 });
+  assert.deepEqual([assumed.fits, assumed.memoryReported, assumed.memoryBytes, assumed.budgetBytes],
+    [true, false, POLICY.assumedMemoryBytes, POLICY.assumedMemoryBytes / 2]);
+  const most = (workers) => Math.floor((POLICY.assumedMemoryBytes / 2 - workers * POLICY.workerBytes) / POLICY.valueBytes.server);
+  assert.equal(memoryFit({ role: 'server', values: most(2), workers: 2 }).fits, true);
+  const past = memoryFit({ role: 'server', values: most(2) + 1, workers: 2 });
+  assert.equal(past.fits, false);
+  assert.match(past.reason, /past the budget of 4096 MiB \(50% of the 8192 MiB assumed where the browser reports none\)/);
+  // The first worker's wasm heap bounds whatever the memory: 16 MiB and heapValueBytes a value.
+  const huge = 2 ** 50;
+  const heapMost = Math.floor((POLICY.heapLimitBytes - POLICY.heapBaseBytes) / POLICY.heapValueBytes.client);
+  assert.equal(memoryFit({ role: 'client', values: heapMost, workers: 1, memoryBytes: huge }).fits, true);
+  const over = workerPlan({ ...base, memoryBytes: huge, values: heapMost + 1 });
+  assert.deepEqual([over.fits, over.workers], [false, 1]);
+  assert.match(over.reasons.at(-1), new RegExp(`^${heapMost + 1} values need about 2048 MiB in the first worker's wasm heap, past its 2 GiB$`));
+  assert.ok(!over.reasons.some((r) => r.includes('fit the memory budget')), 'a refused plan does not say it fits');
   // navigator.deviceMemory is read in GiB.
   assert.equal(workerPlan({ role: 'server', navigator: { hardwareConcurrency: 8, deviceMemory: 0.25 } }).budgetBytes, 128 * MiB);
   assert.equal(memoryFit({ role: 'server', values: 0, workers: 2, memoryBytes: 128 * MiB }).fits, true);

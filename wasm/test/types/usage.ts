@@ -3,7 +3,7 @@
 // exports map (every entry).  Each @ts-expect-error line must be an error.
 import createPSI, { PsiError, suites, type PSILibrary, type AssociationTable, type SuiteName,
   type IntersectionWithPayloads } from 'shardpsi';
-import { createPool, PoolError, recommendedWorkers, workerPlan, type ServerPool, type ClientPool, type WorkerPlan } from 'shardpsi/pool';
+import { createPool, PoolError, recommendedWorkers, workerPlan, POLICY, type ServerPool, type ClientPool, type WorkerPlan } from 'shardpsi/pool';
 
 export async function single(): Promise<number> {
   const psi: PSILibrary = await createPSI();
@@ -134,10 +134,15 @@ export async function policy(): Promise<number> {
   const n: number = recommendedWorkers({ role: 'client', values: 1e5 });
   const plan: WorkerPlan = workerPlan({ role: 'server', navigator: { userAgent: 'x', hardwareConcurrency: 8 } });
   const reasons: readonly string[] = plan.reasons;
+  // the memory planned for is always a number; whether it was reported is a flag
+  const planned: number = plan.memoryBytes + plan.budgetBytes + plan.heapBytes + POLICY.heapValueBytes.server;
+  const reported: boolean = plan.memoryReported;
+  // @ts-expect-error: the plan is read-only
+  plan.memoryBytes = 0;
   const p = await createPool({ role: 'client', values: 1e5, memoryBytes: 2 ** 30 });
   const chosen: number = p.plan.workers;
   // @ts-expect-error: a role is required
   void workerPlan({ values: 3 });
   await p.close();
-  return n + chosen + reasons.length;
+  return n + chosen + reasons.length + (reported ? planned : 0);
 }
