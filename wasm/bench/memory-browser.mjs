@@ -11,10 +11,11 @@
 // Defaults: --values 10000,100000 --workers 1,2,4 --roles server,client --fpr 1e-6.  The setup
 // is a GCS of false-positive rate F for as many client values as the server holds: its hash
 // range, n * n / F, must stay below 2^63 (PROTOCOL.md §7.2), so at 1e-6 a set is at most
-// 3,037,000 values; past that, a larger F (1e-5: 9,603,000).  --memory-bytes: the memory both
-// pools plan for in place of navigator.deviceMemory (the shard policy's budget is half of it;
-// the first worker's 2 GiB wasm heap still bounds), to take a set past the policy's refusal
-// and find where the renderer itself fails.
+// 3,037,000 values; past that, a larger F (1e-5: 9,603,000).  --memory-bytes: the memory the
+// measured pool plans for in place of navigator.deviceMemory (the shard policy's budget is
+// half of it; the first worker's 2 GiB wasm heap still bounds), to take a set past the
+// policy's refusal and find where the renderer itself fails.  The peer plans for unbounded
+// memory: it stands in for a party that runs elsewhere.
 // Env: SHARDPSI_WASM_DIR (default build-wasm/wasm), CHROMIUM (default /usr/bin/chromium),
 //      SHARDPSI_MEMORY_TIMEOUT_S (a configuration's limit, default 3600).
 import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs';

@@ -2,9 +2,11 @@
 // browser's own report: performance.measureUserAgentSpecificMemory (the page is served
 // cross-origin isolated, and memory-browser.mjs starts Chromium with ForceEagerMeasureMemory
 // so that each report comes at once).  ?role=server|client&n=N&workers=W&fpr=F[&memory=B]
-// (memory: the bytes both pools plan for, in place of what the browser reports).
+// (memory: the bytes the measured pool plans for, in place of what the browser reports).
 // The measured party is a pool of W workers; the other party is a pool of one worker whose
 // script URL carries "?peer", so that its worker is told apart in the report and left out.
+// The peer stands in for a party that runs elsewhere: it plans for unbounded memory (its
+// wasm heap's bound stays), so that the policy refuses only what the measured party would.
 import { compileModule } from '/js/index.mjs';
 import { createPool } from '/js/pool.mjs';
 
@@ -14,6 +16,7 @@ const ROLE = q.get('role');
 const WORKERS = Number(q.get('workers'));
 const FPR = Number(q.get('fpr') || 1e-6);
 const MEMORY = q.has('memory') ? { memoryBytes: Number(q.get('memory')) } : {};
+const PEER_MEMORY = { memoryBytes: 2 ** 50 };
 let step = 'start'; // the step under way, named in a failure
 const peaks = { page: 0, total: 0, workers: [] }; // the measured steps' peaks, reported with a failure too
 const base = new URL('/wasm/', location.href).href;
@@ -67,7 +70,7 @@ async function main() {
   let hits, wasmHeaps; // the measured pool's wasm heaps at its end (a heap only grows)
   if (ROLE === 'server') {
     const server = await createPool({ role: 'server', reveal: true, workers: WORKERS, module, load, ...MEMORY });
-    const peer = await createPool({ role: 'client', reveal: true, workers: 1, module, load, workerUrl: PEER_URL, ...MEMORY });
+    const peer = await createPool({ role: 'client', reveal: true, workers: 1, module, load, workerUrl: PEER_URL, ...PEER_MEMORY });
     step = 'the measured setup';
     const setup = await measured(() => server.createSetupMessage(FPR, N, serverIn), peaks);
     step = 'the peer\'s request';
@@ -81,7 +84,7 @@ async function main() {
     await peer.close();
   } else {
     const client = await createPool({ role: 'client', reveal: true, workers: WORKERS, module, load, ...MEMORY });
-    const peer = await createPool({ role: 'server', reveal: true, workers: 1, module, load, workerUrl: PEER_URL, ...MEMORY });
+    const peer = await createPool({ role: 'server', reveal: true, workers: 1, module, load, workerUrl: PEER_URL, ...PEER_MEMORY });
     step = 'the peer\'s setup';
     const setup = await peer.createSetupMessage(FPR, N, serverIn);
     step = 'the measured request';
