@@ -121,8 +121,8 @@ export function workerPlan(options = {}) {
     reasons.push('one worker on Apple platforms (a sharded renderer crashed on macOS Chrome)');
   }
   const before = n;
-  while (n > 1 && !memoryFit({ role, values, workers: n, memoryBytes }).fits) n--;
-  const fit = memoryFit({ role, values, workers: n, memoryBytes });
+  let fit = memoryFit({ role, values, workers: n, memoryBytes });
+  while (n > 1 && !fit.fits) fit = memoryFit({ role, values, workers: --n, memoryBytes });
   if (n < before && fit.fits) reasons.push(`${n} worker${n === 1 ? '' : 's'} fit the memory budget of ${Math.round(fit.budgetBytes / MiB)} MiB`);
   if (!fit.fits) reasons.push(fit.reason);
   return { workers: n, cores, memoryBytes: fit.memoryBytes, memoryReported: fit.memoryReported,
