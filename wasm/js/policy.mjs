@@ -72,14 +72,16 @@ export function isApplePlatform(nav = globalThis.navigator) {
   return reports.some((s) => APPLE.test(s));
 }
 
-function detectCores(nav) {
+// The cores and the device memory (bytes; null: not reported) a navigator reports;
+// pool-env.mjs reads the page's with these too.
+export function detectCores(nav) {
   if (nav !== null && typeof nav === 'object' && Number.isInteger(nav.hardwareConcurrency) && nav.hardwareConcurrency > 0) {
     return nav.hardwareConcurrency;
   }
   return 1;
 }
 
-function detectMemory(nav) {
+export function detectMemory(nav) {
   if (nav !== null && typeof nav === 'object' && typeof nav.deviceMemory === 'number' && nav.deviceMemory > 0) {
     return nav.deviceMemory * GiB;
   }

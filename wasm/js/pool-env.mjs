@@ -4,6 +4,7 @@
 // reachable from a browser build).
 
 import { isNode, nodeEnv } from './module.mjs';
+import { detectCores, detectMemory } from './policy.mjs';
 
 export { isNode };
 
@@ -77,8 +78,5 @@ export async function environmentFacts() {
     return { cores: env.cpuCount(), memoryBytes: env.freeMemory(), navigator: undefined };
   }
   const nav = typeof navigator === 'object' && navigator ? navigator : undefined;
-  const cores = nav && Number.isInteger(nav.hardwareConcurrency) ? nav.hardwareConcurrency : 1;
-  const memoryBytes = nav && typeof nav.deviceMemory === 'number' && nav.deviceMemory > 0
-    ? nav.deviceMemory * 1024 * 1024 * 1024 : null;
-  return { cores, memoryBytes, navigator: nav };
+  return { cores: detectCores(nav), memoryBytes: detectMemory(nav), navigator: nav };
 }
