@@ -124,7 +124,9 @@ export function workerPlan(options = {}) {
   }
   const before = n;
   let fit = memoryFit({ role, values, workers: n, memoryBytes });
-  while (n > 1 && !fit.fits) fit = memoryFit({ role, values, workers: --n, memoryBytes });
+  // Only the renderer's bound counts workers: the first worker's heap holds as much at any
+  // count, so a set past it keeps the count and is refused.
+  while (n > 1 && fit.bound === 'renderer') fit = memoryFit({ role, values, workers: --n, memoryBytes });
   if (n < before && fit.fits) reasons.push(`${n} worker${n === 1 ? '' : 's'} fit the memory budget of ${Math.round(fit.budgetBytes / MiB)} MiB`);
   if (!fit.fits) reasons.push(fit.reason);
   return { workers: n, cores, memoryBytes: fit.memoryBytes, memoryReported: fit.memoryReported,
@@ -134,18 +136,22 @@ export function workerPlan(options = {}) {
 // Whether `workers` workers of a party holding `values` fit: { fits, estimateBytes (the
 // renderer's growth), heapBytes (the first worker's wasm heap), memoryBytes (planned for),
 // memoryReported (false: memoryBytes was null, the assumed figure was used), budgetBytes,
-// reason (when not) }.
+// bound and reason (when not: 'heap', the first worker's wasm heap, which fewer workers do
+// not shrink, or 'renderer', the budget) }.
 export function memoryFit({ role, values, workers, memoryBytes = null }) {
   const memoryReported = memoryBytes !== null;
   const planned = memoryReported ? memoryBytes : POLICY.assumedMemoryBytes;
   const estimateBytes = workers * POLICY.workerBytes + POLICY.valueBytes[role] * values;
   const heapBytes = POLICY.heapBaseBytes + POLICY.heapValueBytes[role] * values;
   const budgetBytes = Math.floor(planned * POLICY.memoryShare);
-  const r = { fits: false, estimateBytes, heapBytes, memoryBytes: planned, memoryReported, budgetBytes, reason: null };
+  const r = { fits: false, estimateBytes, heapBytes, memoryBytes: planned, memoryReported, budgetBytes,
+    bound: null, reason: null };
   if (heapBytes > POLICY.heapLimitBytes) {
+    r.bound = 'heap';
     r.reason = `${values} values need about ${Math.round(heapBytes / MiB)} MiB in the first ` +
       "worker's wasm heap, past its 2 GiB";
   } else if (estimateBytes > budgetBytes) {
+    r.bound = 'renderer';
     r.reason = `${values} values on ${workers} worker${workers === 1 ? '' : 's'} need about ` +
       `${Math.round(estimateBytes / MiB)} MiB, past the budget of ${Math.round(budgetBytes / MiB)} MiB ` +
       `(${POLICY.memoryShare * 100}% of the ${Math.round(planned / MiB)} MiB ` +

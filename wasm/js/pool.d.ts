@@ -75,6 +75,8 @@ export interface MemoryFit {
   readonly memoryBytes: number;
   readonly memoryReported: boolean;
   readonly budgetBytes: number;
+  /** Which bound failed: 'heap' (the first worker's wasm heap, whatever the count) or 'renderer' (the budget). */
+  readonly bound: 'heap' | 'renderer' | null;
   readonly reason: string | null;
 }
 

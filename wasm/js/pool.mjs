@@ -225,8 +225,9 @@ export async function createPool(options = {}) {
   function fitOrRefuse(values, what) {
     const f = memoryFit({ role: options.role, values, workers: n, memoryBytes });
     if (!f.fits) {
-      throw new PoolError(`${what} refused before any work: ${f.reason}; use fewer workers or ` +
-        'a smaller set (the pool is still usable)');
+      const remedy = f.bound === 'heap' ? 'a smaller set; fewer workers do not help, as the first ' +
+        'worker holds the whole messages at any count' : 'fewer workers or a smaller set';
+      throw new PoolError(`${what} refused before any work: ${f.reason}; use ${remedy} (the pool is still usable)`);
     }
   }
   // The most values a message of these bytes holds, as the workers' library bounds it

@@ -100,14 +100,16 @@ test('memory: workers dropped to fit, a set refused when even one does not', () 
   const most = (workers) => Math.floor((POLICY.assumedMemoryBytes / 2 - workers * POLICY.workerBytes) / POLICY.valueBytes.server);
   assert.equal(memoryFit({ role: 'server', values: most(2), workers: 2 }).fits, true);
   const past = memoryFit({ role: 'server', values: most(2) + 1, workers: 2 });
-  assert.equal(past.fits, false);
+  assert.deepEqual([past.fits, past.bound], [false, 'renderer']);
   assert.match(past.reason, /past the budget of 4096 MiB \(50% of the 8192 MiB assumed where the browser reports none\)/);
   // The first worker's wasm heap bounds whatever the memory: 16 MiB and heapValueBytes a value.
   const huge = 2 ** 50;
   const heapMost = Math.floor((POLICY.heapLimitBytes - POLICY.heapBaseBytes) / POLICY.heapValueBytes.client);
   assert.equal(memoryFit({ role: 'client', values: heapMost, workers: 1, memoryBytes: huge }).fits, true);
+  // Fewer workers do not shrink the first one's heap: the plan keeps its count and refuses.
   const over = workerPlan({ ...base, memoryBytes: huge, values: heapMost + 1 });
-  assert.deepEqual([over.fits, over.workers], [false, 1]);
+  assert.deepEqual([over.fits, over.workers], [false, POLICY.maxWorkers]);
+  assert.equal(memoryFit({ role: 'client', values: heapMost + 1, workers: 1, memoryBytes: huge }).bound, 'heap');
   assert.match(over.reasons.at(-1), new RegExp(`^${heapMost + 1} values need about 2048 MiB in the first worker's wasm heap, past its 2 GiB$`));
   assert.ok(!over.reasons.some((r) => r.includes('fit the memory budget')), 'a refused plan does not say it fits');
   // navigator.deviceMemory is read in GiB.
@@ -152,8 +154,19 @@ test('createPool follows the policy, and refuses a set up front without breaking
   try {
     assert.equal(r.workers, 3);
     assert.equal(r.plan.workers, 1);
-    await assert.rejects(r.createSetupMessage(0.001, 10, ['a']), /the setup refused before any work: 1 values on 3 workers/);
+    await assert.rejects(r.createSetupMessage(0.001, 10, ['a']),
+      /the setup refused before any work: 1 values on 3 workers.*; use fewer workers or a smaller set \(the pool/);
   } finally { await r.close(); }
+  // Past the first worker's heap, fewer workers would not help, and the refusal does not
+  // suggest them (a request of that many elements, counted from its bytes before any work).
+  const heapMost = Math.floor((POLICY.heapLimitBytes - POLICY.heapBaseBytes) / POLICY.heapValueBytes.server);
+  const h = await createPool({ role: 'server', reveal: true, module, workers: 2, memoryBytes: 2 ** 50 });
+  try {
+    await assert.rejects(h.processRequest(new Uint8Array(35 * (heapMost + 1))), (e) => e instanceof PoolError &&
+      e.message.endsWith(`the response refused before any work: ${heapMost + 1} values need about 2048 MiB in ` +
+        "the first worker's wasm heap, past its 2 GiB; use a smaller set; fewer workers do not help, as the " +
+        'first worker holds the whole messages at any count (the pool is still usable)'));
+  } finally { await h.close(); }
 });
 
 // A message's values are counted as the workers' library bounds them (35 bytes an element in
