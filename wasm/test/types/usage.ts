@@ -3,7 +3,7 @@
 // exports map (every entry).  Each @ts-expect-error line must be an error.
 import createPSI, { PsiError, suites, type PSILibrary, type AssociationTable, type SuiteName,
   type IntersectionWithPayloads } from 'shardpsi';
-import { createPool, PoolError, recommendedWorkers, workerPlan, POLICY, type ServerPool, type ClientPool, type WorkerPlan } from 'shardpsi/pool';
+import { createPool, PoolError, recommendedWorkers, workerPlan, memoryFit, POLICY, type ServerPool, type ClientPool, type WorkerPlan } from 'shardpsi/pool';
 
 export async function single(): Promise<number> {
   const psi: PSILibrary = await createPSI();
@@ -137,6 +137,8 @@ export async function policy(): Promise<number> {
   // the memory planned for is always a number; whether it was reported is a flag
   const planned: number = plan.memoryBytes + plan.budgetBytes + plan.heapBytes + POLICY.heapValueBytes.server;
   const reported: boolean = plan.memoryReported;
+  // which bound refused a set: the heap's or the renderer's
+  const bound: 'heap' | 'renderer' | null = memoryFit({ role: 'server', values: 1e8, workers: 1 }).bound;
   // @ts-expect-error: the plan is read-only
   plan.memoryBytes = 0;
   const p = await createPool({ role: 'client', values: 1e5, memoryBytes: 2 ** 30 });
