@@ -249,16 +249,14 @@ void psi_app_payload_open_error(char *err, size_t err_len, const char *source, i
                  psi_strerror(rc), psi_error_name(rc) ? psi_error_name(rc) : "?");
 }
 
-int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int header,
-                         const uint8_t *picked, const size_t *idx, size_t k, uint64_t base,
-                         size_t *written, int *code, char *err, size_t err_len)
+int psi_app_payload_join_open(const psi_app_join *j, const uint8_t *picked, const size_t *idx,
+                              size_t k, uint64_t base, uint8_t **pays, size_t **lens, int *code,
+                              char *err, size_t err_len)
 {
-    uint8_t *pays = NULL;
-    size_t *lens = NULL;
     psi_error_detail d;
     char why[512] = "";
     const char *source = j->source;
-    int rc = psi_app_payload_open(j->g, j->t, picked, k, &pays, &lens, why, sizeof why);
+    int rc = psi_app_payload_open(j->g, j->t, picked, k, pays, lens, why, sizeof why);
 
     *code = rc;
     if (rc != PSI_OK) {
@@ -269,25 +267,46 @@ int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int hea
         return -1;
     }
     for (size_t i = 0; i < k && j->raw; i++) {
-        if (lens[i] == PSI_PAYLOAD_NONE) {
+        if ((*lens)[i] == PSI_PAYLOAD_NONE) {
             // A raw setup's match is exact: its element is a server value's.
             snprintf(err, err_len, "%s has no payload for row %" PRIu64 ", which the raw setup "
                      "matched: a table of another key or input", source, base + idx[i] + 1);
-            rc = -1;
-            break;
+            psi_app_payload_join_free(j, *pays, *lens, k);
+            *pays = NULL;
+            *lens = NULL;
+            return -1;
         }
     }
-    if (rc == PSI_OK &&
-        psi_app_payload_rows_write(j->f, in, header ? (const uint8_t *)j->head : NULL,
+    return 0;
+}
+
+void psi_app_payload_join_free(const psi_app_join *j, uint8_t *pays, size_t *lens, size_t k)
+{
+    if (pays != NULL)
+        sodium_memzero(pays, k * j->t->pad_len); // the client's results
+    free(pays);
+    free(lens);
+}
+
+int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int header,
+                         const uint8_t *picked, const size_t *idx, size_t k, uint64_t base,
+                         size_t *written, int *code, char *err, size_t err_len)
+{
+    uint8_t *pays = NULL;
+    size_t *lens = NULL;
+    int rc = 0;
+
+    if (psi_app_payload_join_open(j, picked, idx, k, base, &pays, &lens, code, err,
+                                  err_len) != 0)
+        return -1;
+    if (psi_app_payload_rows_write(j->f, in, header ? (const uint8_t *)j->head : NULL,
                                    j->head_len, idx, k, pays, j->t->pad_len, lens,
                                    written) != 0) {
         snprintf(err, err_len, "cannot write the rows");
         rc = -1;
     }
-    sodium_memzero(pays, k * j->t->pad_len);
-    free(pays);
-    free(lens);
-    return rc != PSI_OK ? -1 : 0;
+    psi_app_payload_join_free(j, pays, lens, k);
+    return rc;
 }
 
 int psi_app_payload_rows_write(FILE *f, const psi_app_input *in, const uint8_t *head,

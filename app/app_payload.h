@@ -162,6 +162,19 @@ int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int hea
                          const uint8_t *picked, const size_t *idx, size_t k, uint64_t base,
                          size_t *written, int *code, char *err, size_t err_len);
 
+/** The first half of psi_app_payload_join, for a caller that writes its
+ *  rows itself: the k payloads opened, and a matched row without a record
+ *  refused against a raw setup (kept, PSI_PAYLOAD_NONE, otherwise).
+ *  Returns: 0, or -1 with a message in err and *code as above (*pays and
+ *  *lens NULL).  Out: *pays (k * pad_len bytes), *lens (k lengths): free
+ *  both with psi_app_payload_join_free. */
+int psi_app_payload_join_open(const psi_app_join *j, const uint8_t *picked, const size_t *idx,
+                              size_t k, uint64_t base, uint8_t **pays, size_t **lens, int *code,
+                              char *err, size_t err_len);
+
+/** Wipes and frees what psi_app_payload_join_open gave (NULLs allowed). */
+void psi_app_payload_join_free(const psi_app_join *j, uint8_t *pays, size_t *lens, size_t k);
+
 /** Writes the matched rows idx[0..k) of `in` that have a payload (lens[i] not
  *  PSI_PAYLOAD_NONE), each followed by its payload (psi_app_payload_write),
  *  after, for a CSV input and head not NULL, a header line: the input's

@@ -13,8 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sodium.h>
-
 #include "app_util.h"
 #include "mpi_run.h"
 
@@ -76,8 +74,8 @@ int psi_mpi_pay_rows(psi_mpi_run *r, psi_mpi_pay *p, psi_mpi_part *pt, const siz
     uint8_t *picked = psi_app_alloc(c + 1, PSI_ELEMENT_BYTES), *pays = NULL;
     size_t *lens = NULL, L = p->pf.t.pad_len;
     const psi_value *v;
-    char why[512] = "";
-    int status = PSI_APP_EXIT_FAIL, prc;
+    psi_app_join j = {f, r->s.g, &p->pf.t, p->pf.head, p->pf.head_len, p->raw, p->source};
+    int status = PSI_APP_EXIT_FAIL, code;
 
     if (picked == NULL) {
         psi_app_offline_fail(&r->s, "out of memory for a piece of the payloads");
@@ -86,27 +84,17 @@ int psi_mpi_pay_rows(psi_mpi_run *r, psi_mpi_pay *p, psi_mpi_part *pt, const siz
     for (size_t i = 0; i < c; i++)
         if (pay_element(r, p, idx[i], picked + i * PSI_ELEMENT_BYTES) != 0)
             goto done;
-    prc = psi_app_payload_open(r->s.g, &p->pf.t, picked, c, &pays, &lens, why, sizeof why);
-    if (prc != PSI_OK) {
-        psi_error_detail d;
-        psi_error_detail_get(&d);
-        psi_app_payload_open_error(r->s.err, sizeof r->s.err, p->source, prc, why,
-                                   d.index >= 0 && (size_t)d.index < c
-                                       ? r->offsets[r->rank] + idx[d.index] : UINT64_MAX);
+    if (psi_app_payload_join_open(&j, picked, idx, c, r->offsets[r->rank], &pays, &lens, &code,
+                                  r->s.err, sizeof r->s.err) != 0) {
+        psi_app_offline_fail(&r->s, "%s", r->s.err);
         goto done;
     }
     for (size_t i = 0; i < c; i++) {
+        if (lens[i] == PSI_PAYLOAD_NONE)
+            continue; // a false positive of GCS or Bloom
         if ((status = psi_mpi_part_value(r, pt, idx[i], &v)) != 0)
             goto done;
         status = PSI_APP_EXIT_FAIL;
-        if (lens[i] == PSI_PAYLOAD_NONE && p->raw) {
-            psi_app_offline_fail(&r->s, "%s has no payload for row %" PRIu64 ", which the raw "
-                                 "setup matched: a table of another key or input", p->source,
-                                 r->offsets[r->rank] + idx[i] + 1);
-            goto done;
-        }
-        if (lens[i] == PSI_PAYLOAD_NONE)
-            continue; // a false positive of GCS or Bloom
         if ((v->len > 0 && fwrite(v->data, 1, v->len, f) != v->len) ||
             psi_app_payload_write(f, 0, pays + i * L, lens[i]) != 0 || fputc('\n', f) == EOF) {
             psi_app_offline_fail(&r->s, "%s: cannot write", r->s.o.output);
@@ -117,10 +105,7 @@ int psi_mpi_pay_rows(psi_mpi_run *r, psi_mpi_pay *p, psi_mpi_part *pt, const siz
     status = 0;
 done:
     free(picked);
-    if (pays != NULL)
-        sodium_memzero(pays, c * L); // the client's results
-    free(pays);
-    free(lens);
+    psi_app_payload_join_free(&j, pays, lens, c);
     return status;
 }
 
