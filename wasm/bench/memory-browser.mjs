@@ -7,7 +7,7 @@
 // whether the round completed.  Each configuration runs
 // in a fresh browser, so a renderer that fails is one configuration's result.
 //   node wasm/bench/memory-browser.mjs [--values LIST] [--workers LIST] [--roles LIST] [--json]
-//                                 [--fpr F] [--memory-bytes B]
+//                                 [--fpr F] [--memory-bytes B] [--limit-bytes L]
 // Defaults: --values 10000,100000 --workers 1,2,4 --roles server,client --fpr 1e-6.  The setup
 // is a GCS of false-positive rate F for as many client values as the server holds: its hash
 // range, n * n / F, must stay below 2^63 (PROTOCOL.md §7.2), so at 1e-6 a set is at most
@@ -15,7 +15,11 @@
 // measured pool plans for in place of navigator.deviceMemory (the shard policy's budget is
 // half of it; the first worker's 2 GiB wasm heap still bounds), to take a set past the
 // policy's refusal and find where the renderer itself fails.  The peer plans for unbounded
-// memory: it stands in for a party that runs elsewhere.
+// memory: it stands in for a party that runs elsewhere.  --limit-bytes L: the browser runs in
+// a memory cgroup of L bytes (memory-limit.mjs; Linux, root), a device with that memory, so
+// that a set at which the kernel kills the renderer is found in minutes; a row then says how
+// many processes the limit killed and the most memory the browser was charged.  Give --memory-bytes too, or the pool plans for the
+// memory the browser reports, not the limit.
 // Env: SHARDPSI_WASM_DIR (default build-wasm/wasm), CHROMIUM (default /usr/bin/chromium),
 //      SHARDPSI_MEMORY_TIMEOUT_S (a configuration's limit, default 3600).
 import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs';
@@ -23,8 +27,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer, CHROMIUM_ARGS } from '../test/browser/server.mjs';
+import { memoryLimit } from './memory-limit.mjs';
 
-const o = { values: '10000,100000', workers: '1,2,4', roles: 'server,client', fpr: '1e-6', memoryBytes: null, json: false };
+const o = { values: '10000,100000', workers: '1,2,4', roles: 'server,client', fpr: '1e-6', memoryBytes: null, limitBytes: null, json: false };
 const argv = process.argv.slice(2);
 const LIST = /^[1-9][0-9]*(,[1-9][0-9]*)*$/;
 for (let i = 0; i < argv.length; i++) {
@@ -33,8 +38,9 @@ for (let i = 0; i < argv.length; i++) {
   else if ((a === '--values' || a === '--workers') && LIST.test(argv[i + 1] ?? '')) o[a.slice(2)] = argv[++i];
   else if (a === '--fpr' && Number(argv[i + 1]) > 0 && Number(argv[i + 1]) < 1) o.fpr = argv[++i];
   else if (a === '--memory-bytes' && /^[1-9][0-9]{0,15}$/.test(argv[i + 1] ?? '')) o.memoryBytes = argv[++i];
+  else if (a === '--limit-bytes' && /^[1-9][0-9]{0,15}$/.test(argv[i + 1] ?? '')) o.limitBytes = argv[++i];
   else if (a === '--roles' && /^(server|client)(,(server|client))*$/.test(argv[i + 1] ?? '')) o.roles = argv[++i];
-  else { console.error(`usage: memory-browser.mjs [--values LIST] [--workers LIST] [--roles server,client] [--fpr F] [--memory-bytes B] [--json] (bad argument '${a}')`); process.exit(2); }
+  else { console.error(`usage: memory-browser.mjs [--values LIST] [--workers LIST] [--roles server,client] [--fpr F] [--memory-bytes B] [--limit-bytes L] [--json] (bad argument '${a}')`); process.exit(2); }
 }
 const TIMEOUT_MS = Number(process.env.SHARDPSI_MEMORY_TIMEOUT_S || 3600) * 1000;
 const MiB = (b) => (b / 1048576).toFixed(1);
@@ -67,10 +73,14 @@ try {
     for (const n of o.values.split(',').map(Number)) {
       for (const workers of o.workers.split(',').map(Number)) {
         const profile = mkdtempSync(path.join(tmpdir(), 'shardpsi-memory-'));
-        let ctx, row = { role, n, workers, fpr: Number(o.fpr), ...(o.memoryBytes ? { memoryBytes: Number(o.memoryBytes) } : {}) };
+        let ctx, limit = null, row = { role, n, workers, fpr: Number(o.fpr),
+          ...(o.memoryBytes ? { memoryBytes: Number(o.memoryBytes) } : {}),
+          ...(o.limitBytes ? { limitBytes: Number(o.limitBytes) } : {}) };
+        const executable = process.env.CHROMIUM || '/usr/bin/chromium';
         try {
+          if (o.limitBytes) limit = memoryLimit(Number(o.limitBytes), path.basename(profile), profile, executable);
           ctx = await chromium.launchPersistentContext(profile, {
-            executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
+            executablePath: limit ? limit.launcher : executable, headless: true,
             args: [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'] });
           const page = ctx.pages()[0] || await ctx.newPage();
           let crashed = false;
@@ -91,20 +101,30 @@ try {
             sample();
             row.rendererPeakBytes = peak;
           }
+        } catch (e) {
+          if (!limit) throw e;
+          row.error = `${e.name}: ${e.message.split('\n')[0]}`; // the browser did not start in the limit
         } finally {
           if (ctx) await ctx.close().catch(() => {});
+          if (limit) {
+            row.limitKills = limit.kills();
+            row.limitPeakBytes = limit.peak();
+            await limit.close();
+          }
           rmSync(profile, { recursive: true, force: true });
         }
         rows.push(row);
         if (!o.json) {
+          const limited = !row.limitBytes ? '' : `; the ${MiB(row.limitBytes)} MiB limit: ` +
+            `${row.limitKills ?? '?'} process(es) killed, ${MiB(row.limitPeakBytes ?? 0)} MiB charged at most`;
           console.log(row.error
             ? `${role} ${n} values, ${workers} worker(s): FAILED${row.step ? ` in ${row.step}` : ''}: ${row.error}; ` +
-              `renderer process peak RSS ${MiB(row.rendererPeakBytes ?? 0)}`
+              `renderer process peak RSS ${MiB(row.rendererPeakBytes ?? 0)}${limited}`
             : `${role} ${n} values, ${workers} worker(s): ${row.seconds.toFixed(1)} s, ${row.hits} hits; ` +
               `peak MiB: page ${MiB(row.peaks.page)}, workers ${row.peaks.workers.map(MiB).join(' / ')}, ` +
               `reported in all ${MiB(row.peaks.total)} (at rest ${MiB(row.rest.total)}); ` +
               `renderer process peak RSS ${MiB(row.rendererPeakBytes)}; ` +
-              `wasm heaps ${(row.wasmHeaps || []).map((b) => (b === null ? '-' : MiB(b))).join(' / ')}`);
+              `wasm heaps ${(row.wasmHeaps || []).map((b) => (b === null ? '-' : MiB(b))).join(' / ')}${limited}`);
         }
       }
     }
