@@ -65,6 +65,8 @@ typedef struct client_ctx {
     psi_app_paytab tab;
     int tab_fd;            // a table past a quarter of the budget: a nameless file
     psi_cli_round_spill *spill; // past the budget: the round's steps and files
+    uint8_t *shared;       // --share-result: the matched setup positions (8-byte
+    size_t shared_k;       // big-endian each), kept from the match to send
     char err[PSI_NET_MSG_MAX + 200];
 } client_ctx;
 
@@ -494,6 +496,20 @@ static int client_write_payloads(client_ctx *s, const size_t *idx, size_t k, siz
     return rc == 0 ? 0 : client_fail(s, 1, s->err);
 }
 
+/* --share-result: keeps the setup positions of the k pairs (ascending, each
+ * once: the association's server side before the server's permutation maps
+ * it), which client_share sends once the output is committed.  Returns: 0
+ * or -1 (reported). */
+static int client_keep_shared(client_ctx *s, const psi_pair *pairs, size_t k)
+{
+    if ((s->shared = psi_app_alloc(k + 1, 8)) == NULL)
+        return client_fail(s, 0, "out of memory for the shared result");
+    for (size_t i = 0; i < k; i++)
+        psi_app_store_be(s->shared + 8 * i, pairs[i].server_index, 8);
+    s->shared_k = k;
+    return 0;
+}
+
 /* Writes the rows or indices of the intersection. */
 static int client_write_matches(client_ctx *s, size_t *count)
 {
@@ -504,8 +520,26 @@ static int client_write_matches(client_ctx *s, size_t *count)
 
     if (idx == NULL)
         return client_fail(s, 0, "out of memory for the intersection");
-    rc = psi_shards_client_get_intersection(s->g, idx, &k, s->setup, s->setup_len,
-                                            s->response, s->response_len);
+    if (s->accept.share_result) {
+        // One match gives both: against a raw setup the intersection is the
+        // association's client side, each setup element matched at most once.
+        psi_pair *pairs = psi_app_alloc(cap, sizeof *pairs);
+        rc = pairs == NULL ? PSI_E_NOMEM
+                           : psi_shards_client_get_association(s->g, pairs, &k, s->setup,
+                                                               s->setup_len, s->response,
+                                                               s->response_len);
+        if (rc == PSI_OK && client_keep_shared(s, pairs, k) != 0) {
+            free(pairs);
+            free(idx);
+            return -1;
+        }
+        for (size_t i = 0; rc == PSI_OK && i < k; i++)
+            idx[i] = pairs[i].client_index;
+        free(pairs);
+    } else {
+        rc = psi_shards_client_get_intersection(s->g, idx, &k, s->setup, s->setup_len,
+                                                s->response, s->response_len);
+    }
     if (rc != PSI_OK) {
         free(idx);
         return client_fail_psi(s, "cannot compute the intersection", rc);
@@ -561,6 +595,11 @@ static int client_write_association(client_ctx *s, size_t *count)
     if (pairs != NULL && perm != NULL) {
         rc = psi_shards_client_get_association(s->g, pairs, &k, s->setup, s->setup_len,
                                                s->response, s->response_len);
+        if (rc == PSI_OK && s->accept.share_result && client_keep_shared(s, pairs, k) != 0) {
+            free(pairs);
+            free(perm);
+            return -1;
+        }
         if (rc == PSI_OK)
             rc = psi_association_map(pairs, k, perm, n_server);
     }
@@ -827,35 +866,19 @@ static int client_spill_late(client_ctx *s)
     return 0;
 }
 
-/* --share-result: sends the server the setup positions this side matched
- * (ascending, each once: the association table's server side before the
- * server's permutation maps it), from which the server writes its rows.
- * Returns: 0 or -1 (reported). */
+/* --share-result: sends the server the setup positions this side matched,
+ * kept by the match (client_keep_shared), from which the server writes its
+ * rows.  Returns: 0 or -1 (reported). */
 static int client_share(client_ctx *s)
 {
-    size_t k = s->in.n;
-    psi_pair *pairs = psi_app_alloc(k + 1, sizeof *pairs);
-    uint8_t *buf = psi_app_alloc(k + 1, 8);
-    int rc = pairs != NULL && buf != NULL ? PSI_OK : PSI_E_NOMEM;
-
-    if (rc == PSI_OK)
-        rc = psi_shards_client_get_association(s->g, pairs, &k, s->setup, s->setup_len,
-                                               s->response, s->response_len);
-    if (rc != PSI_OK) {
-        free(pairs);
-        free(buf);
-        return client_fail_psi(s, "cannot compute the shared result", rc);
-    }
-    // The library orders them by setup position, each position once.
-    for (size_t i = 0; i < k; i++)
-        psi_app_store_be(buf + 8 * i, pairs[i].server_index, 8);
-    free(pairs);
-    rc = psi_net_progress_send(&s->prog, &s->conn, PSI_NET_FRAME_RESULT, buf, 8 * k,
-                               "sending the shared result");
-    free(buf);
+    if (s->shared == NULL)
+        return client_fail(s, 1, "the shared result was not kept by the match");
+    int rc = psi_net_progress_send(&s->prog, &s->conn, PSI_NET_FRAME_RESULT, s->shared,
+                                   8 * s->shared_k, "sending the shared result");
     if (rc != 0)
         return client_fail_net(s, rc);
-    psi_app_progress_note(&s->prog, "told the server which %zu of its rows matched", k);
+    psi_app_progress_note(&s->prog, "told the server which %zu of its rows matched",
+                          s->shared_k);
     return 0;
 }
 
@@ -954,6 +977,7 @@ int psi_cli_cmd_client(int argc, char **argv)
     free(s.setup);
     free(s.response);
     free(s.perm);
+    free(s.shared);
     psi_app_paytab_free(&s.tab);
     if (s.tab_fd >= 0)
         close(s.tab_fd);

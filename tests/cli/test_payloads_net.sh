@@ -202,6 +202,20 @@ expect_rc "share, server only: client" 1 "$crc" "$d/share2.err" &&
 expect_rc "share, server only: server" 1 "$rc" "$d/share2.server.err"
 expect_no_output "share, server only: the client's" "$d/share2.out"
 expect_no_output "share, server only: the server's" "$d/share2.server.csv"
+# The client matches once for its rows and the shared result: its rows are
+# those of a round without --share-result, a value it holds twice included
+# (matched once, as the raw setup holds it once).
+{ cat "$d/client.csv"; sed -n 2p "$d/want.rows.csv"; } >"$d/client.dup.csv"
+DUP=(--timeout 20 --input "$d/client.dup.csv" --column email)
+round dupplain "${SRV[@]}" -- "${DUP[@]}"
+round dupshare "${SRV[@]}" --share-result --output "$d/dupshare.server.csv" -- "${DUP[@]}" \
+    --share-result
+expect_rc "share, a repeated value: client" 0 "$crc" "$d/dupshare.err" "$d/dupshare.server.err" &&
+    same_csv "share, a repeated value: the client's rows vs a round without it" \
+        "$d/dupshare.out" "$d/dupplain.out" &&
+    same_csv "share, a repeated value: the client's rows vs the plain join" "$d/dupshare.out" \
+        "$d/want.rows.csv"
+expect_rc "share, a repeated value: server" 0 "$rc" "$d/dupshare.server.err"
 
 # --- over TLS 1.3 (pinned keys) -----------------------------------------------
 k=$d/keys
