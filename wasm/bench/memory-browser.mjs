@@ -18,8 +18,8 @@
 // memory: it stands in for a party that runs elsewhere.  --limit-bytes L: the browser runs in
 // a memory cgroup of L bytes (memory-limit.mjs; Linux, root), a device with that memory, so
 // that a set at which the kernel kills the renderer is found in minutes; a row then says how
-// many processes the limit killed and the most memory the browser was charged.  Give --memory-bytes too, or the pool plans for the
-// memory the browser reports, not the limit.
+// many processes the limit killed and the most memory the browser was charged.  Give
+// --memory-bytes too, or the pool plans for the memory the browser reports, not the limit.
 // Env: SHARDPSI_WASM_DIR (default build-wasm/wasm), CHROMIUM (default /usr/bin/chromium),
 //      SHARDPSI_MEMORY_TIMEOUT_S (a configuration's limit, default 3600).
 import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs';

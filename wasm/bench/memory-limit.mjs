@@ -23,8 +23,7 @@ function hierarchy() {
 // runs `executable`.  Returns { launcher, kills(), peak(), close() }: kills() counts the
 // processes the kernel killed for the limit so far, peak() is the most memory the group has
 // been charged (the browser's processes together, shared pages once), each null where the
-// kernel does not say.  Throws an
-// Error saying what is missing.
+// kernel does not say.  Throws an Error saying what is missing.
 export function memoryLimit(bytes, name, dir, executable) {
   const h = hierarchy();
   if (h === null) {
