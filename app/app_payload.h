@@ -71,6 +71,14 @@ typedef struct psi_app_paybuild {
 int psi_app_payload_build_file(const psi_app_paybuild *o, FILE *f, uint64_t *n,
                                size_t *pad_len, char *err, size_t err_len);
 
+/** The first reading of psi_app_payload_build_file alone, a chunk at a time:
+ *  every row's payload columns, each payload against o->pad_len (when not 0)
+ *  and PSI_PAYLOAD_MAX.  o->g, o->salt and o->temp_dir are not used.
+ *  Returns: 0, or -1 with a message in err naming the input (and the row of
+ *  a payload too long).  Out: *n (rows), *pad_len (L). */
+int psi_app_payload_scan(const psi_app_paybuild *o, uint64_t *n, size_t *pad_len, char *err,
+                         size_t err_len);
+
 /** The message of a failed payload table build (psi_payload_table_build
  *  or the shards', code prc, with its error detail) of the rows of `input`:
  *  a value twice, naming its row; a payload past pad_len (naming the row)

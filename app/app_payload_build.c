@@ -89,8 +89,8 @@ static int pb_next(pb *b, psi_app_input_stream *in, psi_value **pays, uint8_t **
     return 0;
 }
 
-/* The first reading: the rows, the header line, L. */
-static int pb_count(pb *b, uint64_t *n, size_t *L, char **head)
+/* The first reading, progress under `step`: the rows, the header line, L. */
+static int pb_count(pb *b, const char *step, uint64_t *n, size_t *L, char **head)
 {
     const psi_app_paybuild *o = b->o;
     psi_app_input_stream in;
@@ -103,7 +103,7 @@ static int pb_count(pb *b, uint64_t *n, size_t *L, char **head)
     in.fd = -1;
     if (pb_open(b, &in, o->budget.chunk_values) != 0)
         goto done;
-    psi_app_progress_begin(o->prog, "reading the input", 0);
+    psi_app_progress_begin(o->prog, step, 0);
     for (;;) {
         psi_value *pays = NULL;
         uint8_t *pbuf = NULL;
@@ -128,10 +128,11 @@ static int pb_count(pb *b, uint64_t *n, size_t *L, char **head)
         else
             free(h);
         *n += in.chunk.n;
-        psi_app_progress_update(o->prog, *n, 0);
+        psi_app_progress_update(o->prog, *n, psi_app_input_stream_estimate(&in));
         if (in.chunk.n == 0)
             break;
     }
+    o->prog->total = *n; // the summary line's count
     *L = o->pad_len != 0 ? o->pad_len : longest;
     if (*L > PSI_PAYLOAD_MAX) {
         snprintf(b->err, b->err_len, "%s: a payload is longer than %zu bytes, the most a table "
@@ -369,6 +370,23 @@ static int pb_merge(pb *b, FILE *f, uint64_t n)
     return written == n ? 0 : pb_fail(b, "%s", "the runs do not hold every row");
 }
 
+int psi_app_payload_scan(const psi_app_paybuild *o, uint64_t *n, size_t *pad_len, char *err,
+                         size_t err_len)
+{
+    pb b;
+    char *head = NULL;
+    int rc;
+
+    memset(&b, 0, sizeof b);
+    err[0] = '\0';
+    b.o = o;
+    b.err = err;
+    b.err_len = err_len;
+    rc = pb_count(&b, "checking the payloads", n, pad_len, &head);
+    free(head);
+    return rc;
+}
+
 int psi_app_payload_build_file(const psi_app_paybuild *o, FILE *f, uint64_t *n_out,
                                size_t *pad_out, char *err, size_t err_len)
 {
@@ -385,7 +403,7 @@ int psi_app_payload_build_file(const psi_app_paybuild *o, FILE *f, uint64_t *n_o
     b.err = err;
     b.err_len = err_len;
     psi_app_spill_init(&b.sp, o->temp_dir);
-    if (pb_count(&b, &n, &L, &line) != 0)
+    if (pb_count(&b, "reading the input", &n, &L, &line) != 0)
         goto done;
     b.rec = PSI_PAYLOAD_RECORD_EXTRA + L;
     if ((prc = psi_payload_head_make(o->suite, head, n, L, o->salt)) != PSI_OK) {

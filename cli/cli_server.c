@@ -245,31 +245,26 @@ static int server_parse(server_opts *o, int argc, char **argv)
     return server_check_join(o);
 }
 
-/* An input past the budget: its header names every --payload-columns
- * column (read from its first chunk; each round reads the whole again).
- * Returns: 0 or -1 after a message. */
-static int server_check_columns(psi_cli_server *s)
+/* An input past the budget: read through once now, a chunk at a time, so
+ * that a missing column, a payload past --pad-to (naming its row) or past
+ * the most a table pads to fails the start, not a client's round.  Each
+ * round reads it again to build its table.  Returns: 0 or -1 after a
+ * message. */
+static int server_check_payloads(psi_cli_server *s)
 {
     const server_opts *o = s->o;
-    psi_app_input_stream in;
-    psi_value *pays = NULL;
-    uint8_t *buf = NULL;
-    char *head = NULL;
-    int rc = -1;
+    psi_app_budget b;
+    uint64_t n = 0;
+    size_t L = 0;
 
-    if (psi_app_input_stream_open(&in, o->net.input, o->net.column, 0, 1 << 20, 1, 1 << 22,
-                                  s->err, sizeof s->err) == 0 &&
-        psi_app_input_stream_next(&in, s->err, sizeof s->err) == 0 &&
-        psi_app_payloads(&in.chunk, o->payload_columns, &pays, &buf, &head, s->err,
-                         sizeof s->err) == 0)
-        rc = 0;
-    else
-        psi_app_error("server: %s: %s", o->net.input, s->err);
-    psi_app_input_stream_close(&in);
-    free(pays);
-    free(buf);
-    free(head);
-    return rc;
+    psi_app_budget_init(&b, o->net.memory != 0 ? o->net.memory : psi_app_memory_default());
+    psi_app_paybuild pb = {NULL, o->net.suite, o->net.input, o->net.column, o->payload_columns,
+                           o->pad_len, NULL, b, NULL, &s->prog};
+    if (psi_app_payload_scan(&pb, &n, &L, s->err, sizeof s->err) != 0) {
+        psi_app_error("server: %s", s->err);
+        return -1;
+    }
+    return 0;
 }
 
 /* The payloads of --payload-columns (each row's fields, and the columns'
@@ -281,7 +276,7 @@ static int server_load_join(psi_cli_server *s)
     psi_app_output out;
 
     if (o->payload_columns != NULL && s->spilled)
-        return server_check_columns(s); // each round builds its table within the budget
+        return server_check_payloads(s);
     if (o->share_result && s->spilled) {
         psi_app_error("server: --share-result keeps the setup's order in memory, and the "
                       "input is past --memory: give a larger --memory");

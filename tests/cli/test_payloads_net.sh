@@ -373,6 +373,11 @@ usage2 "client --share-result with --count-only" "not --count-only" client --no-
 usage2 "client --share-result past --memory" "past --memory" client --no-tls \
     --connect 127.0.0.1:9 "${CLI[@]}" --share-result --memory 64K --output "$d/x"
 expect_no_output "usage errors" "$d/x"
+# An input past --memory is read through at start: a payload past --pad-to
+# fails the start, naming its row, not the first client's round.
+usage2 "a payload past --pad-to, past --memory" "longer than --pad-to 4" \
+    server --no-tls --listen 127.0.0.1:0 "${SRV[@]}" --payload-columns region --pad-to 4 \
+    --memory 128K
 
 echo "test_payloads_net: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]
