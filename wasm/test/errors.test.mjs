@@ -5,7 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createPSI, PsiError, ERROR_INSTANCE_DELETED } from '../js/index.mjs';
 import { loadModule } from '../js/module.mjs';
-import { LowLevel, ROLE } from '../js/lowlevel.mjs';
+import { LowLevel, ROLE, packValues } from '../js/lowlevel.mjs';
 
 const psi = await createPSI();
 const N = Buffer.from('ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551', 'hex');
@@ -116,6 +116,28 @@ test('inputs: lone surrogates refused, UTF-8 and bytes hashed alike', () => {
     assert.throws(() => client.createRequest('abc'), TypeError);
     assert.throws(() => client.getIntersection('x', new Uint8Array()), TypeError);
   } finally { client.delete(); }
+});
+
+// packValues writes UTF-8 itself (not with TextEncoder: values.mjs says why): its bytes must be
+// TextEncoder's for code points at every length boundary, pairs included, and each lone
+// surrogate, wherever it stands, must be refused.
+test('packValues: the UTF-8 of every code point class, as TextEncoder writes it', () => {
+  const cps = [0, 0x41, 0x7f, 0x80, 0xe9, 0x7ff, 0x800, 0x4e2d, 0xd7ff, 0xe000, 0xfffd, 0xffff,
+    0x10000, 0x1f600, 0x10ffff];
+  const values = [''];
+  for (const a of cps) for (const b of cps) values.push(String.fromCodePoint(a, b), `x${String.fromCodePoint(a)}y`);
+  values.push(new Uint8Array([0xff, 0xc0]), 'z'.repeat(1000));
+  const p = packValues(values);
+  const enc = new TextEncoder();
+  const want = values.map((v) => (typeof v === 'string' ? enc.encode(v) : v));
+  assert.equal(p.offsets.length, values.length + 1);
+  assert.equal(p.data.length, want.reduce((a, b) => a + b.length, 0));
+  want.forEach((w, i) => assert.deepEqual(p.data.subarray(p.offsets[i], p.offsets[i + 1]), w, `value ${i}`));
+  for (const bad of ['\ud800', '\udbff', '\udc00', 'a\ud83d', '\ud83da', '\ude00\ud83d', '\ud83d\ud83d']) {
+    assert.throws(() => packValues(['ok', bad]), (e) => e instanceof PsiError &&
+      e.codeName === 'PSI_E_INVALID_ARG' && /^input 1 holds a lone surrogate/.test(e.message),
+      JSON.stringify(bad));
+  }
 });
 
 test('argument types of createSetupMessage', () => {
