@@ -39,6 +39,7 @@
 import { loadModule } from './module.mjs';
 import { LowLevel, PsiError, PSI_E_NOMEM, OP, STEP, STRUCTURE, toU32 } from './lowlevel.mjs';
 import { parentChannel, wrapPort } from './pool-env.mjs';
+import { packedCount } from './values.mjs';
 
 // How many slices a helper holds at once, the fewest values worth a slice of their own,
 // and the most slices of a plan (PSI_PLAN_MAX_SLICES).
@@ -318,22 +319,23 @@ async function lead(parent, msg) {
           'a permutation exists only for psi.dataStructure.Raw');
       }
       const r = await run(id, 'psi_server_create_setup',
-        { op: OP.SETUP, values: inputs, params: { structure, fpr, numClientInputs } }, inputs.length, { perm: !!wantPerm });
+        { op: OP.SETUP, values: inputs, params: { structure, fpr, numClientInputs } }, packedCount(inputs), { perm: !!wantPerm });
       return { setup: r.bytes, perm: wantPerm ? r.perm : null };
     },
     processRequest: (id, [request]) =>
       run(id, 'psi_server_process_request', { op: OP.RESPONSE, message: request }, elements(request)),
     createRequest: (id, [inputs]) =>
-      run(id, 'psi_client_create_request', { op: OP.REQUEST, values: inputs }, inputs.length),
+      run(id, 'psi_client_create_request', { op: OP.REQUEST, values: inputs }, packedCount(inputs)),
     // createPayloadTable: (inputs, payloads, padLen, salt): the masks on the workers (a STEP
     // plan), the table sealed here.
     async payloadTable(id, [inputs, payloads, padLen, salt]) {
       const { padLen: pad, salt: s } = ll.payloadOptions({ padLen, salt });
-      if (payloads.length !== inputs.length) { // the library's check, before any masking
-        throw ll.invalid(`${payloads.length} payloads for ${inputs.length} inputs`, 'psi_payload_table_build');
+      const n = packedCount(inputs), np = packedCount(payloads);
+      if (np !== n) { // the library's check, before any masking
+        throw ll.invalid(`${np} payloads for ${n} inputs`, 'psi_payload_table_build');
       }
-      const el = inputs.length === 0 ? new Uint8Array(0)
-        : (await run(id, 'psi_engine_mask', { op: OP.STEP, step: STEP.MASK, values: inputs }, inputs.length)).elements;
+      const el = n === 0 ? new Uint8Array(0)
+        : (await run(id, 'psi_engine_mask', { op: OP.STEP, step: STEP.MASK, values: inputs }, n)).elements;
       return ll.payloadTableBuild(suite, el, payloads, pad, s);
     },
     // getIntersectionWithPayloads: (setup, response, table): the match and the matched

@@ -30,7 +30,7 @@
 // timeoutMs while it holds slices is named by the lead; a silent lead by the page at timeoutMs.  Library errors are
 // PsiErrors with the message, field, index and offset one instance would give.
 
-import { PsiError } from './values.mjs';
+import { PsiError, packValues } from './values.mjs';
 import { compileModule } from './module.mjs';
 import { spawnWorker, environmentFacts } from './pool-env.mjs';
 import { workerPlan, memoryFit, recommendedWorkers, isApplePlatform, POLICY } from './policy.mjs';
@@ -80,6 +80,17 @@ function inputsOf(inputs) {
   if (!Array.isArray(inputs)) throw new TypeError('inputs must be an array of strings');
   return inputs;
 }
+// Values packed here into one UTF-8 buffer (values.mjs: the errors one instance gives) and
+// moved to the lead, not cloned: a clone of N strings leaves a copy of each in the lead's
+// JavaScript heap (225.6 MiB at 2,000,000 values: wasm/README.md), where the buffer is the
+// bytes' own size and moves without a copy.
+const packed = (values) => packValues(values);
+const buffersOf = (...ps) => ps.flatMap((p) => [p.data.buffer, p.offsets.buffer]);
+// call()'s arguments of a call over `values`: argsOf(the packed values), with their buffers.
+const withValues = (values, argsOf) => () => {
+  const v = packed(values);
+  return { args: argsOf(v), transfer: buffersOf(v) };
+};
 
 export async function createPool(options = {}) {
   if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
@@ -239,8 +250,11 @@ export async function createPool(options = {}) {
   // Runs op on the lead, after the refusal up front of a call over `values` values (`what`
   // names it).
   let queue = Promise.resolve();
+  // args: the arguments, or a function giving { args, transfer }, run after the refusal (the
+  // values are packed only for a call that is not refused).
   function call(op, args, values, what, transfer = []) {
     fitOrRefuse(values, what);
+    if (typeof args === 'function') ({ args, transfer } = args());
     const run = async () => {
       if (closed) throw new PoolError('the pool is closed');
       if (failure) throw new PoolError(`the pool has failed (${failure.message}); close() it and create a new one`);
@@ -275,13 +289,13 @@ export async function createPool(options = {}) {
     return Object.freeze({
       ...base,
       async createSetupMessage(fpr, numClientInputs, inputs, ds = 1) {
-        const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), false],
-          inputs.length, 'the setup');
+        const r = await call('setup', withValues(inputs, (v) => [fpr, numClientInputs, v, structureOf(ds), false]),
+          inputsOf(inputs).length, 'the setup');
         return r.setup;
       },
       async createSetupMessageWithPermutation(fpr, numClientInputs, inputs, ds = 0) {
-        const r = await call('setup', [fpr, numClientInputs, inputsOf(inputs), structureOf(ds), true],
-          inputs.length, 'the setup');
+        const r = await call('setup', withValues(inputs, (v) => [fpr, numClientInputs, v, structureOf(ds), true]),
+          inputsOf(inputs).length, 'the setup');
         return { setup: r.setup, permutation: r.perm };
       },
       async processRequest(request) {
@@ -295,8 +309,10 @@ export async function createPool(options = {}) {
         const o = options ?? {};
         if (typeof o !== 'object') throw new TypeError('options must be an object ({ padLen, salt })');
         const salt = o.salt === undefined || o.salt === null ? null : bytesOf(o.salt, 'salt').slice();
-        return call('payloadTable', [inputsOf(inputs), payloads, o.padLen ?? 0, salt], inputs.length,
-          'the payload table');
+        return call('payloadTable', () => {
+          const v = packed(inputs), p = packed(payloads);
+          return { args: [v, p, o.padLen ?? 0, salt], transfer: buffersOf(v, p) };
+        }, inputsOf(inputs).length, 'the payload table');
       },
     });
   }
@@ -307,7 +323,7 @@ export async function createPool(options = {}) {
   return Object.freeze({
     ...base,
     async createRequest(inputs) {
-      return call('createRequest', [inputsOf(inputs)], inputs.length, 'the request');
+      return call('createRequest', withValues(inputs, (v) => [v]), inputsOf(inputs).length, 'the request');
     },
     getIntersection: async (setup, response) => Array.from(await match('match', setup, response)),
     getIntersectionSize: async (setup, response) => match('count', setup, response),

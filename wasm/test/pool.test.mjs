@@ -271,9 +271,10 @@ test('pool: of two bad points in a request, the first one\'s error wins, as with
   }
 });
 
-// Strings of 1 to 4 UTF-8 bytes a character are masked as their UTF-8 bytes given to one
-// instance, and the page's own Uint8Arrays stay whole (copied to the lead, not moved).
-test('pool: values of every UTF-8 length give one instance\'s bytes, the page\'s arrays untouched', async () => {
+// The page packs the values into one UTF-8 buffer and moves it to the lead (pool.mjs): strings
+// of 1 to 4 UTF-8 bytes a character are masked as their UTF-8 bytes given to one instance,
+// and the page's own Uint8Arrays stay whole (copied, not moved).
+test('pool: packed values give one instance\'s bytes, the page\'s arrays untouched', async () => {
   const bytes = new Uint8Array([0, 255, 10, 200]);
   const values = [...SERVER_IN.slice(0, 40), 'é', 'naïve-ü', '中文-値', '😀🙂', '', bytes, 'a😀b', ...SERVER_IN.slice(40, 60)];
   const key = new Uint8Array(32).fill(5);
