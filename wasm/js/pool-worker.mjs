@@ -41,6 +41,9 @@ import { LowLevel, PsiError, PSI_E_NOMEM, OP, STEP, STRUCTURE, toU32 } from './l
 import { parentChannel, wrapPort } from './pool-env.mjs';
 import { packedCount } from './values.mjs';
 
+// The values of a call: packed on the page, or an array the page could not pack.
+const countOf = (v) => (Array.isArray(v) ? v.length : packedCount(v));
+
 // How many slices a helper holds at once, the fewest values worth a slice of their own,
 // and the most slices of a plan (PSI_PLAN_MAX_SLICES).
 const HELPER_DEPTH = 2;
@@ -319,18 +322,18 @@ async function lead(parent, msg) {
           'a permutation exists only for psi.dataStructure.Raw');
       }
       const r = await run(id, 'psi_server_create_setup',
-        { op: OP.SETUP, values: inputs, params: { structure, fpr, numClientInputs } }, packedCount(inputs), { perm: !!wantPerm });
+        { op: OP.SETUP, values: inputs, params: { structure, fpr, numClientInputs } }, countOf(inputs), { perm: !!wantPerm });
       return { setup: r.bytes, perm: wantPerm ? r.perm : null };
     },
     processRequest: (id, [request]) =>
       run(id, 'psi_server_process_request', { op: OP.RESPONSE, message: request }, elements(request)),
     createRequest: (id, [inputs]) =>
-      run(id, 'psi_client_create_request', { op: OP.REQUEST, values: inputs }, packedCount(inputs)),
+      run(id, 'psi_client_create_request', { op: OP.REQUEST, values: inputs }, countOf(inputs)),
     // createPayloadTable: (inputs, payloads, padLen, salt): the masks on the workers (a STEP
     // plan), the table sealed here.
     async payloadTable(id, [inputs, payloads, padLen, salt]) {
       const { padLen: pad, salt: s } = ll.payloadOptions({ padLen, salt });
-      const n = packedCount(inputs), np = packedCount(payloads);
+      const n = countOf(inputs), np = countOf(payloads);
       if (np !== n) { // the library's check, before any masking
         throw ll.invalid(`${np} payloads for ${n} inputs`, 'psi_payload_table_build');
       }

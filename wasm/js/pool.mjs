@@ -80,12 +80,20 @@ function inputsOf(inputs) {
   if (!Array.isArray(inputs)) throw new TypeError('inputs must be an array of strings');
   return inputs;
 }
-// Values packed here into one UTF-8 buffer (values.mjs: the errors one instance gives) and
-// moved to the lead, not cloned: a clone of N strings leaves a copy of each in the lead's
-// JavaScript heap (225.6 MiB at 2,000,000 values: wasm/README.md), where the buffer is the
-// bytes' own size and moves without a copy.
-const packed = (values) => packValues(values);
-const buffersOf = (...ps) => ps.flatMap((p) => [p.data.buffer, p.offsets.buffer]);
+// Values packed here into one UTF-8 buffer (values.mjs) and moved to the lead, not cloned: a
+// clone of N strings leaves a copy of each in the lead's JavaScript heap (225.6 MiB at
+// 2,000,000 values: wasm/README.md), where the buffer is the bytes' own size and moves
+// without a copy.  Values that packing refuses (a lone surrogate) go as they are, so that the
+// lead refuses them with the error and message one instance gives.
+function packed(values) {
+  try {
+    return packValues(values);
+  } catch (e) {
+    if (e instanceof PsiError) return values;
+    throw e;
+  }
+}
+const buffersOf = (...ps) => ps.flatMap((p) => (Array.isArray(p) ? [] : [p.data.buffer, p.offsets.buffer]));
 // call()'s arguments of a call over `values`: argsOf(the packed values), with their buffers.
 const withValues = (values, argsOf) => () => {
   const v = packed(values);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { createPSI, compileModule } from '../js/index.mjs';
+import { createPSI, compileModule, PsiError } from '../js/index.mjs';
 import { createPool, PoolError } from '../js/pool.mjs';
 import { readWireCase, runCase } from '../bin/vector-cases.mjs';
 
@@ -289,6 +289,36 @@ test('pool: packed values give one instance\'s bytes, the page\'s arrays untouch
     assert.deepEqual(await client.createRequest(values), oneClient.createRequest(utf8));
     assert.equal(bytes.length, 4, 'a byte value was moved out of the page');
     assert.deepEqual([...bytes], [0, 255, 10, 200]);
+  } finally {
+    one.delete();
+    oneClient.delete();
+    await server.close();
+    await client.close();
+  }
+});
+
+// A value packing refuses on the page (a lone surrogate) reaches the lead as it is, which
+// refuses it with one instance's error and message; a value of another type is a TypeError.
+test('pool: a lone surrogate is refused as one instance refuses it', async () => {
+  const key = new Uint8Array(32).fill(6);
+  const one = psi.server.createFromKey(key, true), oneClient = psi.client.createFromKey(key, true);
+  const server = await createPool({ role: 'server', reveal: true, workers: 2, module, key: key.slice() });
+  const client = await createPool({ role: 'client', reveal: true, workers: 2, module, key: key.slice() });
+  const same = (want) => (e) => {
+    assert.ok(e instanceof PsiError, `not a PsiError: ${e}`);
+    assert.equal(e.codeName, want.codeName);
+    assert.equal(e.message, want.message);
+    return true;
+  };
+  const caught = (f) => { try { f(); } catch (e) { return e; } return assert.fail('no error'); };
+  try {
+    const bad = ['ok', 'a\udc00b'];
+    await assert.rejects(client.createRequest(bad), same(caught(() => oneClient.createRequest(bad))));
+    await assert.rejects(server.createSetupMessage(0.001, 10, bad),
+      same(caught(() => one.createSetupMessage(0.001, 10, bad))));
+    await assert.rejects(client.createRequest(['ok', 5]), (e) => e instanceof TypeError &&
+      e.message === caught(() => oneClient.createRequest(['ok', 5])).message);
+    assert.equal((await client.createRequest(['a', 'b'])).length > 0, true, 'the pool is usable');
   } finally {
     one.delete();
     oneClient.delete();
