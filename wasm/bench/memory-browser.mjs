@@ -4,7 +4,8 @@
 // own report (performance.measureUserAgentSpecificMemory on a cross-origin isolated page,
 // bench/browser/memory-page.mjs: JavaScript heaps, which leave the wasm heaps out), the
 // renderer process's peak resident memory (/proc: everything, wasm heaps included), and
-// whether the round completed.  Each configuration runs
+// whether the round completed, with the step in which the renderer's resident memory peaked
+// (each second's VmRSS charged to the step the page last named).  Each configuration runs
 // in a fresh browser, so a renderer that fails is one configuration's result.
 //   node wasm/bench/memory-browser.mjs [--values LIST] [--workers LIST] [--roles LIST] [--json]
 //                                 [--fpr F] [--memory-bytes B] [--limit-bytes L]
@@ -59,8 +60,8 @@ function rendererPeaks(profile) {
       const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' ');
       if (!cmd.includes(profile) || !cmd.includes('--type=renderer')) continue;
       const st = readFileSync(`/proc/${d}/status`, 'utf8');
-      const kb = [/VmHWM:\s+(\d+) kB/, /VmRSS:\s+(\d+) kB/].map((re) => Number((re.exec(st) || [0, 0])[1]));
-      peaks.push(Math.max(...kb) * 1024);
+      const [hwm, rss] = [/VmHWM:\s+(\d+) kB/, /VmRSS:\s+(\d+) kB/].map((re) => Number((re.exec(st) || [0, 0])[1]));
+      peaks.push({ peak: Math.max(hwm, rss) * 1024, rss: rss * 1024 });
     } catch { /* gone */ }
   }
   return peaks;
@@ -85,10 +86,25 @@ try {
           const page = ctx.pages()[0] || await ctx.newPage();
           let crashed = false;
           page.on('crash', () => { crashed = true; });
+          // The page names each step as it starts (a console message, which reaches us even
+          // if the renderer dies later); each second's VmRSS is charged to the step under
+          // way, so that a row says in which step, and how far in, the renderer peaked.
+          const t0 = Date.now();
+          let current = { step: 'loading', at: 0, rss: 0, rssAt: 0 };
+          const steps = [current];
+          page.on('console', (m) => {
+            const s = /^step: (.*)$/.exec(m.text());
+            if (s) steps.push(current = { step: s[1], at: (Date.now() - t0) / 1000, rss: 0, rssAt: 0 });
+          });
           await page.goto(`${server.url}bench/memory?role=${role}&n=${n}&workers=${workers}&fpr=${o.fpr}${o.memoryBytes ? `&memory=${o.memoryBytes}` : ''}`);
           // Read every second of the run (a reset VmHWM, a renderer that crashes).
           let peak = 0;
-          const sample = () => { peak = Math.max(peak, ...rendererPeaks(profile)); };
+          const sample = () => {
+            const r = rendererPeaks(profile);
+            peak = Math.max(peak, ...r.map((x) => x.peak));
+            const rss = Math.max(0, ...r.map((x) => x.rss));
+            if (rss > current.rss) Object.assign(current, { rss, rssAt: (Date.now() - t0) / 1000 });
+          };
           const sampler = setInterval(sample, 1000);
           try {
             await page.waitForFunction(() => window.__done === true, null, { timeout: TIMEOUT_MS, polling: 1000 });
@@ -100,6 +116,7 @@ try {
             clearInterval(sampler);
             sample();
             row.rendererPeakBytes = peak;
+            row.steps = steps;
           }
         } catch (e) {
           if (!limit) throw e;
@@ -115,6 +132,8 @@ try {
         }
         rows.push(row);
         if (!o.json) {
+          const bySteps = (row.steps || []).filter((s) => s.rss > 0).map((s) =>
+            `${s.step} (from ${s.at.toFixed(0)} s) ${MiB(s.rss)} at ${s.rssAt.toFixed(0)} s`).join('; ');
           const limited = !row.limitBytes ? '' : `; the ${MiB(row.limitBytes)} MiB limit: ` +
             `${row.limitKills ?? '?'} process(es) killed, ${MiB(row.limitPeakBytes ?? 0)} MiB charged at most`;
           console.log(row.error
@@ -125,6 +144,7 @@ try {
               `reported in all ${MiB(row.peaks.total)} (at rest ${MiB(row.rest.total)}); ` +
               `renderer process peak RSS ${MiB(row.rendererPeakBytes)}; ` +
               `wasm heaps ${(row.wasmHeaps || []).map((b) => (b === null ? '-' : MiB(b))).join(' / ')}${limited}`);
+          if (bySteps) console.log(`  renderer VmRSS peak by step, MiB: ${bySteps}`);
         }
       }
     }

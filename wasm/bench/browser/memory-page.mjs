@@ -17,7 +17,8 @@ const WORKERS = Number(q.get('workers'));
 const FPR = Number(q.get('fpr') || 1e-6);
 const MEMORY = q.has('memory') ? { memoryBytes: Number(q.get('memory')) } : {};
 const PEER_MEMORY = { memoryBytes: 2 ** 50 };
-let step = 'start'; // the step under way, named in a failure
+let step = 'start'; // the step under way, named in a failure and on the console as it starts
+const begin = (name) => { step = name; console.log(`step: ${name}`); };
 const peaks = { page: 0, total: 0, workers: [] }; // the measured steps' peaks, reported with a failure too
 const base = new URL('/wasm/', location.href).href;
 const load = { jsUrl: `${base}shardpsi.mjs`, wasmUrl: `${base}shardpsi.wasm` };
@@ -63,36 +64,40 @@ async function main() {
     throw new Error('performance.measureUserAgentSpecificMemory is not available (not cross-origin isolated?)');
   }
   const module = await compileModule({ wasmUrl: load.wasmUrl });
+  begin('making the inputs');
   const serverIn = Array.from({ length: N }, (_, i) => `user-${i}@example.org`);
   const clientIn = Array.from({ length: N }, (_, i) => `user-${2 * i}@example.org`);
   const rest = await report();
   const t0 = performance.now();
   let hits, wasmHeaps; // the measured pool's wasm heaps at its end (a heap only grows)
+  begin('starting the pools');
   if (ROLE === 'server') {
     const server = await createPool({ role: 'server', reveal: true, workers: WORKERS, module, load, ...MEMORY });
     const peer = await createPool({ role: 'client', reveal: true, workers: 1, module, load, workerUrl: PEER_URL, ...PEER_MEMORY });
-    step = 'the measured setup';
+    begin('the measured setup');
     const setup = await measured(() => server.createSetupMessage(FPR, N, serverIn), peaks);
-    step = 'the peer\'s request';
+    begin('the peer\'s request');
     const request = await peer.createRequest(clientIn);
-    step = 'the measured response';
+    begin('the measured response');
     const response = await measured(() => server.processRequest(request), peaks);
-    step = 'the peer\'s intersection';
+    begin('the peer\'s intersection');
     hits = (await peer.getIntersection(setup, response)).length;
+    begin('closing');
     wasmHeaps = (await server.memoryUsage()).wasmHeapBytes;
     await server.close();
     await peer.close();
   } else {
     const client = await createPool({ role: 'client', reveal: true, workers: WORKERS, module, load, ...MEMORY });
     const peer = await createPool({ role: 'server', reveal: true, workers: 1, module, load, workerUrl: PEER_URL, ...PEER_MEMORY });
-    step = 'the peer\'s setup';
+    begin('the peer\'s setup');
     const setup = await peer.createSetupMessage(FPR, N, serverIn);
-    step = 'the measured request';
+    begin('the measured request');
     const request = await measured(() => client.createRequest(clientIn), peaks);
-    step = 'the peer\'s response';
+    begin('the peer\'s response');
     const response = await peer.processRequest(request);
-    step = 'the measured intersection';
+    begin('the measured intersection');
     hits = (await measured(() => client.getIntersection(setup, response), peaks)).length;
+    begin('closing');
     wasmHeaps = (await client.memoryUsage()).wasmHeapBytes;
     await client.close();
     await peer.close();
