@@ -8,7 +8,7 @@
 // (each second's VmRSS charged to the step the page last named).  Each configuration runs
 // in a fresh browser, so a renderer that fails is one configuration's result.
 //   node wasm/bench/memory-browser.mjs [--values LIST] [--workers LIST] [--roles LIST] [--json]
-//                                 [--fpr F] [--memory-bytes B] [--limit-bytes L]
+//                                 [--fpr F] [--memory-bytes B] [--limit-bytes L] [--peer node|page]
 // Defaults: --values 10000,100000 --workers 1,2,4 --roles server,client --fpr 1e-6.  The setup
 // is a GCS of false-positive rate F for as many client values as the server holds: its hash
 // range, n * n / F, must stay below 2^63 (PROTOCOL.md §7.2), so at 1e-6 a set is at most
@@ -21,6 +21,12 @@
 // that a set at which the kernel kills the renderer is found in minutes; a row then says how
 // many processes the limit killed and the most memory the browser was charged.  Give
 // --memory-bytes too, or the pool plans for the memory the browser reports, not the limit.
+// --peer: where the other party runs.  node (the default): in this process, a pool of one
+// worker, outside the browser and its limit; its messages reach the page by fetch, as a real
+// party's would over the network, so the renderer holds only the measured party (its
+// inputs, its pool, the messages it sends and receives).  page: a pool of one worker in the
+// same page, which then holds both parties' inputs and steps (the README's rows up to
+// 2026-12-06 were measured so).
 // Env: SHARDPSI_WASM_DIR (default build-wasm/wasm), CHROMIUM (default /usr/bin/chromium),
 //      SHARDPSI_MEMORY_TIMEOUT_S (a configuration's limit, default 3600).
 import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs';
@@ -29,8 +35,10 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer, CHROMIUM_ARGS } from '../test/browser/server.mjs';
 import { memoryLimit } from './memory-limit.mjs';
+import { compileModule } from '../js/index.mjs';
+import { createPool } from '../js/pool.mjs';
 
-const o = { values: '10000,100000', workers: '1,2,4', roles: 'server,client', fpr: '1e-6', memoryBytes: null, limitBytes: null, json: false };
+const o = { values: '10000,100000', workers: '1,2,4', roles: 'server,client', fpr: '1e-6', memoryBytes: null, limitBytes: null, peer: 'node', json: false };
 const argv = process.argv.slice(2);
 const LIST = /^[1-9][0-9]*(,[1-9][0-9]*)*$/;
 for (let i = 0; i < argv.length; i++) {
@@ -40,8 +48,9 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--fpr' && Number(argv[i + 1]) > 0 && Number(argv[i + 1]) < 1) o.fpr = argv[++i];
   else if (a === '--memory-bytes' && /^[1-9][0-9]{0,15}$/.test(argv[i + 1] ?? '')) o.memoryBytes = argv[++i];
   else if (a === '--limit-bytes' && /^[1-9][0-9]{0,15}$/.test(argv[i + 1] ?? '')) o.limitBytes = argv[++i];
+  else if (a === '--peer' && /^(node|page)$/.test(argv[i + 1] ?? '')) o.peer = argv[++i];
   else if (a === '--roles' && /^(server|client)(,(server|client))*$/.test(argv[i + 1] ?? '')) o.roles = argv[++i];
-  else { console.error(`usage: memory-browser.mjs [--values LIST] [--workers LIST] [--roles server,client] [--fpr F] [--memory-bytes B] [--limit-bytes L] [--json] (bad argument '${a}')`); process.exit(2); }
+  else { console.error(`usage: memory-browser.mjs [--values LIST] [--workers LIST] [--roles server,client] [--fpr F] [--memory-bytes B] [--limit-bytes L] [--peer node|page] [--json] (bad argument '${a}')`); process.exit(2); }
 }
 const TIMEOUT_MS = Number(process.env.SHARDPSI_MEMORY_TIMEOUT_S || 3600) * 1000;
 const MiB = (b) => (b / 1048576).toFixed(1);
@@ -67,18 +76,59 @@ function rendererPeaks(profile) {
   return peaks;
 }
 
-const server = await startServer({ isolated: true });
+// The other party with --peer node: the message the page will fetch first is made before the
+// browser starts, the rest as the page posts.  msgs: name -> { p, ok, bad } (a message or
+// the count of hits, as bytes).
+const peerModule = o.peer === 'node' ? await compileModule() : null;
+let peer = null;
+const deferred = () => { const d = {}; d.p = new Promise((ok, bad) => Object.assign(d, { ok, bad })); d.p.catch(() => {}); return d; };
+async function startPeer(role, n) {
+  const pool = await createPool({ role: role === 'server' ? 'client' : 'server', reveal: true, workers: 1,
+    module: peerModule, memoryBytes: 2 ** 50 });
+  const msgs = Object.fromEntries(['setup', 'request', 'response', 'hits'].map((k) => [k, deferred()]));
+  peer = { pool, msgs };
+  if (role === 'server') msgs.request.ok(await pool.createRequest(Array.from({ length: n }, (_, i) => `user-${2 * i}@example.org`)));
+  else msgs.setup.ok(await pool.createSetupMessage(Number(o.fpr), n, Array.from({ length: n }, (_, i) => `user-${i}@example.org`)));
+}
+async function peerAnswers(req, res, urlPath) {
+  const m = /^\/peer\/(setup|request|response|hits)$/.exec(urlPath);
+  if (!m || !peer) return false;
+  const { pool, msgs } = peer;
+  const send = (code, body) => { res.writeHead(code, { 'Content-Length': body.length }); res.end(body); };
+  try {
+    if (req.method === 'POST') {
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      const body = new Uint8Array(Buffer.concat(chunks));
+      msgs[m[1]].ok(body);
+      send(200, Buffer.alloc(0));
+      if (m[1] === 'request') pool.processRequest(body).then(msgs.response.ok, msgs.response.bad);
+      if (m[1] === 'response') {
+        pool.getIntersection(await msgs.setup.p, body)
+          .then((h) => msgs.hits.ok(Buffer.from(String(h.length))), msgs.hits.bad);
+      }
+    } else {
+      send(200, Buffer.from(await msgs[m[1]].p));
+    }
+  } catch (e) {
+    if (!res.headersSent) send(500, Buffer.from(String(e && e.message)));
+  }
+  return true;
+}
+
+const server = await startServer({ isolated: true, handle: peerAnswers });
 const rows = [];
 try {
   for (const role of o.roles.split(',')) {
     for (const n of o.values.split(',').map(Number)) {
       for (const workers of o.workers.split(',').map(Number)) {
         const profile = mkdtempSync(path.join(tmpdir(), 'shardpsi-memory-'));
-        let ctx, limit = null, row = { role, n, workers, fpr: Number(o.fpr),
+        let ctx, limit = null, row = { role, n, workers, fpr: Number(o.fpr), peer: o.peer,
           ...(o.memoryBytes ? { memoryBytes: Number(o.memoryBytes) } : {}),
           ...(o.limitBytes ? { limitBytes: Number(o.limitBytes) } : {}) };
         const executable = process.env.CHROMIUM || '/usr/bin/chromium';
         try {
+          if (o.peer === 'node') await startPeer(role, n);
           if (o.limitBytes) limit = memoryLimit(Number(o.limitBytes), path.basename(profile), profile, executable);
           ctx = await chromium.launchPersistentContext(profile, {
             executablePath: limit ? limit.launcher : executable, headless: true,
@@ -96,7 +146,7 @@ try {
             const s = /^step: (.*)$/.exec(m.text());
             if (s) steps.push(current = { step: s[1], at: (Date.now() - t0) / 1000, rss: 0, rssAt: 0 });
           });
-          await page.goto(`${server.url}bench/memory?role=${role}&n=${n}&workers=${workers}&fpr=${o.fpr}${o.memoryBytes ? `&memory=${o.memoryBytes}` : ''}`);
+          await page.goto(`${server.url}bench/memory?role=${role}&n=${n}&workers=${workers}&fpr=${o.fpr}&peer=${o.peer}${o.memoryBytes ? `&memory=${o.memoryBytes}` : ''}`);
           // Read every second of the run (a reset VmHWM, a renderer that crashes).
           let peak = 0;
           const sample = () => {
@@ -123,6 +173,7 @@ try {
           row.error = `${e.name}: ${e.message.split('\n')[0]}`; // the browser did not start in the limit
         } finally {
           if (ctx) await ctx.close().catch(() => {});
+          if (peer) { await peer.pool.close().catch(() => {}); peer = null; }
           if (limit) {
             row.limitKills = limit.kills();
             row.limitPeakBytes = limit.peak();

@@ -42,9 +42,12 @@ function resolve(urlPath) {
 
 // isolated: send COOP/COEP (cross-origin isolation), which the memory bench needs for
 // performance.measureUserAgentSpecificMemory; the tests serve without them.
-export async function startServer({ log, isolated = false } = {}) {
+// handle(req, res, urlPath): tried first; returns true where it answered (the memory
+// bench's peer answers under /peer/).
+export async function startServer({ log, isolated = false, handle = null } = {}) {
   const server = http.createServer(async (req, res) => {
     const urlPath = new URL(req.url, 'http://x').pathname;
+    if (handle && await handle(req, res, urlPath)) return;
     const file = req.method === 'GET' ? resolve(urlPath) : null;
     let body = null;
     if (file) body = await readFile(file).catch(() => null);
