@@ -34,6 +34,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer, CHROMIUM_ARGS } from '../test/browser/server.mjs';
+import { serverValues, clientValues } from './browser/inputs.mjs';
 import { memoryLimit } from './memory-limit.mjs';
 import { compileModule } from '../js/index.mjs';
 import { createPool } from '../js/pool.mjs';
@@ -87,8 +88,8 @@ async function startPeer(role, n) {
     module: peerModule, memoryBytes: 2 ** 50 });
   const msgs = Object.fromEntries(['setup', 'request', 'response', 'hits'].map((k) => [k, deferred()]));
   peer = { pool, msgs };
-  if (role === 'server') msgs.request.ok(await pool.createRequest(Array.from({ length: n }, (_, i) => `user-${2 * i}@example.org`)));
-  else msgs.setup.ok(await pool.createSetupMessage(Number(o.fpr), n, Array.from({ length: n }, (_, i) => `user-${i}@example.org`)));
+  if (role === 'server') msgs.request.ok(await pool.createRequest(clientValues(n)));
+  else msgs.setup.ok(await pool.createSetupMessage(Number(o.fpr), n, serverValues(n)));
 }
 async function peerAnswers(req, res, urlPath) {
   const m = /^\/peer\/(setup|request|response|hits)$/.exec(urlPath);

@@ -12,6 +12,7 @@
 // wasm heap's bound stays), so that the policy refuses only what the measured party would.
 import { compileModule } from '/js/index.mjs';
 import { createPool } from '/js/pool.mjs';
+import { serverValues, clientValues } from './inputs.mjs';
 
 const q = new URLSearchParams(location.search);
 const N = Number(q.get('n'));
@@ -107,8 +108,8 @@ async function main() {
   const module = await compileModule({ wasmUrl: load.wasmUrl });
   begin('making the inputs');
   const own = PEER === 'node' ? [ROLE] : ['server', 'client']; // whose inputs this page holds
-  const serverIn = own.includes('server') ? Array.from({ length: N }, (_, i) => `user-${i}@example.org`) : null;
-  const clientIn = own.includes('client') ? Array.from({ length: N }, (_, i) => `user-${2 * i}@example.org`) : null;
+  const serverIn = own.includes('server') ? serverValues(N) : null;
+  const clientIn = own.includes('client') ? clientValues(N) : null;
   const rest = await report();
   const t0 = performance.now();
   let hits, wasmHeaps; // the measured pool's wasm heaps at its end (a heap only grows)
