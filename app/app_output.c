@@ -189,6 +189,20 @@ static int output_create_tmp(psi_app_output *o)
     return e;
 }
 
+/* Gives the new file the permission bits of the regular file it will
+ * replace (so that replacing a 0600 result never leaves a 0644 one); a new
+ * target, or a symbolic link (replaced, not followed), keeps the umask's
+ * mode.  Set-id and sticky bits are not carried over.  Returns: 0 or an
+ * errno value. */
+static int output_keep_mode(psi_app_output *o)
+{
+    struct stat st;
+
+    if (lstat(o->path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    return fchmod(fileno(o->f), st.st_mode & 0777) == 0 ? 0 : errno;
+}
+
 int psi_app_output_open(psi_app_output *o, const char *path, char *err, size_t err_len)
 {
     struct stat st;
@@ -215,6 +229,11 @@ int psi_app_output_open(psi_app_output *o, const char *path, char *err, size_t e
         output_release(o);
         return output_fail(err, err_len, path, "cannot create a temporary file "
                            "beside it", e);
+    }
+    if ((e = output_keep_mode(o)) != 0) {
+        psi_app_output_abort(o);
+        return output_fail(err, err_len, path, "cannot give the new file the mode of the "
+                           "one it replaces", e);
     }
     if (!o->anon)
         output_sig_register(o->tmp);

@@ -6,7 +6,9 @@
  * that name untouched); where the file system has no O_TMPFILE it is written
  * under the temporary name itself.  "-" writes to stdout instead (no rename).
  * The target's directory must be writable; a symbolic link at the target is
- * replaced by the new file, not followed.  An interrupting SIGINT, SIGTERM
+ * replaced by the new file, not followed.  A new file's mode is 0666 minus
+ * the umask; a file that replaces a regular file takes its permission bits
+ * (a 0600 result stays 0600).  An interrupting SIGINT, SIGTERM
  * or SIGHUP removes the temporary file too once
  * psi_app_output_cleanup_on_signal has been called.
  *

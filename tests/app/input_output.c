@@ -79,6 +79,45 @@ void test_cli_input_output_commit(void **state)
     umask(old);
 }
 
+/* A file replaced keeps its permission bits, whatever the umask; a new one
+ * and one replacing a symbolic link follow the umask. */
+void test_cli_input_output_keeps_mode(void **state)
+{
+    psi_app_output o;
+    char err[256] = "";
+    const char *path = tpath("mode.txt"), *link = tpath("mode.lnk");
+    mode_t old = umask(022);
+    struct stat st;
+
+    (void)state;
+    put_file("mode.txt", "secret\n", 7);
+    assert_int_equal(chmod(path, 0600), 0);
+    assert_int_equal(psi_app_output_open(&o, path, err, sizeof err), 0);
+    fputs("again\n", o.f);
+    assert_int_equal(psi_app_output_commit(&o, err, sizeof err), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    // Set-id bits are not carried over.
+    assert_int_equal(chmod(path, 04640), 0);
+    assert_int_equal(psi_app_output_open(&o, path, err, sizeof err), 0);
+    assert_int_equal(psi_app_output_commit(&o, err, sizeof err), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0640);
+    // A symbolic link is replaced, not followed: the new file has the
+    // umask's mode, and the link's target keeps its own.
+    assert_int_equal(symlink(path, link), 0);
+    assert_int_equal(psi_app_output_open(&o, link, err, sizeof err), 0);
+    assert_int_equal(psi_app_output_commit(&o, err, sizeof err), 0);
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0644);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0640);
+    unlink(link);
+    unlink(path);
+    umask(old);
+}
+
 void test_cli_input_output_abort(void **state)
 {
     psi_app_output o, zero;
