@@ -70,21 +70,36 @@ static ssize_t keyfile_read_all(int fd, unsigned char *buf, size_t cap)
     return (ssize_t)got;
 }
 
-/* Opens an existing key file and checks its type and mode.  Returns: the
- * descriptor, -1 with a message, or -2 when the file does not exist. */
+/* Opens an existing key file and checks its type, owner and mode, as the
+ * TLS key files are (net_tls.c): a regular file, not a symbolic link, owned
+ * by us or root, that the group and others cannot access.  It is opened
+ * without blocking, so a FIFO or a device at the path is refused at once
+ * instead of waiting for a writer.  Returns: the descriptor, -1 with a
+ * message, or -2 when the file does not exist. */
 static int keyfile_open_existing(const char *path, char *err, size_t err_len)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
     if (fd < 0 && errno == ENOENT)
         return -2;
+    if (fd < 0 && errno == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        snprintf(err, err_len, "key file %s is a symbolic link: give the file itself", path);
+        return -1;
+    }
     if (fd < 0) {
         snprintf(err, err_len, "key file %s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         snprintf(err, err_len, "key file %s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        snprintf(err, err_len, "key file %s belongs to user %u, neither us (%u) nor root: "
+                 "another user could have written the key", path, (unsigned)st.st_uid,
+                 (unsigned)geteuid());
         close(fd);
         return -1;
     }
@@ -95,6 +110,8 @@ static int keyfile_open_existing(const char *path, char *err, size_t err_len)
         close(fd);
         return -1;
     }
+    // A regular file: reads no longer need the flag.
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
 }
 

@@ -48,7 +48,9 @@ static int tls_read_file(uint8_t **buf, size_t *len, const char *path, const cha
 
     *buf = NULL;
     *len = 0;
-    fd = open(path, O_RDONLY | O_CLOEXEC | (checked ? O_NOFOLLOW : 0));
+    // Without blocking: a FIFO or device at the path is refused below at
+    // once instead of waiting for a writer.
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (checked ? O_NOFOLLOW : 0));
     if (fd < 0 && errno == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
         return tls_err(err, err_len, "%s %s is a symbolic link: give the file itself", what,
                        path);
@@ -74,6 +76,7 @@ static int tls_read_file(uint8_t **buf, size_t *len, const char *path, const cha
         return tls_err(err, err_len, "%s %s is writable by others (mode %04o): run "
                        "'chmod go-w %s'", what, path, (unsigned)(st.st_mode & 07777), path);
     }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if ((uint64_t)st.st_size > TLS_FILE_MAX) {
         close(fd);
         return tls_err(err, err_len, "%s %s: larger than %zu bytes", what, path, TLS_FILE_MAX);

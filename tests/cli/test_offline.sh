@@ -190,6 +190,24 @@ cp "$d/sk" "$f/open.key"
 chmod 644 "$f/open.key"
 fault "key file readable by others" 2 "accessible to others" "$f/o3" setup \
     --key-file "$f/open.key" --input "$tmp/server.txt" --structure raw --output "$f/o3"
+# A FIFO at the key's path is refused at once (the wrapper's timeout fails
+# a command that waits for a writer), and so is a key file of another user
+# (root alone can make one, so only root runs that case).
+mkfifo "$f/fifo.key"
+printf '#!/bin/sh\nexec timeout 20 "%s" "$@"\n' "$psi" >"$f/bounded"
+chmod 755 "$f/bounded"
+psi_saved=$psi psi=$f/bounded
+fault "key file that is a FIFO" 2 "not a regular file" "$f/o3f" setup \
+    --key-file "$f/fifo.key" --input "$tmp/server.txt" --structure raw --output "$f/o3f"
+psi=$psi_saved
+if [ "$(id -u)" -eq 0 ]; then
+    cp "$d/sk" "$f/theirs.key"
+    chmod 600 "$f/theirs.key"
+    chown 65534 "$f/theirs.key"
+    fault "key file of another user" 2 "belongs to user 65534" "$f/o3o" setup \
+        --key-file "$f/theirs.key" --input "$tmp/server.txt" --structure raw \
+        --output "$f/o3o"
+fi
 fault "key file of another suite" 2 "suite ristretto255" "$f/o4" request \
     --key-file "$tmp/ristretto255/ck" --input "$tmp/client.txt" --output "$f/o4"
 fault "missing request" 2 "cannot open" "$f/o5" response "${K[@]}" --request "$f/none" \

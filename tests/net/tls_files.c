@@ -82,6 +82,22 @@ void test_tls_files(void **state)
     assert_int_equal(chmod(ca, 0664), 0);
     tt_new_fails(cert, key, ca, NULL, "writable by others");
     assert_int_equal(chmod(ca, 0644), 0);
+    // A FIFO at a key's path is refused at once, not waited on for a writer
+    // (the alarm ends the test if it blocks).
+    const char *fifo = tt_path("fifo.key");
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(20);
+    tt_new_fails(cert, fifo, ca, NULL, "not a regular file");
+    tt_new_fails(cert, key, fifo, NULL, "not a regular file");
+    alarm(0);
+    unlink(fifo);
+    // A key file of another user (only root can make one).
+    if (geteuid() == 0) {
+        assert_int_equal(chown(key, 65534, (gid_t)-1), 0);
+        tt_new_fails(cert, key, ca, NULL, "belongs to user 65534");
+        assert_int_equal(chown(key, 0, (gid_t)-1), 0);
+    }
     tt_new_fails(cert, tt_path("client.key"), ca, NULL, "does not hold the key of the "
                  "certificate");
     tt_new_fails(cert, key, ca, tt_pin_cli, "exactly one of --tls-ca");
