@@ -102,11 +102,10 @@ static void progress_line(psi_app_progress *p, uint64_t done, uint64_t total, do
         // The shards' serial tail (sorts, merges) reports done = total.
         snprintf(tail, sizeof tail, ", finishing");
     }
-    fprintf(stderr, "%s%s: %s: %s / %s %s (%.0f%%), %s/s%s", p->tty ? "\r" : "", p->who,
-            p->step, d, t, p->transfer ? "" : "values",
-            total ? 100.0 * (double)done / (double)total : 100.0, r, tail);
-    fputs(p->tty ? "\033[K" : "\n", stderr);
-    fflush(stderr);
+    psi_app_stderr_printf("%s%s: %s: %s / %s %s (%.0f%%), %s/s%s%s", p->tty ? "\r" : "",
+                          p->who, p->step, d, t, p->transfer ? "" : "values",
+                          total ? 100.0 * (double)done / (double)total : 100.0, r, tail,
+                          p->tty ? "\033[K" : "\n");
     p->shown = p->tty;
 }
 
@@ -157,10 +156,9 @@ void psi_app_progress_end(psi_app_progress *p)
         snprintf(dur, sizeof dur, "%.0f ms", ms);
     else
         snprintf(dur, sizeof dur, "%.1f s", ms / 1000.0);
-    fprintf(stderr, "%s%s: %s: %s%s in %s (%s/s)%s%s\n", p->shown ? "\r" : "", p->who,
-            p->step, t, p->transfer ? "" : " values", dur, r, wait,
-            p->shown ? "\033[K" : "");
-    fflush(stderr);
+    psi_app_stderr_printf("%s%s: %s: %s%s in %s (%s/s)%s%s\n", p->shown ? "\r" : "",
+                          p->who, p->step, t, p->transfer ? "" : " values", dur, r, wait,
+                          p->shown ? "\033[K" : "");
     p->shown = 0;
     p->step = NULL;
 }
@@ -169,14 +167,9 @@ void psi_app_progress_note(psi_app_progress *p, const char *fmt, ...)
 {
     va_list ap;
 
-    if (p->shown) {
-        fputs("\n", stderr);
-        p->shown = 0;
-    }
-    fprintf(stderr, "%s: ", p->who);
+    // A running line on a terminal is ended by the same write.
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    psi_app_stderr_line(p->shown ? "\n" : NULL, p->who, "\n", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
+    p->shown = 0;
 }

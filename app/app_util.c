@@ -10,6 +10,7 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "psi.h"
 
@@ -20,15 +21,73 @@ void psi_app_set_program(const char *name)
     app_program = name;
 }
 
+/* Writes all of s[0..n) to stderr, going on after a signal or a short
+ * write (which only a line past PIPE_BUF on a pipe can see). */
+static void app_stderr_write(const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+void psi_app_stderr_line(const char *pre, const char *who, const char *post, const char *fmt,
+                         va_list ap)
+{
+    char small[1024], *buf = small, *big = NULL;
+    size_t cap = sizeof small;
+    int head;
+
+    // Anything stdio holds goes first (stderr is unbuffered unless a
+    // program changed it).
+    fflush(stderr);
+    for (int pass = 0; pass < 2; pass++) {
+        va_list aq;
+        int n = snprintf(buf, cap, "%s%s%s", pre ? pre : "", who ? who : "", who ? ": " : "");
+        if (n < 0)
+            break;
+        head = n;
+        va_copy(aq, ap);
+        n = (size_t)head < cap ? vsnprintf(buf + head, cap - (size_t)head, fmt, aq) : 0;
+        va_end(aq);
+        if (n < 0)
+            break;
+        size_t len = (size_t)head + (size_t)n, tail = post ? strlen(post) : 0;
+        if (len + tail < cap) {
+            memcpy(buf + len, post ? post : "", tail + 1);
+            app_stderr_write(buf, len + tail);
+            break;
+        }
+        // Too long for the stack buffer: once more into one of its size.
+        if (pass == 1 || (big = malloc(len + tail + 1)) == NULL)
+            break;
+        buf = big;
+        cap = len + tail + 1;
+    }
+    free(big);
+}
+
+void psi_app_stderr_printf(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    psi_app_stderr_line(NULL, NULL, NULL, fmt, ap);
+    va_end(ap);
+}
+
 void psi_app_error(const char *fmt, ...)
 {
     va_list ap;
 
-    fprintf(stderr, "%s: ", app_program);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    psi_app_stderr_line(NULL, app_program, "\n", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 int psi_app_opt_value(int argc, char **argv, int *i, const char *name,

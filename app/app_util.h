@@ -5,6 +5,7 @@
 #ifndef PSI_APP_UTIL_H
 #define PSI_APP_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,8 +22,28 @@
  *  before any other thread starts, by a program sharing app/ (shardpsi-mpi). */
 void psi_app_set_program(const char *name);
 
-/** Prints "<program>: <message>\n" on stderr. */
+/** Prints "<program>: <message>\n" on stderr, in one write. */
 void psi_app_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/** Formats a whole line (or a terminal's redrawn line) and writes it to
+ *  stderr with one write(2), so that the lines of processes sharing stderr
+ *  (the server's rounds) never interleave: a pipe keeps writes of up to
+ *  PIPE_BUF (4096) bytes whole, a file opened for appending any write.
+ *  `pre` and `who` go before the message as "<pre><who>: " (either may be
+ *  NULL), `post` after it.  A line that cannot be formatted is dropped. */
+void psi_app_stderr_line(const char *pre, const char *who, const char *post, const char *fmt,
+                         va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 0)))
+#endif
+    ;
+
+/** As psi_app_stderr_line with its arguments inline and no pre, who or post. */
+void psi_app_stderr_printf(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif

@@ -75,6 +75,7 @@ void test_cli_input_csv_errors(void **state);
 /* input_output.c */
 void test_cli_input_output_commit(void **state);
 void test_cli_input_output_keeps_mode(void **state);
+void test_cli_input_log_lines(void **state);
 void test_cli_input_output_abort(void **state);
 void test_cli_input_output_open_errors(void **state);
 void test_cli_input_output_rename_fails(void **state);

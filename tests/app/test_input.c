@@ -209,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_cli_input_write_rows),
         cmocka_unit_test(test_cli_input_output_commit),
         cmocka_unit_test(test_cli_input_output_keeps_mode),
+        cmocka_unit_test(test_cli_input_log_lines),
         cmocka_unit_test(test_cli_input_output_abort),
         cmocka_unit_test(test_cli_input_output_open_errors),
         cmocka_unit_test(test_cli_input_output_rename_fails),
