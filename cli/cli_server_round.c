@@ -659,11 +659,12 @@ int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
     c->deadline_ms = t0 + s->o->net.handshake_timeout_ms;
     snprintf(r.who, sizeof r.who, "%s (no TLS)", c->peer);
     if (s->tls != NULL) {
+        // A failure here is TLS's: the log says so, never "no TLS".
         rc = psi_net_tls_handshake(c, s->tls, NULL, c->deadline_ms);
         if (rc != 0)
             snprintf(r.err, sizeof r.err, "%s", c->err);
-        else
-            snprintf(r.who, sizeof r.who, "%s (%s)", c->peer, c->peer_id);
+        snprintf(r.who, sizeof r.who, "%s (%s)", c->peer,
+                 rc != 0 ? "TLS handshake failed" : c->peer_id);
     }
     if (rc == 0)
         rc = round_run(&r);

@@ -2,6 +2,7 @@
  * psi_net_tls_handshake in net_tls.h. */
 #include "net_tls_priv.h"
 #include "net_sock.h"
+#include "app_util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -89,6 +91,25 @@ static int hs_tls_byte(uint8_t b)
     return b >= 0x14 && b <= 0x17;
 }
 
+/* A server whose TLS handshake met a plain-TCP shardpsi client (its first
+ * byte is a HELLO frame's) tells it so in a plain ERROR frame, so that the
+ * client says why instead of "closed the connection".  The message is
+ * fixed: it tells the peer nothing a probe could not see.  Best effort,
+ * without waiting. */
+static void hs_tell_plain_client(psi_net_conn *c)
+{
+    static const char msg[] = "this server speaks TLS 1.3: give the client --tls-cert, "
+                              "--tls-key and --tls-ca or --tls-peer-key (--no-tls only "
+                              "against a server started with --no-tls)";
+    uint8_t frame[9 + sizeof msg - 1];
+
+    frame[0] = PSI_NET_FRAME_ERROR;
+    psi_app_store_be(frame + 1, sizeof msg - 1, 8);
+    memcpy(frame + 9, msg, sizeof msg - 1);
+    ssize_t w = send(c->fd, frame, sizeof frame, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)w;
+}
+
 /* Says why the handshake failed (SSL_get_error gave se).  Returns: the code. */
 static int hs_failure(psi_net_conn *c, SSL *ssl, const hs_state *h, int se, const char *name)
 {
@@ -110,6 +131,9 @@ static int hs_failure(psi_net_conn *c, SSL *ssl, const hs_state *h, int se, cons
                                 ? name : "",
                             vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH
                                 ? "; see --tls-name)" : "");
+    if (nf > 0 && !hs_tls_byte(first[0]) && h->t->is_server &&
+        first[0] == PSI_NET_FRAME_HELLO)
+        hs_tell_plain_client(c);
     if (nf > 0 && !hs_tls_byte(first[0]))
         return psi_net_fail(c, PSI_NET_ETLS, "TLS: the peer (%s) did not speak TLS 1.3 (is it a "
                             "plain-TCP peer? its first bytes are not a TLS record%s%s%s)",

@@ -116,7 +116,7 @@ refused expired-client "refused|expired" "127.0.0.1:$port" \
     --tls-cert "$c/expired-client.pem" --tls-key "$c/expired-client.key" --tls-ca "$c/ca.pem"
 refused wrong-name "server's certificate was refused" "127.0.0.1:$port" "${C_CA[@]}" \
     --tls-name elsewhere.example
-refused plain-client "." "127.0.0.1:$port" --no-tls
+refused plain-client "this server speaks TLS 1.3: give the client --tls-cert" "127.0.0.1:$port" --no-tls
 refused client-pins-wrong "not the pinned key|refused" "127.0.0.1:$port" \
     --tls-cert "$c/client.pem" --tls-key "$c/client.key" --tls-peer-key "$sfp"
 checks=$((checks + 1))
@@ -130,6 +130,9 @@ f=$tmp/ref.server.err
 expect_grep "rogue client: server log" "connection from .*ended before a handshake.*client's certificate was refused" "$f"
 expect_grep "expired client: server log" "certificate has expired" "$f"
 expect_grep "plain client: server log" "did not speak TLS" "$f"
+expect_grep "TLS failures are logged as TLS" "connection from 127.0.0.1:[0-9]* \\(TLS handshake failed\\) ended" "$f"
+checks=$((checks + 1))
+grep -q "(no TLS)" "$f" && fail "refusals: a TLS server logged a connection as \"(no TLS)\""
 checks=$((checks + 1))
 n=$(grep -c "ended before a handshake" "$f")
 [ "$n" -ge 6 ] || fail "refusals: $n of 6 refused connections logged"
