@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,11 +30,13 @@
 #include "app_util.h"
 #include "cli_commands.h"
 #include "cli_server.h"
+#include "cli_server_pool.h"
 #include "cli_round_spill.h"
 #include "psi_shard.h"
 
 #define SERVER_DEFAULT_MAX_CLIENTS 4
 #define SERVER_MAX_CLIENTS 1024
+#define SERVER_DEFAULT_ROUND_TIMEOUT_S 3600
 
 typedef psi_cli_server_opts server_opts;
 
@@ -107,7 +110,20 @@ void psi_cli_server_usage(FILE *out)
         "                       round succeeded\n"
         "  --keep-serving       answer clients until killed, each on its own connection\n"
         "  --max-clients K      rounds served at once, each in its own process\n"
-        "                       (default %d); more connections wait to be accepted\n"
+        "                       (default %d); a client that authenticated and sent an\n"
+        "                       acceptable handshake waits for a slot, with keepalives\n"
+        "  --max-per-identity K rounds of one client identity (its certificate key) at\n"
+        "                       once, and as many waiting; more are refused (default:\n"
+        "                       half of --max-clients, rounded up).  Without TLS there is\n"
+        "                       no identity, and only --max-clients applies\n"
+        "  --max-pending K      connections still in their TLS handshake and HELLO, or\n"
+        "                       waiting for a slot (default %d): counted apart from the\n"
+        "                       rounds, so silent connections take no round's slot; a\n"
+        "                       connection past it is closed at once\n"
+        "  --max-pending-per-address K  of those in their handshake, from one address\n"
+        "                       (default %d)\n"
+        "  --round-timeout S    end a round not done S seconds after its connection\n"
+        "                       came, keepalives or not (default %d)\n"
         "  --max-peer-values N  refuse clients announcing more than N values\n"
         "                       (default %u)\n"
         "Keys and resources:\n"
@@ -129,7 +145,9 @@ void psi_cli_server_usage(FILE *out)
         "                       (default %d); both sides send keepalives while working\n"
         "  --progress           progress lines on stderr even when it is not a\n"
         "                       terminal (--no-progress: never)\n",
-        PSI_APP_DEFAULT_FPR, SERVER_DEFAULT_MAX_CLIENTS, PSI_NET_DEFAULT_MAX_PEER,
+        PSI_APP_DEFAULT_FPR, SERVER_DEFAULT_MAX_CLIENTS, PSI_CLI_POOL_DEFAULT_PENDING,
+        PSI_CLI_POOL_DEFAULT_PER_ADDRESS, SERVER_DEFAULT_ROUND_TIMEOUT_S,
+        PSI_NET_DEFAULT_MAX_PEER,
         PSI_NET_DEFAULT_TIMEOUT_S);
     psi_cli_round_transport_usage(out, 1);
     fprintf(out,
@@ -140,6 +158,22 @@ void psi_cli_server_usage(FILE *out)
         "Exit status: 0 after a successful round, 1 when a round failed (the message\n"
         "says why; nothing is written), 2 for a usage error or an unreadable or\n"
         "invalid input, key, setup, permutation, certificate or TLS key file.\n");
+}
+
+/* A limit of at least 1 (K of --name K).  Returns: 0 or -1 after a
+ * message. */
+static int server_parse_limit(size_t *out, const char *v, const char *name)
+{
+    char what[64];
+
+    snprintf(what, sizeof what, "server: %s", name);
+    if (psi_app_parse_count(out, v, 1u << 30, what) != 0)
+        return -1;
+    if (*out == 0) {
+        psi_app_error("server: %s must be at least 1", name);
+        return -1;
+    }
+    return 0;
 }
 
 /* The server's own options (psi_cli_own_opt_fn). */
@@ -173,6 +207,24 @@ static int server_own_opt(void *arg, int argc, char **argv, int *i)
             psi_app_error("server: --max-clients must be at least 1");
             return -1;
         }
+    } else if (psi_app_opt_value(argc, argv, i, "--max-per-identity", &v)) {
+        return v != NULL && server_parse_limit(&o->max_per_identity, v,
+                                               "--max-per-identity") == 0 ? 1 : -1;
+    } else if (psi_app_opt_value(argc, argv, i, "--max-pending", &v)) {
+        return v != NULL && server_parse_limit(&o->max_pending, v, "--max-pending") == 0
+                   ? 1 : -1;
+    } else if (psi_app_opt_value(argc, argv, i, "--max-pending-per-address", &v)) {
+        return v != NULL && server_parse_limit(&o->max_per_address, v,
+                                               "--max-pending-per-address") == 0 ? 1 : -1;
+    } else if (psi_app_opt_value(argc, argv, i, "--round-timeout", &v)) {
+        size_t t = 0;
+        if (v == NULL || server_parse_limit(&t, v, "--round-timeout") != 0)
+            return -1;
+        if (t > 86400 * 30) {
+            psi_app_error("server: --round-timeout is at most 30 days (%d s)", 86400 * 30);
+            return -1;
+        }
+        o->round_timeout_ms = (int)t * 1000;
     } else
         return psi_cli_server_setup_opt(&o->pre, &o->net, argc, argv, i);
     return 1;
@@ -222,6 +274,9 @@ static int server_parse(server_opts *o, int argc, char **argv)
 
     memset(o, 0, sizeof *o);
     o->max_clients = SERVER_DEFAULT_MAX_CLIENTS;
+    o->max_pending = PSI_CLI_POOL_DEFAULT_PENDING;
+    o->max_per_address = PSI_CLI_POOL_DEFAULT_PER_ADDRESS;
+    o->round_timeout_ms = SERVER_DEFAULT_ROUND_TIMEOUT_S * 1000;
     rc = psi_cli_round_parse(&o->net, argc, argv, "server", "--listen", psi_cli_server_usage,
                            server_own_opt, o);
     if (rc != 0)
@@ -242,6 +297,8 @@ static int server_parse(server_opts *o, int argc, char **argv)
     // One round, and one process writing --output.
     if (o->share_result)
         o->max_clients = 1;
+    if (o->max_per_identity == 0)
+        o->max_per_identity = (o->max_clients + 1) / 2;
     return server_check_join(o);
 }
 
@@ -405,7 +462,10 @@ static int server_load(psi_cli_server *s)
 typedef struct server_loop {
     psi_cli_server *s;
     int lfd;
-    size_t active;          // children serving a connection
+    psi_cli_pool pool;      // the children: pending, waiting, running a round
+    struct pollfd *pfd;     // the listener, the SIGCHLD pipe, the pool's pairs
+    unsigned long refused;  // connections closed at once, not yet logged
+    double refused_log_ms;  // when that was last logged
     int result;             // one-round mode: the first round's outcome, or -1
     unsigned long errors;   // accept() failures not yet logged
     double last_log_ms;     // when one was last logged
@@ -423,13 +483,13 @@ static void server_reap(server_loop *l, int block)
         int code;
         if (pid < 0)
             continue;
-        l->active--;
+        psi_cli_pool_reaped(&l->pool, pid);
         block = 0;
         code = WIFEXITED(st) ? WEXITSTATUS(st) : PSI_CLI_ROUND_FAILED;
         if (WIFSIGNALED(st))
             psi_app_progress_note(&l->s->prog, "error: the process of a round ended by "
                                   "signal %d", WTERMSIG(st));
-        if (l->result < 0 && code != PSI_CLI_ROUND_NO_CLIENT)
+        if (l->result < 0 && code != PSI_CLI_ROUND_NO_CLIENT && code != PSI_CLI_ROUND_NO_SLOT)
             l->result = code == PSI_CLI_ROUND_OK ? PSI_APP_EXIT_OK : PSI_APP_EXIT_FAIL;
     }
 }
@@ -517,56 +577,110 @@ static void chld_watch(int on)
         chld_watch(0);
 }
 
+/* A connection closed at once (the pending pool is full): logged at once,
+ * then at most every 10 s with a count. */
+static void server_refused(server_loop *l, const char *why)
+{
+    double now = psi_app_now_ms();
+
+    l->refused++;
+    if (now - l->refused_log_ms < 10000)
+        return;
+    psi_app_progress_note(&l->s->prog, "%s (%lu connection%s closed so since the last "
+                          "report)", why, l->refused, l->refused == 1 ? "" : "s");
+    l->refused = 0;
+    l->refused_log_ms = now;
+}
+
+/* Starts the process of connection c (just accepted, the pool has room for
+ * it): TLS, the HELLO, a slot from the pool, the round.  Returns: 0 or -1
+ * (logged). */
+static int server_start(server_loop *l, psi_net_conn *c)
+{
+    psi_cli_server *s = l->s;
+    int sv[2];
+    pid_t pid;
+
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        snprintf(s->err, sizeof s->err, "cannot make the round's channel for the "
+                 "connection from %s: %s", c->peer, strerror(errno));
+        server_accept_failed(l, s->err);
+        return -1;
+    }
+    if ((pid = fork()) == 0) {
+        close(l->lfd);
+        chld_watch(0);
+        close(sv[0]);
+        psi_cli_pool_free(&l->pool); // the listener's ends of the others' pairs
+        free(l->pfd);
+        s->ctl_fd = sv[1];
+        server_child_exit(s, psi_cli_server_round(s, c));
+    }
+    close(sv[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        snprintf(s->err, sizeof s->err, "cannot start a process for the connection "
+                 "from %s: %s", c->peer, strerror(errno));
+        server_accept_failed(l, s->err);
+        return -1;
+    }
+    psi_cli_pool_add(&l->pool, pid, sv[0], c->peer);
+    return 0;
+}
+
 /* Accepts connections and serves each in a child process.  Returns: the
  * exit status (one-round mode; --keep-serving runs until killed). */
 static int server_serve(server_loop *l)
 {
     psi_cli_server *s = l->s;
     const server_opts *o = s->o;
+    size_t npfd = 2 + l->pool.cap;
 
+    if ((l->pfd = calloc(npfd, sizeof *l->pfd)) == NULL) {
+        psi_app_error("server: out of memory");
+        return PSI_APP_EXIT_FAIL;
+    }
     chld_watch(1);
     for (;;) {
-        struct pollfd p[2] = {{.fd = l->lfd, .events = POLLIN},
-                              {.fd = chld_pipe[0], .events = POLLIN}};
         psi_net_conn c;
-        pid_t pid;
-        char drain[64];
+        char drain[64], why[300];
+        size_t k;
 
-        server_reap(l, l->active >= o->max_clients);
+        server_reap(l, 0);
         if (!o->keep_serving && l->result >= 0)
             break;
-        if (l->active >= o->max_clients || poll(p, 2, 1000) <= 0)
+        l->pfd[0] = (struct pollfd){.fd = l->lfd, .events = POLLIN};
+        l->pfd[1] = (struct pollfd){.fd = chld_pipe[0], .events = POLLIN};
+        k = psi_cli_pool_pollfds(&l->pool, l->pfd + 2, npfd - 2);
+        if (poll(l->pfd, 2 + k, 1000) <= 0)
             continue;
-        if (p[1].revents & POLLIN) {
+        if (l->pfd[1].revents & POLLIN) {
             while (read(chld_pipe[0], drain, sizeof drain) > 0) {
             }
         }
-        if (!(p[0].revents & POLLIN))
+        psi_cli_pool_events(&l->pool, l->pfd + 2, k);
+        if (!(l->pfd[0].revents & POLLIN))
             continue;
         if (psi_net_accept(&c, l->lfd, o->net.timeout_ms) != 0) {
             server_accept_failed(l, c.err);
             continue;
         }
         l->backoff_ms = 0;
-        if ((pid = fork()) == 0) {
-            close(l->lfd);
-            chld_watch(0);
-            server_child_exit(s, psi_cli_server_round(s, &c));
-        }
-        if (pid < 0) {
-            snprintf(s->err, sizeof s->err, "cannot start a process for the connection "
-                     "from %s: %s", c.peer, strerror(errno));
-            server_accept_failed(l, s->err);
-        } else {
-            l->active++;
-        }
+        if (psi_cli_pool_may_join(&l->pool, c.peer, why, sizeof why) != 0)
+            server_refused(l, why);
+        else
+            server_start(l, &c);
         // The child owns the connection: only our descriptor goes.
         close(c.fd);
         free(c.rx);
     }
-    while (l->active > 0)
+    // One round was served: the connections still before their slot go.
+    psi_cli_pool_stop(&l->pool);
+    while (l->pool.n > 0)
         server_reap(l, 1);
     chld_watch(0);
+    free(l->pfd);
+    l->pfd = NULL;
     return l->result;
 }
 
@@ -574,7 +688,9 @@ int psi_cli_cmd_server(int argc, char **argv)
 {
     server_opts o;
     psi_cli_server s;
-    server_loop l = {.s = &s, .lfd = -1, .result = -1, .last_log_ms = -1e12};
+    server_loop l = {.s = &s, .lfd = -1, .result = -1, .last_log_ms = -1e12,
+                     .refused_log_ms = -1e12};
+    psi_cli_pool_limits lim;
     char bound[160], transport[300];
     int rc = server_parse(&o, argc, argv);
 
@@ -582,10 +698,19 @@ int psi_cli_cmd_server(int argc, char **argv)
         return rc > 0 ? PSI_APP_EXIT_OK : PSI_APP_EXIT_USAGE;
     memset(&s, 0, sizeof s);
     s.o = &o;
+    s.ctl_fd = -1;
+    lim = (psi_cli_pool_limits){o.max_clients, o.max_pending, o.max_per_address,
+                                o.max_per_identity};
+    if (psi_cli_pool_init(&l.pool, &lim) != 0) {
+        psi_app_error("server: out of memory");
+        return PSI_APP_EXIT_FAIL;
+    }
     psi_app_progress_init(&s.prog, "shardpsi server", o.net.progress);
     signal(SIGPIPE, SIG_IGN);
-    if (psi_cli_round_transport(&s.tls, &o.net, "server", 1) != 0)
+    if (psi_cli_round_transport(&s.tls, &o.net, "server", 1) != 0) {
+        psi_cli_pool_free(&l.pool);
         return PSI_APP_EXIT_USAGE;
+    }
     rc = server_load(&s);
     if (rc == 0 && psi_net_listen(&l.lfd, bound, sizeof bound, o.net.addr, s.err,
                                   sizeof s.err) != 0) {
@@ -605,6 +730,7 @@ int psi_cli_cmd_server(int argc, char **argv)
     }
     if (l.lfd >= 0)
         close(l.lfd);
+    psi_cli_pool_free(&l.pool);
     psi_engine_free(s.key);
     psi_net_tls_free(s.tls);
     psi_app_input_free(&s.in);

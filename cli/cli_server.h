@@ -23,7 +23,11 @@ typedef struct psi_cli_server_opts {
     int reveal;          // --reveal: clients may learn the intersection
     int association;     // --association: clients may get the association table
     int keep_serving;    // --keep-serving
-    size_t max_clients;  // --max-clients: connections served at once
+    size_t max_clients;  // --max-clients: rounds served at once
+    size_t max_pending;  // --max-pending: connections before their round's slot
+    size_t max_per_address; // --max-pending-per-address: of those, from one address
+    size_t max_per_identity; // --max-per-identity: rounds of one identity at once
+    int round_timeout_ms; // --round-timeout: the most a whole round takes
     psi_cli_server_setup_opts pre;  // --setup and its companions
     const char *payload_columns; // --payload-columns LIST: a payload table sent to
                          // clients asking for it (PROTOCOL.md §22.2)
@@ -53,6 +57,8 @@ typedef struct psi_cli_server {
     char in_what[64];      // "305 values"
     const char *what;      // in_what, or pre.what
     psi_app_progress prog;
+    int ctl_fd;            // in a round's process: its pair to the listener
+                           // (cli_server_pool.h); -1 in the listener
     char err[PSI_NET_MSG_MAX + 256];
 } psi_cli_server;
 
@@ -63,6 +69,9 @@ typedef struct psi_cli_server {
 #define PSI_CLI_ROUND_NO_CLIENT 3   // it ended before one: a probe, a scanner,
                                     // another protocol or version, a peer TLS
                                     // refused, the handshake deadline
+#define PSI_CLI_ROUND_NO_SLOT 4     // an agreed round that never got a slot
+                                    // (refused, the server ending, the peer
+                                    // left while it waited): nothing was done
 
 /** Runs one round on c, just accepted: TLS, the handshake by the
  *  handshake deadline, then the round of PROTOCOL.md §15.3; logs one line

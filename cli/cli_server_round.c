@@ -21,6 +21,7 @@
 #include "cli_offline.h"
 #include "cli_round_spill.h"
 #include "cli_server.h"
+#include "cli_server_pool.h"
 #include "net_progress.h"
 #include "net_session.h"
 #include "psi_shard.h"
@@ -41,6 +42,9 @@ typedef struct server_round {
     int has_pf;
     psi_app_output out;    // --share-result: this side's matched rows
     size_t shared;         // their number
+    double t0;             // when the connection came (psi_app_now_ms)
+    double waited_ms;      // how long it waited for its slot
+    int no_slot;           // it never got one (PSI_CLI_ROUND_NO_SLOT)
     char who[sizeof ((psi_net_conn *)0)->peer + sizeof ((psi_net_conn *)0)->peer_id + 8];
                            // "HOST:PORT (CN=..., key sha256:...)"
     char err[PSI_NET_MSG_MAX + 256];
@@ -593,6 +597,28 @@ static int round_spills(const server_round *r)
                            stat(s->o->net.input, &st) == 0 && S_ISREG(st.st_mode));
 }
 
+/* Waits for the listener to grant this round a slot (cli_server_pool.h),
+ * keeping the client alive meanwhile; the identity is the certificate's key
+ * (none without TLS).  Returns: 0 or -1 (r->err; r->no_slot). */
+static int round_slot(server_round *r)
+{
+    const char *id = strstr(r->c->peer_id, "key sha256:");
+    double t = psi_app_now_ms();
+    int rc;
+
+    if (r->s->ctl_fd < 0)
+        return 0;
+    rc = psi_cli_pool_wait(r->s->ctl_fd, r->c, id != NULL ? id : r->c->peer_id,
+                           r->c->deadline_ms, r->err, sizeof r->err);
+    r->waited_ms = psi_app_now_ms() - t;
+    if (rc == 0)
+        return 0;
+    r->no_slot = 1;
+    if (rc > 0)
+        psi_net_send_error(r->c, r->err);
+    return -1;
+}
+
 /* The round after TLS.  Returns: 0 or -1 (r->err). */
 static int round_run(server_round *r)
 {
@@ -605,8 +631,11 @@ static int round_run(server_round *r)
     r->c->no_keepalive = 1;
     if (round_handshake(r) != 0)
         return -1;
-    r->c->deadline_ms = 0;
+    // From now on the round's deadline, which keepalives do not move.
+    r->c->deadline_ms = r->t0 + s->o->round_timeout_ms;
     r->c->no_keepalive = 0;
+    if (round_slot(r) != 0)
+        return -1;
     psi_net_progress_attach(&s->prog, r->c);
     // A raw setup does not depend on the client: it is masked while the
     // client masks its request.  A gcs or Bloom setup is sized by the
@@ -656,6 +685,7 @@ int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
     memset(&r, 0, sizeof r);
     r.s = s;
     r.c = c;
+    r.t0 = t0;
     c->deadline_ms = t0 + s->o->net.handshake_timeout_ms;
     snprintf(r.who, sizeof r.who, "%s (no TLS)", c->peer);
     if (s->tls != NULL) {
@@ -679,9 +709,16 @@ int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
                               : r.self.reveal ? "intersection revealed" : "size only",
                               r.self.payloads ? ", payload table sent" : "",
                               (psi_app_now_ms() - t0) / 1000.0, psi_app_peak_mib());
+        if (r.waited_ms >= 500)
+            psi_app_progress_note(&s->prog, "the round with %s waited %.1f s for a slot",
+                                  r.who, r.waited_ms / 1000.0);
         if (r.self.share_result)
             psi_app_progress_note(&s->prog, "%zu matched rows of this side, as the client "
                                   "reported them, written to %s", r.shared, s->o->output);
+    } else if (r.no_slot) {
+        psi_app_progress_note(&s->prog, "round with %s (%llu client values) not run, after "
+                              "%.1f s: %s", r.who, (unsigned long long)r.hello.n,
+                              (psi_app_now_ms() - t0) / 1000.0, r.err);
     } else if (r.agreed) {
         psi_app_progress_note(&s->prog, "error: round with %s (%llu client values, suite %s) "
                               "failed after %.1f s: %s", r.who,
@@ -705,6 +742,6 @@ int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
         psi_cli_round_spill_free(r.sp);
     free(r.sp);
     psi_shards_free(r.g);
-    return rc == 0 ? PSI_CLI_ROUND_OK : r.agreed ? PSI_CLI_ROUND_FAILED
-                                                  : PSI_CLI_ROUND_NO_CLIENT;
+    return rc == 0 ? PSI_CLI_ROUND_OK : r.no_slot ? PSI_CLI_ROUND_NO_SLOT
+                                  : r.agreed ? PSI_CLI_ROUND_FAILED : PSI_CLI_ROUND_NO_CLIENT;
 }

@@ -103,6 +103,7 @@ int test_certs_write(const char *dir)
         { "expired-server", "server", "DNS:localhost,IP:127.0.0.1", 0, -30, -1 },
         { "expired-client", "client-1", "DNS:client-1", 0, -30, -1 },
         { "wrongname-server", "server", "DNS:elsewhere.example", 0, -1, 365 },
+        { "client2", "client-2", "DNS:client-2", 0, -1, 365 },
     };
     enum { N = sizeof set / sizeof set[0] };
     tc_item it[N];

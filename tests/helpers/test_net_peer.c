@@ -8,6 +8,13 @@
  *   server-* modes listen on 127.0.0.1 (a free port, printed on stdout) and
  *   play a server for one client; client-* modes connect to HOST:PORT
  *   (plain TCP: the server under test runs with --no-tls).
+ *   With PEER_TLS=CERT:KEY:PEERKEY in the environment, a client mode first
+ *   runs TLS with that certificate and key, pinning the server's key
+ *   fingerprint PEERKEY (the server under test runs with TLS then).
+ *   client-hold-after-hello sends an acceptable HELLO, reads the ACCEPT,
+ *   then only keepalives (every half second), and succeeds when the server
+ *   ends the connection within 60 s, printing after how long;
+ *   client-hello-close sends the HELLO and closes at once.
  *   client-announce-N announces N values and sends nothing more, and
  *   succeeds when no SETUP arrives within 3 s; client-keepalive-hold sends a
  *   keepalive every half second and no HELLO, client-slow-hello one byte of
@@ -21,6 +28,7 @@
  * before it exits (but client-killed-mid-request, which is killed), so that
  * a failure under LeakSanitizer reports why and not the receive buffer.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +40,7 @@
 
 #include "net.h"
 #include "net_session.h"
+#include "net_tls.h"
 #include "app_clock.h"
 #include "app_util.h"
 #include "psi.h"
@@ -380,6 +389,34 @@ static int peer_hold(const char *mode, psi_net_conn *c)
     return peer_fail(mode, "the server held the connection for 30 s", NULL);
 }
 
+/* client-hold-after-hello: an accepted handshake, then keepalives only.
+ * Returns: 0 when the server ended the connection within 60 s, else 1. */
+static int peer_hold_after_hello(const char *mode, psi_net_conn *c)
+{
+    double t0;
+
+    if (peer_hello(c, PEER_N) != 0)
+        return peer_fail(mode, "the handshake", c);
+    t0 = psi_app_now_ms();
+    while (psi_app_now_ms() - t0 < 60000) {
+        uint8_t b;
+        struct timespec ts = {0, 500000000L};
+        psi_net_keepalive(c, 0);
+        // Whatever the server sends (keepalives, an ERROR frame) is read and
+        // dropped; its end of the connection ends the hold.
+        ssize_t got = recv(c->fd, &b, 1, MSG_DONTWAIT);
+        if (c->broken || got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            fprintf(stderr, "peer: %s: the server ended the connection after %.1f s\n", mode,
+                    (psi_app_now_ms() - t0) / 1000);
+            return 0;
+        }
+        if (got > 0)
+            continue;
+        nanosleep(&ts, NULL);
+    }
+    return peer_fail(mode, "the server held the connection for 60 s", NULL);
+}
+
 /* client-announce-N: the HELLO of N values, and nothing more.  Returns: 0
  * when no SETUP frame arrived within 3 s, else 1. */
 static int peer_announce(const char *mode, psi_net_conn *c)
@@ -444,6 +481,20 @@ static int peer_client_run(const char *mode, psi_net_conn *c)
     }
     if (strncmp(mode, "client-announce-", 16) == 0)
         return peer_announce(mode, c);
+    if (strcmp(mode, "client-hold-after-hello") == 0)
+        return peer_hold_after_hello(mode, c);
+    if (strcmp(mode, "client-hello-close") == 0) {
+        uint8_t out[PSI_NET_HANDSHAKE_BYTES];
+        psi_net_handshake h;
+        memset(&h, 0, sizeof h);
+        h.version = PSI_NET_PROTOCOL_VERSION;
+        h.reveal = 1;
+        h.structure = PSI_NET_STRUCTURE_ANY;
+        h.n = PEER_N;
+        psi_net_handshake_encode(out, &h);
+        return psi_net_send(c, PSI_NET_FRAME_HELLO, out, sizeof out, NULL, NULL) != 0
+                   ? peer_fail(mode, "sending the HELLO", c) : 0;
+    }
     if (peer_hello(c, PEER_N) != 0)
         return peer_fail(mode, "the handshake", c);
     if (strcmp(mode, "client-silent") == 0) {
@@ -478,12 +529,31 @@ static int peer_client_run(const char *mode, psi_net_conn *c)
 static int peer_client(const char *mode, const char *addr)
 {
     psi_net_conn c;
+    psi_net_tls *t = NULL;
+    const char *env = getenv("PEER_TLS");
+    char err[512], spec[2048], *key, *pin;
     int rc;
 
-    if (psi_net_connect(&c, addr, PEER_TIMEOUT_MS) != 0)
+    if (env != NULL) {
+        snprintf(spec, sizeof spec, "%s", env);
+        if ((key = strchr(spec, ':')) == NULL || (pin = strchr(key + 1, ':')) == NULL)
+            return peer_fail(mode, "PEER_TLS is not CERT:KEY:PEERKEY", NULL);
+        *key++ = '\0';
+        *pin++ = '\0';
+        psi_net_tls_opts o = {.cert = spec, .key = key, .peer_key = pin};
+        if (psi_net_tls_new(&t, &o, 0, err, sizeof err) != 0)
+            return peer_fail(mode, err, NULL);
+    }
+    if (psi_net_connect(&c, addr, PEER_TIMEOUT_MS) != 0) {
+        psi_net_tls_free(t);
         return peer_fail(mode, "connecting", &c);
-    rc = peer_client_run(mode, &c);
+    }
+    if (t != NULL && psi_net_tls_handshake(&c, t, "localhost", psi_app_now_ms() + 20000) != 0)
+        rc = peer_fail(mode, "TLS", &c);
+    else
+        rc = peer_client_run(mode, &c);
     psi_net_close(&c);
+    psi_net_tls_free(t);
     return rc;
 }
 
