@@ -23,13 +23,14 @@ int psi_cli_round_transport_opt(psi_cli_round_opts *o, int argc, char **argv, in
     static const struct {
         const char *name;
         size_t off;
-        int client_only;
+        int client_only; // 1: the client's only, 2: the server's only
     } files[] = {
         {"--tls-cert", offsetof(psi_net_tls_opts, cert), 0},
         {"--tls-key", offsetof(psi_net_tls_opts, key), 0},
         {"--tls-ca", offsetof(psi_net_tls_opts, ca), 0},
         {"--tls-peer-key", offsetof(psi_net_tls_opts, peer_key), 0},
         {"--tls-name", offsetof(psi_net_tls_opts, name), 1},
+        {"--tls-peer-name", offsetof(psi_net_tls_opts, name), 2},
     };
     char what[64];
     const char *v = NULL;
@@ -40,7 +41,8 @@ int psi_cli_round_transport_opt(psi_cli_round_opts *o, int argc, char **argv, in
     if (strcmp(argv[*i], "--trusted-network") == 0)
         return o->trusted_network = 1, 1;
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
-        if (files[k].client_only && strcmp(cmd, "client") != 0)
+        if ((files[k].client_only == 1 && strcmp(cmd, "client") != 0) ||
+            (files[k].client_only == 2 && strcmp(cmd, "server") != 0))
             continue;
         if (psi_app_opt_value(argc, argv, i, files[k].name, &v)) {
             if (v == NULL)
@@ -136,9 +138,26 @@ int psi_cli_round_transport(psi_net_tls **t, const psi_cli_round_opts *o, const 
         return -1;
     }
     if (x->name != NULL && x->ca == NULL) {
-        psi_app_error("%s: --tls-name is for --tls-ca (a pinned key names no host)", cmd);
+        psi_app_error(is_server ? "%s: --tls-peer-name is for --tls-ca (a pinned key is "
+                                  "already one client's)"
+                                : "%s: --tls-name is for --tls-ca (a pinned key names no host)",
+                      cmd);
         return -1;
     }
+    if (is_server && x->name != NULL) {
+        const char *p = x->name;
+        for (size_t n; *p != '\0'; p += n + (p[n] == ',')) {
+            n = strcspn(p, ",");
+            if (n == 0 || n > 253) {
+                psi_app_error("%s: --tls-peer-name %s: a comma-separated list of names, none "
+                              "empty or longer than 253 characters", cmd, x->name);
+                return -1;
+            }
+        }
+    }
+    if (is_server && x->ca != NULL && x->name == NULL)
+        psi_app_error("%s: warning: any client holding a certificate of %s is served: "
+                      "--tls-peer-name NAMES limits it to those names", cmd, x->ca);
     if (psi_net_tls_new(t, x, is_server, err, sizeof err) != 0) {
         psi_app_error("%s: %s", cmd, err);
         return -1;
@@ -151,6 +170,9 @@ void psi_cli_round_transport_name(char *out, size_t cap, const psi_cli_round_opt
     if (o->no_tls)
         snprintf(out, cap, "plain TCP, no TLS%s",
                  o->trusted_network ? ", on a network said to be trusted" : "");
+    else if (o->tls.ca != NULL && o->tls.name != NULL)
+        snprintf(out, cap, "TLS 1.3, peers certified by %s and named %s", o->tls.ca,
+                 o->tls.name);
     else if (o->tls.ca != NULL)
         snprintf(out, cap, "TLS 1.3, peers certified by %s", o->tls.ca);
     else
@@ -167,6 +189,7 @@ void psi_cli_round_transport_usage(FILE *out, int is_server)
         "  --tls-peer-key FP    accept only the peer whose key has fingerprint FP (the\n"
         "                       SHA-256 `shardpsi tls-keygen` prints; no CA needed)\n"
         "%s"
+        "%s"
         "  --no-tls             plain TCP: anyone on the path reads and changes the\n"
         "                       frames, and %s; allowed only on\n"
         "                       loopback unless --trusted-network\n"
@@ -178,6 +201,11 @@ void psi_cli_round_transport_usage(FILE *out, int is_server)
                          "                       --connect (a DNS name or address) or --tls-name",
         is_server ? "" : "  --tls-name NAME      with --tls-ca: the name the server's certificate\n"
                          "                       must carry instead of --connect's host\n",
+        is_server ? "  --tls-peer-name NAMES  with --tls-ca: serve only clients whose certificate\n"
+                    "                       carries one of these comma-separated names (a DNS\n"
+                    "                       name of its subjectAltName, or its CN without one);\n"
+                    "                       without it any certificate of the CA is served\n"
+                  : "",
         is_server ? "any client may query the server" : "anyone may pose as the server",
         PSI_NET_DEFAULT_HANDSHAKE_TIMEOUT_S);
 }

@@ -43,7 +43,10 @@ typedef struct psi_net_tls_opts {
                            // digits (':' between byte pairs and a "sha256:"
                            // prefix allowed, case ignored)
     const char *name;      // client, CA form: the name the server's
-                           // certificate must carry (default: --connect's host)
+                           // certificate must carry (default: --connect's host);
+                           // server, CA form: --tls-peer-name, the names (comma-
+                           // separated) of which the client's must carry one
+                           // (NULL: any certificate of the CA)
 } psi_net_tls_opts;
 
 /** A TLS context of one side (opaque); one per process, shared by its

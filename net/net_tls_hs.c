@@ -130,7 +130,8 @@ static int hs_failure(psi_net_conn *c, SSL *ssl, const hs_state *h, int se, cons
                             vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH
                                 ? name : "",
                             vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH
-                                ? "; see --tls-name)" : "");
+                                ? (h->t->is_server ? "; see --tls-peer-name)"
+                                                   : "; see --tls-name)") : "");
     if (nf > 0 && !hs_tls_byte(first[0]) && h->t->is_server &&
         first[0] == PSI_NET_FRAME_HELLO)
         hs_tell_plain_client(c);
@@ -207,6 +208,28 @@ static int hs_client_name(SSL *ssl, const psi_net_tls *t, const char *name)
     return SSL_set1_host(ssl, name) == 1 ? 0 : -1;
 }
 
+/* A server in the CA form with --tls-peer-name: the client's certificate
+ * must carry one of the comma-separated names (a DNS name of its
+ * subjectAltName, or its CN when it has none; no partial wildcards).
+ * Returns: 0 or -1. */
+static int hs_server_names(SSL *ssl, const char *names)
+{
+    char one[256];
+
+    SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    for (const char *p = names; *p != '\0';) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof one)
+            return -1;
+        memcpy(one, p, n);
+        one[n] = '\0';
+        if (SSL_add1_host(ssl, one) != 1)
+            return -1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
 int psi_net_tls_handshake(psi_net_conn *c, psi_net_tls *t, const char *host,
                           double deadline_ms)
 {
@@ -237,6 +260,10 @@ int psi_net_tls_handshake(psi_net_conn *c, psi_net_tls *t, const char *host,
         SSL_set_verify(ssl, SSL_get_verify_mode(ssl), hs_verify_pinned);
     if (!t->is_server && hs_client_name(ssl, t, name) != 0) {
         rc = psi_net_fail(c, PSI_NET_ETLS, "TLS: cannot check the server's name %s", name);
+        goto fail;
+    }
+    if (t->is_server && !t->pinned && t->name != NULL && hs_server_names(ssl, t->name) != 0) {
+        rc = psi_net_fail(c, PSI_NET_ETLS, "TLS: cannot check the client's names %s", name);
         goto fail;
     }
     for (;;) {

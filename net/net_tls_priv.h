@@ -26,7 +26,8 @@ struct psi_net_tls {
     int is_server;
     int pinned;                        // pinned form (else the CA form)
     char pin[PSI_NET_TLS_FP_HEX + 1];  // pinned form: the peer's fingerprint
-    char *name;                        // client, CA form: --tls-name, or NULL
+    char *name;                        // CA form: the client's --tls-name, the
+                                       // server's --tls-peer-name, or NULL
 };
 
 /** A BIO over socket fd that sends with MSG_NOSIGNAL (a closed peer is an

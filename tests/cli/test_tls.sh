@@ -29,6 +29,7 @@ awk 'BEGIN { for (i = 500; i < 1600; i += 3) print "v-" i }' >"$tmp/client.txt"
 awk 'NR == FNR { s[$0] = 1; next } ($0 in s) { print FNR - 1 }' \
     "$tmp/server.txt" "$tmp/client.txt" >"$tmp/want.idx"
 
+sfp_early=sha256:$(printf '%064d' 0)
 S_CA=(--tls-cert "$c/server.pem" --tls-key "$c/server.key" --tls-ca "$c/ca.pem")
 C_CA=(--tls-cert "$c/client.pem" --tls-key "$c/client.key" --tls-ca "$c/ca.pem")
 
@@ -54,6 +55,35 @@ expect_grep "CA: the server logs the client's identity" \
 expect_grep "CA: the client names the server" "over TLS 1\.3: CN=server, key sha256:" "$tmp/ca.err"
 expect_grep "CA: the listening line names the transport" "TLS 1\.3, peers certified by" \
     "$tmp/ca.server.err"
+
+expect_grep "CA: without --tls-peer-name the server warns" \
+    "warning: any client holding a certificate of .*ca.pem is served: --tls-peer-name" \
+    "$tmp/ca.server.err"
+
+# The server checks the client's name: --tls-peer-name serves client-1, or
+# refuses it when only other names are allowed.
+start_server "$tmp/pn.server.err" --input "$tmp/server.txt" --reveal "${S_CA[@]}" \
+    --tls-peer-name other.example,client-1
+client pn "127.0.0.1:$port" "${C_CA[@]}"
+expect_rc "--tls-peer-name: client" 0 "$crc" "$tmp/pn.err" "$tmp/pn.server.err" &&
+    expect_same "--tls-peer-name round" "$tmp/pn.out" "$tmp/want.idx"
+wait_pid "$spid"
+expect_grep "--tls-peer-name: the listening line" "certified by .*ca.pem and named other.example,client-1" \
+    "$tmp/pn.server.err"
+start_server "$tmp/pnx.server.err" --input "$tmp/server.txt" --reveal "${S_CA[@]}" \
+    --tls-peer-name client-2,other.example
+client pn-wrong "127.0.0.1:$port" "${C_CA[@]}"
+expect_rc "--tls-peer-name: another name is refused" 1 "$crc" "$tmp/pn-wrong.err"
+expect_no_output "--tls-peer-name: another name" "$tmp/pn-wrong.out"
+for _ in $(seq 1 50); do grep -q "ended before" "$tmp/pnx.server.err" && break; sleep 0.1; done
+expect_grep "--tls-peer-name: the server says why" "the client's certificate was refused: .*it does not name client-2,other\.example; see --tls-peer-name" \
+    "$tmp/pnx.server.err"
+kill -9 "$spid"; wait "$spid" 2>/dev/null
+"$psi" server --listen 127.0.0.1:0 --input "$tmp/server.txt" --tls-cert "$c/server.pem" \
+    --tls-key "$c/server.key" --tls-peer-key "$sfp_early" --tls-peer-name client-1 \
+    2>"$tmp/pnk.err" </dev/null
+expect_rc "--tls-peer-name with a pinned key: usage" 2 $? "$tmp/pnk.err" &&
+    expect_grep "--tls-peer-name with a pinned key: why" "tls-peer-name is for --tls-ca" "$tmp/pnk.err"
 
 # By name: the server's certificate names localhost.
 start_server "$tmp/name.server.err" --input "$tmp/server.txt" --reveal "${S_CA[@]}"
