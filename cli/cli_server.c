@@ -36,7 +36,6 @@
 
 #define SERVER_DEFAULT_MAX_CLIENTS 4
 #define SERVER_MAX_CLIENTS 1024
-#define SERVER_DEFAULT_ROUND_TIMEOUT_S 3600
 
 typedef psi_cli_server_opts server_opts;
 
@@ -123,7 +122,8 @@ void psi_cli_server_usage(FILE *out)
         "  --max-pending-per-address K  of those in their handshake, from one address\n"
         "                       (default %d)\n"
         "  --round-timeout S    end a round not done S seconds after its connection\n"
-        "                       came, keepalives or not (default %d)\n"
+        "                       came, keepalives or not (default: 600 s and 1 ms for\n"
+        "                       each value of both sets)\n"
         "  --max-peer-values N  refuse clients announcing more than N values\n"
         "                       (default %u)\n"
         "Keys and resources:\n"
@@ -146,7 +146,7 @@ void psi_cli_server_usage(FILE *out)
         "  --progress           progress lines on stderr even when it is not a\n"
         "                       terminal (--no-progress: never)\n",
         PSI_APP_DEFAULT_FPR, SERVER_DEFAULT_MAX_CLIENTS, PSI_CLI_POOL_DEFAULT_PENDING,
-        PSI_CLI_POOL_DEFAULT_PER_ADDRESS, SERVER_DEFAULT_ROUND_TIMEOUT_S,
+        PSI_CLI_POOL_DEFAULT_PER_ADDRESS,
         PSI_NET_DEFAULT_MAX_PEER,
         PSI_NET_DEFAULT_TIMEOUT_S);
     psi_cli_round_transport_usage(out, 1);
@@ -224,7 +224,7 @@ static int server_own_opt(void *arg, int argc, char **argv, int *i)
             psi_app_error("server: --round-timeout is at most 30 days (%d s)", 86400 * 30);
             return -1;
         }
-        o->round_timeout_ms = (int)t * 1000;
+        o->round_timeout_ms = (double)t * 1000;
     } else
         return psi_cli_server_setup_opt(&o->pre, &o->net, argc, argv, i);
     return 1;
@@ -276,7 +276,6 @@ static int server_parse(server_opts *o, int argc, char **argv)
     o->max_clients = SERVER_DEFAULT_MAX_CLIENTS;
     o->max_pending = PSI_CLI_POOL_DEFAULT_PENDING;
     o->max_per_address = PSI_CLI_POOL_DEFAULT_PER_ADDRESS;
-    o->round_timeout_ms = SERVER_DEFAULT_ROUND_TIMEOUT_S * 1000;
     rc = psi_cli_round_parse(&o->net, argc, argv, "server", "--listen", psi_cli_server_usage,
                            server_own_opt, o);
     if (rc != 0)

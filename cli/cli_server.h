@@ -27,7 +27,8 @@ typedef struct psi_cli_server_opts {
     size_t max_pending;  // --max-pending: connections before their round's slot
     size_t max_per_address; // --max-pending-per-address: of those, from one address
     size_t max_per_identity; // --max-per-identity: rounds of one identity at once
-    int round_timeout_ms; // --round-timeout: the most a whole round takes
+    double round_timeout_ms; // --round-timeout: the most a whole round takes
+                         // (0: 600 s and 1 ms a value of both sets)
     psi_cli_server_setup_opts pre;  // --setup and its companions
     const char *payload_columns; // --payload-columns LIST: a payload table sent to
                          // clients asking for it (PROTOCOL.md §22.2)

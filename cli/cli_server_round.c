@@ -632,7 +632,9 @@ static int round_run(server_round *r)
     if (round_handshake(r) != 0)
         return -1;
     // From now on the round's deadline, which keepalives do not move.
-    r->c->deadline_ms = r->t0 + s->o->round_timeout_ms;
+    r->c->deadline_ms = r->t0 + (s->o->round_timeout_ms > 0
+                                     ? s->o->round_timeout_ms
+                                     : 600000.0 + (double)r->hello.n + (double)r->self.n);
     r->c->no_keepalive = 0;
     if (round_slot(r) != 0)
         return -1;
