@@ -21,6 +21,10 @@ peer=$3
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 conns=$(dirname "$0")/hostile_conns.py
+# Under valgrind every shardpsi process is many times slower: the waits and
+# deadlines of part 3 grow by this factor, and no duration is checked.
+f=1
+[ -n "${PSI_UNDER_VALGRIND:-}" ] && f=8
 start_tls=1
 . "$(dirname "$0")/net_common.sh"
 
@@ -123,7 +127,7 @@ kill -9 "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
 # --round-timeout 6, keepalives or not (--timeout is 20).
 srv=$tmp/hold.server.err
 start_server "$srv" --input "$tmp/server.txt" --reveal "${S_CA[@]}" --keep-serving \
-    --round-timeout 6
+    --round-timeout $((6 * f))
 hold=()
 for i in 1 2 3 4; do
     PEER_TLS="$c/client.pem:$c/client.key:$sfp" "$peer" client-hold-after-hello \
@@ -131,7 +135,7 @@ for i in 1 2 3 4; do
     hold+=($!)
 done
 pids+=("${hold[@]}")
-sleep 1.5
+sleep $((2 * f))
 served "other-identity" 4 "${C2_CA[@]}"
 honest "fifth" "${C_CA[@]}"
 expect_rc "fifth of one identity: refused" 1 "$crc" "$tmp/fifth.err" "$srv" &&
@@ -139,7 +143,7 @@ expect_rc "fifth of one identity: refused" 1 "$crc" "$tmp/fifth.err" "$srv" &&
 for i in 1 2 3 4; do
     wait "${hold[$((i - 1))]}"
     expect_rc "holder $i: ended by the server" 0 $? "$tmp/hold$i.err" "$srv" &&
-        expect_grep "holder $i: within the round's deadline" \
+        [ "$f" = 1 ] && expect_grep "holder $i: within the round's deadline" \
             "ended the connection after [0-7]\.[0-9] s" "$tmp/hold$i.err"
 done
 expect_grep "holds: the deadline is logged" "time allowed .*ran out|before the round's deadline" "$srv"
