@@ -70,9 +70,9 @@ typedef struct psi_cli_server {
 #define PSI_CLI_ROUND_NO_CLIENT 3   // it ended before one: a probe, a scanner,
                                     // another protocol or version, a peer TLS
                                     // refused, the handshake deadline
-#define PSI_CLI_ROUND_NO_SLOT 4     // an agreed round that never got a slot
-                                    // (refused, the server ending, the peer
-                                    // left while it waited): nothing was done
+#define PSI_CLI_ROUND_NO_SLOT 4     // an agreed round refused a slot (too many
+                                    // of its identity, the server ending):
+                                    // nothing was done
 
 /** Runs one round on c, just accepted: TLS, the handshake by the
  *  handshake deadline, then the round of PROTOCOL.md §15.3; logs one line

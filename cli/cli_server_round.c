@@ -613,7 +613,9 @@ static int round_slot(server_round *r)
     r->waited_ms = psi_app_now_ms() - t;
     if (rc == 0)
         return 0;
-    r->no_slot = 1;
+    // Refused (or the server ending): not a round.  The peer leaving or the
+    // deadline while it waited: a failed round, as after any agreed HELLO.
+    r->no_slot = rc > 0;
     if (rc > 0)
         psi_net_send_error(r->c, r->err);
     return -1;
