@@ -1,8 +1,8 @@
 /* Bloom filters (PROTOCOL.md §7.3, §7.4, §9.3): sizing with the
  * reference's exact double arithmetic, double hashing with the
- * ASCII-prefixed SHA-256 pair (psi.js's probes for openmined-p256, distinct
- * probes modulo a prime for the project's own suites), and bits set
- * LSB-first within each byte. */
+ * ASCII-prefixed SHA-256 pair for openmined-p256 (psi.js's probes), k
+ * distinct probes from a SHA-256 stream for the project's own suites
+ * (format 2), and bits set LSB-first within each byte. */
 #include <assert.h>
 #include <math.h>
 #include <stdbool.h>
