@@ -91,7 +91,8 @@ static const offline_cmd offline_cmds[] = {
      "\n"
      OFFLINE_INPUT_HELP
      "  --structure S        raw (exact), gcs or bloom_filter (also bloom): smaller,\n"
-     "                       with false positives at rate --fpr\n"
+     "                       with false positives at rate --fpr (more for an\n"
+     "                       openmined-p256 Bloom filter: psi.js's probes, README)\n"
      "  --fpr F              gcs and bloom: false-positive rate for the whole\n"
      "                       client set, in (0, 1) (default 1e-09)\n"
      "  --num-client-inputs N  gcs and bloom: the client's number of values\n"

@@ -58,6 +58,8 @@ static const char *const messages[] = {
     [41] = "payload does not decrypt: a record with a matched tag fails authentication "
            "(a damaged or forged table)",
     [42] = "two equal values were given payloads: a payload table holds one record a value",
+    [43] = "Bloom filter setup not in format 2, the only one p256-sswu and ristretto255 read "
+           "(PROTOCOL.md section 7.4): no format field is the old format 1; build the setup again",
 };
 
 static const char *const names[] = {
@@ -73,7 +75,7 @@ static const char *const names[] = {
     "PSI_E_THREAD", "PSI_E_SUITE", "PSI_E_SUITE_MISMATCH", "PSI_E_POINT_ENCODING",
     "PSI_E_IO", "PSI_E_SETUP_MISMATCH", "PSI_E_PAYLOAD_FORMAT", "PSI_E_PAYLOAD_TRUNCATED",
     "PSI_E_PAYLOAD_LENGTH", "PSI_E_PAYLOAD_ORDER", "PSI_E_PAYLOAD_AUTH",
-    "PSI_E_PAYLOAD_DUPLICATE",
+    "PSI_E_PAYLOAD_DUPLICATE", "PSI_E_BLOOM_FORMAT",
 };
 
 _Static_assert(sizeof names / sizeof names[0] == sizeof messages / sizeof messages[0],

@@ -260,6 +260,10 @@ static void put_body(psi_wbuf *w, const setup_body *b, int payload)
         put_int(w, GCS_HASH_RANGE, b->hash_range);
     } else {
         put_int(w, BLOOM_HASHES, b->k);
+        // The project's own suites name their probe format (§7.4) before
+        // the bits, so that the bits stay the last field.
+        if (psi_bloom_format_of(b->suite) == PSI_BLOOM_FORMAT_DISTINCT)
+            put_int(w, PSI_BLOOM_FORMAT_FIELD, PSI_BLOOM_FORMAT_DISTINCT);
     }
     if (payload) {
         put_bytes(w, field, b->bits, b->bits_len);
@@ -386,7 +390,8 @@ static int encode_bloom(uint8_t *out, size_t *out_len, size_t cap, int suite,
         rc = PSI_E_NOMEM;
         goto done;
     }
-    psi_bloom_build(bits, b.bits_len, b.k, elements, n, psi_suite_element_bytes(suite));
+    PSI_TRY(psi_bloom_build(bits, b.bits_len, b.k, psi_bloom_format_of(suite), elements, n,
+                            psi_suite_element_bytes(suite)));
     b.bits = bits;
     rc = write_message(out, out_len, cap, put_setup, &b);
 done:
@@ -449,6 +454,8 @@ static int body_bound(size_t *body, int suite, const psi_setup_params *p, size_t
     case PSI_STRUCTURE_BLOOM_FILTER:
         PSI_TRY(psi_bloom_params(&k, &bits, p->fpr, p->num_client_inputs, n));
         *body = 2 * SCALAR_FIELD_MAX; // num_hash_functions, and the bits' tag and length
+        if (psi_bloom_format_of(suite) == PSI_BLOOM_FORMAT_DISTINCT)
+            *body += SCALAR_FIELD_MAX; // format (§7.4)
         return add_size(body, bits);
     default:
         return psi_fail_at(PSI_E_STRUCTURE, "params.structure", -1, -1);

@@ -332,6 +332,7 @@ typedef struct built {
     psi_structure structure;
     size_t elen;
     int32_t k;          /* Bloom */
+    psi_bloom_prober prober; /* Bloom */
     uint8_t *bits;
     size_t bits_len;
     uint64_t *hashes;   /* GCS */
@@ -344,7 +345,7 @@ static int emit_built(void *arg, const uint8_t *elem, size_t index)
     built *b = arg;
     (void)index;
     if (b->structure == PSI_STRUCTURE_BLOOM_FILTER)
-        psi_bloom_insert(b->bits, b->bits_len, b->k, elem, b->elen);
+        psi_bloom_insert(b->bits, &b->prober, elem, b->elen);
     else
         b->hashes[b->n++] = psi_gcs_hash(elem, b->elen, b->hash_range);
     return PSI_OK;
@@ -360,6 +361,8 @@ static int write_built_sink(psi_plan *p, writer *w)
     int rc;
     if (b.structure == PSI_STRUCTURE_BLOOM_FILTER) {
         PSI_TRY(psi_bloom_params(&b.k, &b.bits_len, sp->fpr, sp->num_client_inputs, p->n));
+        PSI_TRY(psi_bloom_prober_init(&b.prober, psi_bloom_format_of(p->suite), b.k,
+                                      b.bits_len));
         if ((b.bits = psi_calloc(b.bits_len, 1)) == NULL) {
             rc = PSI_E_NOMEM;
             goto done;
@@ -388,6 +391,7 @@ static int write_built_sink(psi_plan *p, writer *w)
     }
     w->total = hlen + b.bits_len;
 done:
+    psi_bloom_prober_free(&b.prober);
     psi_free(b.bits); /* public: the structure is what gets sent */
     psi_free(b.hashes);
     return rc;

@@ -76,8 +76,8 @@ static int match_all(const psi_setup *s, size_t **idx, size_t *count, const uint
         return psi_gcs_match(*idx, count, s->gcs_values, s->gcs_count, s->gcs_hash_range,
                              elements, n, s->elen);
     case PSI_STRUCTURE_BLOOM_FILTER:
-        return psi_bloom_match(*idx, count, s->bloom_k, s->bloom_bits, s->bloom_bytes,
-                               elements, n, s->elen);
+        return psi_bloom_match(*idx, count, s->bloom_k, psi_bloom_format_of(s->suite),
+                               s->bloom_bits, s->bloom_bytes, elements, n, s->elen);
     }
     return PSI_E_STRUCTURE;
 }

@@ -2,6 +2,7 @@
  * for the matchers. */
 #include <string.h>
 
+#include "bloom.h"
 #include "gcs.h"
 #include "messages.h"
 #include "setup.h"
@@ -122,12 +123,13 @@ static int read_bytes(const psi_field *f, const uint8_t **data, size_t *len)
 }
 
 /* The fields of GCSInfo (1 div, 2 hash_range, 3 bits) and BloomFilterInfo
- * (1 num_hash_functions, 2 bits), by number, for details. */
+ * (1 num_hash_functions, 2 bits, 3 format: §7.4), by number, for details. */
 static const char *const gcs_names[] = {"ServerSetup.gcs", "ServerSetup.gcs.div",
                                         "ServerSetup.gcs.hash_range", "ServerSetup.gcs.bits"};
 static const char *const bloom_names[] = {"ServerSetup.bloom_filter",
                                           "ServerSetup.bloom_filter.num_hash_functions",
-                                          "ServerSetup.bloom_filter.bits"};
+                                          "ServerSetup.bloom_filter.bits",
+                                          "ServerSetup.bloom_filter.format"};
 
 /* Records a failure while reading the member's field at `at`: a wrong wire
  * type of a known field, or a field the reader could not read. */
@@ -170,23 +172,43 @@ static int parse_gcs(psi_setup *s, const uint8_t *msg, const uint8_t *data, size
                                   s->gcs_hash_range, s->gcs_div, bits, bits_len);
 }
 
+/* The probe format a Bloom setup of the project's own suites names (§7.4):
+ * format 2 is the one this library writes and reads.  A setup without
+ * the field is format 1, psi.js's probes, which these suites wrote before
+ * the field existed: refused, like any other number, rather than read
+ * with probes its writer did not use.  openmined-p256 has no such field
+ * (psi.js skips it, and so does this parser). */
+static int check_bloom_format(int suite, uint64_t format)
+{
+    if (psi_bloom_format_of(suite) == PSI_BLOOM_FORMAT_PSIJS ||
+        format == PSI_BLOOM_FORMAT_DISTINCT)
+        return PSI_OK;
+    return psi_fail_at(PSI_E_BLOOM_FORMAT, bloom_names[PSI_BLOOM_FORMAT_FIELD], -1, -1);
+}
+
 static int parse_bloom(psi_setup *s, const uint8_t *msg, const uint8_t *data, size_t len)
 {
     const uint8_t *p = data, *end = data + len, *at = data, *bits = NULL;
     size_t bits_len = 0;
-    uint64_t k = 0;
+    uint64_t k = 0, format = 0;
     psi_field f;
+    /* the format field is named in the suites that have it */
+    uint32_t names = s->suite == PSI_SUITE_OPENMINED_P256 ? 3 : 4;
     int rc;
     for (; (rc = psi_wire_next(&p, end, &f)) == PSI_OK; at = p) {
         if (f.number == BLOOM_HASHES)
             rc = read_varint(&f, &k);
         else if (f.number == BLOOM_BITS)
             rc = read_bytes(&f, &bits, &bits_len);
+        else if (f.number == PSI_BLOOM_FORMAT_FIELD && s->suite != PSI_SUITE_OPENMINED_P256)
+            rc = read_varint(&f, &format);
         if (rc != PSI_OK)
-            return member_fail(rc, bloom_names, 3, msg, at, end);
+            return member_fail(rc, bloom_names, names, msg, at, end);
     }
     if (rc != 1)
-        return member_fail(rc, bloom_names, 3, msg, p, end);
+        return member_fail(rc, bloom_names, names, msg, p, end);
+    if ((rc = check_bloom_format(s->suite, format)) != PSI_OK)
+        return rc;
     s->bloom_k = as_int32(k);
     // psi.js matches everything with k = 0 and aborts on empty bits (§9.3);
     // no fpr gives more than PSI_BLOOM_K_MAX (§7.3).  The int32 as protobuf

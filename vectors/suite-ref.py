@@ -8,7 +8,9 @@ and float arithmetic). Nothing here is constant time; it only generates and cros
 known-answer vector files.
 
 Suites: openmined-p256 (id 0, no header, psi.js bytes), p256-sswu (id 1) and
-ristretto255 (id 2); suites 1 and 2 prefix every message with the bytes 0x7f <id>.
+ristretto255 (id 2); suites 1 and 2 prefix every message with the bytes 0x7f <id>, and
+their Bloom filters are format 2 (PROTOCOL.md 7.4: k distinct probes from a SHA-256
+stream, the field format = 2); openmined-p256 keeps psi.js's probes (7.3).
 
   suite-ref.py --selftest [--testdata DIR] [--sample FILE]
   suite-ref.py --generate {p256-sswu,ristretto255,openmined-p256} OUT.json
@@ -519,8 +521,23 @@ def fpr_corrected(fpr, nc):                     # fpr / (double)nc, must be in (
 def sha_int(data):
     return int.from_bytes(hashlib.sha256(data).digest(), "big")
 
-def bloom_hashes(x, nbits):                     # prefixes are ASCII "1" and "2"
-    return sha_int(b"1" + x) % nbits, sha_int(b"2" + x) % nbits
+def bloom_probes(suite, x, nbits, k):           # the probe indices of x, in order
+    if suite.sid == 0:                          # psi.js (7.3): h1 + i*h2, repeats when gcd(h2, nbits) is large
+        h1, h2 = sha_int(b"1" + x) % nbits, sha_int(b"2" + x) % nbits
+        return [(h1 + i * h2) % nbits for i in range(min(k, nbits))]
+    out, seen, j = [], set(), 0                 # format 2 (7.4): first min(k, nbits) distinct words mod nbits
+    while len(out) < min(k, nbits):
+        block = hashlib.sha256(b"shardpsi-v2-bloom" + j.to_bytes(4, "big") + x).digest()
+        for t in range(4):
+            idx = int.from_bytes(block[8 * t:8 * t + 8], "big") % nbits
+            if idx not in seen and len(out) < min(k, nbits):
+                seen.add(idx)
+                out.append(idx)
+        j += 1
+    return out
+
+def bloom_format_field(suite):                  # BloomFilterInfo.format = 2, field 3, before the bits
+    return b"" if suite.sid == 0 else _vf(3, 2)
 
 def server_setup(suite, skey, fpr, nc, inputs, ds):
     e = [suite.encrypt(skey, m) for m in inputs]
@@ -553,11 +570,9 @@ def server_setup(suite, skey, fpr, nc, inputs, ds):
         nbytes = int(math.ceil(float(-max(nc, len(e))) * math.log2(fc) / math.log(2.0) / 8.0))
         filt = bytearray(nbytes)
         for x in e:
-            h1, h2 = bloom_hashes(x, 8 * nbytes)
-            for i in range(k):
-                idx = (h1 + i * h2) % (8 * nbytes)
+            for idx in bloom_probes(suite, x, 8 * nbytes, k):
                 filt[idx // 8] |= 1 << (idx % 8)
-        return suite.header + _ld(3, _vf(1, k) + (_ld(2, filt) if filt else b""))
+        return suite.header + _ld(3, _vf(1, k) + bloom_format_field(suite) + (_ld(2, filt) if filt else b""))
     raise ValueError("unknown data structure " + ds)
 
 def client_request(suite, ckey, reveal, inputs):
@@ -618,10 +633,10 @@ def client_intersection(suite, ckey, setup, response):
     else:                                       # Bloom: ascending index
         k, bits = vals.get(1, 0), vals.get(2, b"")
         if k < 1 or not bits: raise ValueError("bad Bloom filter parameters")
-        nb = 8 * len(bits)
+        if suite.sid and vals.get(3, 0) != 2:   # no field 3: format 1, the suites' old probes
+            raise ValueError("Bloom filter format %d: this suite reads format 2 only" % (vals.get(3, 0) or 1))
         for i, d in enumerate(dec):
-            h1, h2 = bloom_hashes(d, nb)
-            if all(bits[(h1 + j * h2) % nb // 8] >> ((h1 + j * h2) % nb % 8) & 1 for j in range(min(k, nb))):
+            if all(bits[j // 8] >> (j % 8) & 1 for j in bloom_probes(suite, d, 8 * len(bits), k)):
                 out.append(i)
     return out
 

@@ -156,7 +156,11 @@ typedef enum psi_error {
     PSI_E_PAYLOAD_ORDER = -40,     /* payload tags not strictly ascending */
     PSI_E_PAYLOAD_AUTH = -41,      /* a record with a matched tag that does
                                       not decrypt */
-    PSI_E_PAYLOAD_DUPLICATE = -42  /* two equal values given payloads */
+    PSI_E_PAYLOAD_DUPLICATE = -42, /* two equal values given payloads */
+    PSI_E_BLOOM_FORMAT = -43       /* a Bloom setup of p256-sswu or
+                                      ristretto255 not in format 2 (no
+                                      format field: the old format 1,
+                                      §7.4) */
 } psi_error;
 
 /** Returns: a static, NUL-terminated English message for `code`; unknown

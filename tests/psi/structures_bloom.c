@@ -39,7 +39,8 @@ static uint8_t *bloom_from(const char *hex, double fpr, int64_t nc, int32_t *k, 
     assert_int_equal(psi_bloom_params(k, nb, fpr, nc, n), PSI_OK);
     uint8_t *bits = calloc(*nb, 1);
     assert_non_null(bits);
-    psi_bloom_build(bits, *nb, *k, e, n, PSI_ELEMENT_BYTES);
+    assert_int_equal(psi_bloom_build(bits, *nb, *k, PSI_BLOOM_FORMAT_PSIJS, e, n, PSI_ELEMENT_BYTES),
+                     PSI_OK);
     free(e);
     return bits;
 }
@@ -77,11 +78,14 @@ void test_structures_bloom_openmined_vector(void **state)
     assert_int_equal(k, 7);
     assert_int_equal(nb, 120);
     uint8_t bits[120] = {0};
+    psi_bloom_prober pr;
+    assert_int_equal(psi_bloom_prober_init(&pr, PSI_BLOOM_FORMAT_PSIJS, k, nb), PSI_OK);
     for (int i = 0; i < 100; i++) {
         char s[16];
         int len = snprintf(s, sizeof s, "Element %d", i);
-        psi_bloom_insert(bits, nb, k, (const uint8_t *)s, (size_t)len);
+        psi_bloom_insert(bits, &pr, (const uint8_t *)s, (size_t)len);
     }
+    psi_bloom_prober_free(&pr);
     assert_bytes_hex(bits, nb, BLOOM_OM_HEX);
 }
 
@@ -89,7 +93,7 @@ static void check_bloom_match(const uint8_t *bits, size_t nb, int32_t k, const u
                               size_t n, const size_t *want, size_t n_want)
 {
     size_t out[8], count = n;
-    assert_int_equal(psi_bloom_match(out, &count, k, bits, nb, c, n, PSI_ELEMENT_BYTES), PSI_OK);
+    assert_int_equal(psi_bloom_match(out, &count, k, PSI_BLOOM_FORMAT_PSIJS, bits, nb, c, n, PSI_ELEMENT_BYTES), PSI_OK);
     assert_int_equal(count, n_want);
     for (size_t i = 0; i < n_want; i++)
         assert_int_equal(out[i], want[i]);
@@ -107,7 +111,7 @@ void test_structures_bloom_match_known(void **state)
     check_bloom_match(bits, nb, k, c, 6, want, 3);
     check_bloom_match(bits, nb, k, d, 5, want_dups, 4);
     size_t out[4] = {9, 9, 9, 9}, count = 3;
-    assert_int_equal(psi_bloom_match(out, &count, k, bits, nb, d, 5, PSI_ELEMENT_BYTES), PSI_E_BUFFER_TOO_SMALL);
+    assert_int_equal(psi_bloom_match(out, &count, k, PSI_BLOOM_FORMAT_PSIJS, bits, nb, d, 5, PSI_ELEMENT_BYTES), PSI_E_BUFFER_TOO_SMALL);
     assert_int_equal(count, 0);
     assert_int_equal(out[0], 0);
     free(bits), free(c), free(d);
@@ -123,15 +127,15 @@ void test_structures_bloom_match_degenerate(void **state)
     check_bloom_match(ones, 1, INT32_MAX, c, 6, all, 6);
     check_bloom_match(zeros, 2, 1, c, 6, NULL, 0);
     size_t out[6], count = 6;
-    assert_int_equal(psi_bloom_match(out, &count, 0, ones, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(out, &count, 0, PSI_BLOOM_FORMAT_PSIJS, ones, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 6;
-    assert_int_equal(psi_bloom_match(out, &count, -1, ones, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(out, &count, -1, PSI_BLOOM_FORMAT_PSIJS, ones, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 6;
-    assert_int_equal(psi_bloom_match(out, &count, 1, ones, 0, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(out, &count, 1, PSI_BLOOM_FORMAT_PSIJS, ones, 0, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 6;
-    assert_int_equal(psi_bloom_match(out, &count, 1, NULL, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(out, &count, 1, PSI_BLOOM_FORMAT_PSIJS, NULL, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     count = 0;
-    assert_int_equal(psi_bloom_match(NULL, &count, 1, ones, 1, NULL, 0, PSI_ELEMENT_BYTES), PSI_OK);
-    assert_int_equal(psi_bloom_match(out, NULL, 1, ones, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
+    assert_int_equal(psi_bloom_match(NULL, &count, 1, PSI_BLOOM_FORMAT_PSIJS, ones, 1, NULL, 0, PSI_ELEMENT_BYTES), PSI_OK);
+    assert_int_equal(psi_bloom_match(out, NULL, 1, PSI_BLOOM_FORMAT_PSIJS, ones, 1, c, 6, PSI_ELEMENT_BYTES), PSI_E_INVALID_ARG);
     free(c);
 }

@@ -1,6 +1,6 @@
 /* What the parts of test_structures share (test_structures_internal.c
- * holds main; structures_gcs.c, structures_sort.c and structures_bloom.c
- * the rest): the vectors used by more than one part, the seeded random
+ * holds main; structures_gcs.c, structures_sort.c, structures_bloom.c and
+ * structures_bloom_fpr.c the rest): the vectors used by more than one part, the seeded random
  * numbers, hex helpers, and the test cases main runs. */
 #ifndef PSI_TEST_STRUCTURES_COMMON_H
 #define PSI_TEST_STRUCTURES_COMMON_H
@@ -64,5 +64,9 @@ void test_structures_bloom_build_known(void **state);
 void test_structures_bloom_openmined_vector(void **state);
 void test_structures_bloom_match_known(void **state);
 void test_structures_bloom_match_degenerate(void **state);
+/* structures_bloom_fpr.c */
+void test_structures_bloom_distinct_probes(void **state);
+void test_structures_bloom_psijs_short_cycles(void **state);
+void test_structures_bloom_fpr_measured(void **state);
 
 #endif

@@ -59,7 +59,7 @@ static void test_engine_sizes_agree(void **state)
     assert_string_equal(psi_strerror(PSI_OK), "success");
     assert_string_equal(psi_strerror(-9999), "unknown error");
     assert_string_equal(psi_strerror(5), "unknown error");
-    for (int c = PSI_E_INVALID_ARG; c >= PSI_E_PAYLOAD_DUPLICATE; c--) {
+    for (int c = PSI_E_INVALID_ARG; c >= PSI_E_BLOOM_FORMAT; c--) {
         assert_string_not_equal(psi_strerror(c), "unknown error");
         assert_non_null(psi_error_name(c));
     }
@@ -72,7 +72,8 @@ static void test_engine_sizes_agree(void **state)
     assert_string_equal(psi_error_name(PSI_E_SETUP_MISMATCH), "PSI_E_SETUP_MISMATCH");
     assert_string_equal(psi_error_name(PSI_E_PAYLOAD_AUTH), "PSI_E_PAYLOAD_AUTH");
     assert_string_equal(psi_error_name(PSI_E_PAYLOAD_DUPLICATE), "PSI_E_PAYLOAD_DUPLICATE");
-    assert_null(psi_error_name(PSI_E_PAYLOAD_DUPLICATE - 1));
+    assert_string_equal(psi_error_name(PSI_E_BLOOM_FORMAT), "PSI_E_BLOOM_FORMAT");
+    assert_null(psi_error_name(PSI_E_BLOOM_FORMAT - 1));
     assert_null(psi_error_name(1));
 }
 

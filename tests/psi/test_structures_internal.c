@@ -3,8 +3,8 @@
  * parameter edge, stream validation and the size bound.  Random parts print
  * their seed; set PSI_TEST_SEED to replay and PSI_TEST_ITERS to scale.
  * This file: main, the parameters, misuse and allocation failures; the
- * structures themselves are in structures_gcs.c, structures_sort.c and
- * structures_bloom.c, their shared helpers in structures_common.c. */
+ * structures themselves are in structures_gcs.c, structures_sort.c,
+ * structures_bloom.c and structures_bloom_fpr.c, their shared helpers in structures_common.c. */
 #include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
@@ -261,6 +261,9 @@ int main(void)
         cmocka_unit_test(test_structures_bloom_openmined_vector),
         cmocka_unit_test(test_structures_bloom_match_known),
         cmocka_unit_test(test_structures_bloom_match_degenerate),
+        cmocka_unit_test(test_structures_bloom_distinct_probes),
+        cmocka_unit_test(test_structures_bloom_psijs_short_cycles),
+        cmocka_unit_test(test_structures_bloom_fpr_measured),
         cmocka_unit_test(test_structures_misuse),
         cmocka_unit_test(test_structures_alloc_failures),
     };

@@ -295,6 +295,17 @@ def suite_cases():
              None, None, suite=R, key=b'\x01' + bytes(32)),
         case('p256-sswu: key n, the group order', 'engine_from_key', 'PSI_E_KEY_OUT_OF_RANGE',
              'key', None, None, suite='p256-sswu', key=N.to_bytes(32, 'big')),
+        # Bloom setups of the project's suites are format 2 (PROTOCOL.md §7.4): one
+        # without the format field is the old format 1 (psi.js's probes), refused.
+        case('p256-sswu: Bloom setup of the old format 1 (no format field)', 'setup_parse',
+             'PSI_E_BLOOM_FORMAT', 'ServerSetup.bloom_filter.format', None, None,
+             suite='p256-sswu', msg=SSWU_HEADER + ld(3, vi(1, 3) + ld(2, b'\x00' * 4))),
+        case('ristretto255: Bloom setup of format 3', 'setup_parse', 'PSI_E_BLOOM_FORMAT',
+             'ServerSetup.bloom_filter.format', None, None, suite=R,
+             msg=R255_HEADER + ld(3, vi(1, 3) + vi(3, 3) + ld(2, b'\x00' * 4))),
+        case('ristretto255: Bloom format field length-delimited', 'setup_parse', 'PSI_E_MSG_TAG',
+             'ServerSetup.bloom_filter.format', None, 6, suite=R,
+             msg=R255_HEADER + ld(3, vi(1, 3) + ld(3, b'') + ld(2, b'\x00' * 4))),
     ]
 
 
