@@ -71,12 +71,12 @@ def main():
     ckey = pref.ref.derive_key(SUITE, "payload-cells/client")
     write(os.path.join(out, "sk"), (skey.hex() + " ristretto255\n").encode(), 0o600)
     write(os.path.join(out, "ck"), (ckey.hex() + " ristretto255\n").encode(), 0o600)
-    values = [b"u%d@example.org" % i for i in range(8)]
+    values = [b"u%d@example.org" % i for i in range(40)]
     write(os.path.join(out, "server.txt"), b"".join(v + b"\n" for v in values))
     k = SUITE.parse_key(skey)
     elements = [SUITE.encrypt(k, v) for v in values]
     rows = [[b"n%d" % i, v] for i, v in enumerate(values)]
-    rows += [[b"other%d" % i, b"x%d@example.org" % i] for i in range(4)]
+    rows += [[b"other%d" % i, b"x%d@example.org" % i] for i in range(10)]
     rng.shuffle(rows)
     write(os.path.join(out, "client.csv"), b"name,email\n" + b"".join(fragment(r) + b"\n" for r in rows))
     write(os.path.join(out, "client.txt"), b"".join(r[1] + b"\n" for r in rows))
@@ -89,7 +89,7 @@ def main():
     formulas = [b'=HYPERLINK("http://evil.example/","click")', b"+cmd|' /C calc'!A0",
                 b"@SUM(1)", b"-1+1", b"\tstarts with a tab", b"\rstarts with CR", b"=1+1",
                 b"safe"]
-    honest = [[notes[i], formulas[i], b"p%d" % i] for i in range(len(values))]
+    honest = [[notes[i % 8], formulas[i % 8], b"p%d" % i] for i in range(len(values))]
     pays = [fragment(f) for f in honest]
     write(os.path.join(out, "honest.pay"), fragment(head) + b"\n" + table(elements, pays, salt))
     json.dump({"head": [h.decode() for h in head],
@@ -123,13 +123,14 @@ def main():
             m.write("c%02d\t%d\t%s\n" % (n, row_of[values[i]] if i else 0, what))
 
     # Random payloads from the bytes that make structure, half of them
-    # valid fragments of random fields, one a table.
+    # fragments of random fields (of bytes a field may hold), one a table.
     alphabet = b',"\r\n\t\x1b\x00=+-@ a'
+    data = b',"\r\n\t=+-@ a'
     with open(os.path.join(out, "random"), "w") as m:
         for n in range(40):
             i = rng.randrange(len(values))
             if n % 2:
-                p = fragment([bytes(rng.choice(alphabet) for _ in range(rng.randrange(6)))
+                p = fragment([bytes(rng.choice(data) for _ in range(rng.randrange(6)))
                               for _ in range(3)])
             else:
                 p = bytes(rng.choice(alphabet) for _ in range(rng.randrange(1, 14)))

@@ -879,7 +879,7 @@ part_c_payload_cells() {
             --lines --output "$d/req" &&
         run "cells: response" 0 "$d/err" "$psi" response "${S[@]}" --request "$d/req" \
             --reveal --output "$d/resp" || return
-    local M=(match "${C[@]}" --input "$d/client.txt" --lines --setup "$d/setup"
+    local M=(match "${C[@]}" --memory 64M --input "$d/client.txt" --lines --setup "$d/setup"
         --response "$d/resp")
     hung=0
     for raw in 0 1; do
