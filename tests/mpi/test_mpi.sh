@@ -936,9 +936,11 @@ with open(d + '/server.csv', 'w', newline='', encoding='utf-8') as f:
         w.writerow([i, 'user%d@example.org' % i, ['north', 'east, "west"', 'caf\u00e9', ''][i % 4]])
 with open(d + '/client.txt', 'w') as f:
     f.writelines('user%d@example.org\n' % i for i in range(0, 5000, 7))
-with open(d + '/want.tsv', 'w', encoding='utf-8') as f:
+# Tab-separated, a cell quoted when it holds a tab, a quote or a line break.
+with open(d + '/want.tsv', 'w', newline='', encoding='utf-8') as f:
+    t = csv.writer(f, delimiter='\t', lineterminator='\n')
     for i in range(0, 2000, 7):
-        f.write('user%d@example.org\t%d\t%s\n' % (i, i, ['north', 'east, "west"', 'caf\u00e9', ''][i % 4]))
+        t.writerow(['user%d@example.org' % i, i, ['north', 'east, "west"', 'caf\u00e9', ''][i % 4]])
 EOF
     for su in openmined-p256 p256-sswu ristretto255; do
         local K=(--key-file "$d/sk.$su" --suite "$su") P=(--input "$d/server.csv" --column email
