@@ -49,6 +49,12 @@ static size_t csv_unquote(const uint8_t *p, size_t len, uint8_t *out)
 int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays,
                      uint8_t **buf, char **head, char *err, size_t err_len)
 {
+    return psi_app_payloads_at(in, 0, list, pays, buf, head, err, err_len);
+}
+
+int psi_app_payloads_at(const psi_app_input *in, uint64_t base, const char *list,
+                        psi_value **pays, uint8_t **buf, char **head, char *err, size_t err_len)
+{
     psi_app_span hf[PSI_APP_PAYLOAD_COLUMNS * 4], rf[PSI_APP_PAYLOAD_COLUMNS * 4];
     size_t cols[PSI_APP_PAYLOAD_COLUMNS], nc = 0, nh, total = 0, at = 0, hlen = 0;
     const uint8_t *h = in->data + in->header.off;
@@ -136,7 +142,28 @@ int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays
         }
         (*pays)[i] = (psi_value){*buf + start, at - start};
     }
+    // The reader gave the fields their structure; a control byte is what a
+    // client would still refuse (PROTOCOL.md §22.1): refused here, at its row.
+    size_t nf;
+    char why[160];
+    if (psi_app_payload_check((const uint8_t *)*head, hlen - 1, 1, &nf, why, sizeof why) != 0) {
+        snprintf(err, err_len, "the header of the payload columns is refused: %s (a payload is "
+                 "data: no control byte, no line break in a header)", why);
+        goto refused;
+    }
+    for (size_t i = 0; i < in->n; i++) {
+        if (psi_app_payload_check((*pays)[i].data, (*pays)[i].len, 0, &nf, why,
+                                  sizeof why) == 0)
+            continue;
+        snprintf(err, err_len, "the payload of row %" PRIu64 " is refused: %s of its columns "
+                 "(a payload is data: a client refuses a control byte)", base + i + 1, why);
+        goto refused;
+    }
     return 0;
+refused:
+    free(*head), free(*pays), free(*buf);
+    *head = NULL, *pays = NULL, *buf = NULL;
+    return -1;
 }
 
 int psi_app_payload_pick(int suite, const uint8_t *resp, size_t resp_len, const size_t *idx,

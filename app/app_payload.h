@@ -43,6 +43,14 @@ size_t psi_app_csv_fields(const uint8_t *rec, size_t len, psi_app_span *f, size_
 int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays,
                      uint8_t **buf, char **head, char *err, size_t err_len);
 
+/** psi_app_payloads of a chunk whose first row is row base + 1 of the
+ *  input, as messages name it.  Both refuse a payload or header that
+ *  psi_app_payload_check refuses (a control byte; a line break in the
+ *  header), naming its row. */
+int psi_app_payloads_at(const psi_app_input *in, uint64_t base, const char *list,
+                        psi_value **pays, uint8_t **buf, char **head, char *err,
+                        size_t err_len);
+
 /* The most fields a payload (and the header line of its columns) has. */
 #define PSI_APP_PAYLOAD_FIELDS_MAX PSI_APP_PAYLOAD_COLUMNS
 

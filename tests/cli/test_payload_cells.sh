@@ -135,6 +135,35 @@ checks=$((checks + 1))
 [ "${accepted:-0}" -ge 10 ] && [ "${accepted:-0}" -le 30 ] ||
     fail "random payloads: ${accepted:-0} of 40 accepted, not a mix"
 
+# --- the server's side: shardpsi payloads refuses what a client would refuse -------
+# A CSV field its reader accepts can still hold a control byte: refused at
+# its row, in memory and past --memory (row 37 in the second chunk at 16K).
+python3 - "$d" <<'PY'
+import sys
+d = sys.argv[1]
+with open(d + '/esc.csv', 'wb') as f:
+    f.write(b'email,region\n')
+    for i in range(50):
+        f.write(b'e%d@example.org,%s\n' % (i, b'"\x1b[2Jgone"' if i == 36 else b'north'))
+with open(d + '/eschead.csv', 'wb') as f:
+    f.write(b'email,reg\x07ion\ne0@example.org,north\n')
+PY
+# (In memory the input is refused as a bad input, status 2; past the
+# budget the build fails, status 1.)
+for mem in 64M:2 16K:1; do
+    want=${mem#*:} mem=${mem%:*}
+    run "payloads --memory $mem, a control byte" "$want" "$d/err" payloads "${S[@]}" --memory "$mem" \
+        --input "$d/esc.csv" --column email --payload-columns region --output "$d/esc.$mem" &&
+        expect_grep "payloads --memory $mem, a control byte: message" \
+            "esc.csv: the payload of row 37 is refused: byte 2 is the control byte 0x1b" "$d/err"
+    checks=$((checks + 1))
+    [ ! -e "$d/esc.$mem" ] || fail "payloads --memory $mem, a control byte: output written"
+done
+run "payloads, a control byte in the header" 2 "$d/err" payloads "${S[@]}" \
+    --input "$d/eschead.csv" --column email --payload-columns $'reg\aion' --output "$d/esch" &&
+    expect_grep "payloads, a control byte in the header: message" \
+        "the header of the payload columns is refused: byte 4 is the control byte 0x07" "$d/err"
+
 # --- the network client against `shardpsi server --setup --payloads FILE` ----------
 # net_round NAME PAYFILE CLIENT_ARGS...: a server of the prebuilt setup with
 # PAYFILE, a client writing $d/NAME.out; sets $crc and $rc (the server's).
