@@ -155,7 +155,14 @@ static const offline_cmd offline_cmds[] = {
      "                       appended (CSV: after a ',', with their header; lines:\n"
      "                       tab-separated); rows without a payload are an error\n"
      "                       against a raw setup, a false positive (dropped) against\n"
-     "                       GCS or Bloom (PROTOCOL.md §22)\n"
+     "                       GCS or Bloom (PROTOCOL.md §22); a payload that is not\n"
+     "                       the header's number of fields, or holds a control\n"
+     "                       byte, a bare quote or a line break outside quotes,\n"
+     "                       fails the command naming its row, with no output\n"
+     "  --raw-cells          write the server's cells as they are: by default one\n"
+     "                       that begins with '=', '+', '-', '@', a tab or CR gets a\n"
+     "                       ' before it, so that a spreadsheet does not run it as a\n"
+     "                       formula (OWASP's CSV injection rule)\n"
      OFFLINE_COMMON_HELP OFFLINE_EXIT_HELP},
     {"payloads", OPT_KEY | OPT_INPUT | OPT_OUTPUT | OPT_PAYLOAD,
      "Usage: shardpsi payloads --key-file KEY --input FILE --column NAME\n"
@@ -284,6 +291,8 @@ static int offline_other_opt(psi_app_offline_opts *o, unsigned opts, int argc, c
         return v && psi_app_parse_count(&o->pad_len, v, PSI_PAYLOAD_MAX, what) == 0 ? 1 : -1;
     if ((opts & OPT_INPUT) && strcmp(a, "--lines") == 0)
         return o->lines = 1, 1;
+    if ((opts & OPT_MATCH) && strcmp(a, "--raw-cells") == 0)
+        return o->raw_cells = 1, 1;
     if ((opts & OPT_REQUEST) && strcmp(a, "--reveal") == 0)
         return o->reveal = 1, 1;
     if (((opts & OPT_COUNT) && strcmp(a, "--count-only") == 0) ||
@@ -340,6 +349,10 @@ static int offline_check(const psi_app_offline_opts *o, unsigned opts)
     if ((opts & OPT_MATCH) && o->payloads != NULL && o->mode != PSI_APP_OFFLINE_ROWS) {
         psi_app_error("match: --payloads appends the server's columns to the matched rows: "
                       "it cannot be given with --indices, --count-only or --association");
+        return -1;
+    }
+    if ((opts & OPT_MATCH) && o->raw_cells && o->payloads == NULL) {
+        psi_app_error("match: --raw-cells is for the server's cells of --payloads");
         return -1;
     }
     if (!(opts & OPT_SETUP))

@@ -58,6 +58,7 @@ typedef struct psi_app_offline_opts {
     size_t pad_len;             // payloads: --pad-to BYTES (0: the longest payload)
     const char *salt;           // payloads: --salt HEX (NULL: a fresh salt)
     const char *payloads;       // match: --payloads FILE (the server's payload file)
+    int raw_cells;              // match: --raw-cells (the payloads' cells as they are)
 } psi_app_offline_opts;
 
 /* The state of one offline command's run. */

@@ -49,6 +49,12 @@ static size_t csv_unquote(const uint8_t *p, size_t len, uint8_t *out)
 int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays,
                      uint8_t **buf, char **head, char *err, size_t err_len)
 {
+    return psi_app_payloads_at(in, 0, list, pays, buf, head, err, err_len);
+}
+
+int psi_app_payloads_at(const psi_app_input *in, uint64_t base, const char *list,
+                        psi_value **pays, uint8_t **buf, char **head, char *err, size_t err_len)
+{
     psi_app_span hf[PSI_APP_PAYLOAD_COLUMNS * 4], rf[PSI_APP_PAYLOAD_COLUMNS * 4];
     size_t cols[PSI_APP_PAYLOAD_COLUMNS], nc = 0, nh, total = 0, at = 0, hlen = 0;
     const uint8_t *h = in->data + in->header.off;
@@ -136,34 +142,28 @@ int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays
         }
         (*pays)[i] = (psi_value){*buf + start, at - start};
     }
-    return 0;
-}
-
-int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len)
-{
-    psi_app_span fs[PSI_APP_PAYLOAD_COLUMNS];
-    size_t n;
-    int bad = 0;
-
-    if (csv)
-        return fputc(',', f) == EOF || (len > 0 && fwrite(p, 1, len, f) != len) ? -1 : 0;
-    n = psi_app_csv_fields(p, len, fs, PSI_APP_PAYLOAD_COLUMNS);
-    for (size_t k = 0; k < n && k < PSI_APP_PAYLOAD_COLUMNS; k++) {
-        const uint8_t *q = p + fs[k].off;
-        size_t l = fs[k].len;
-        uint8_t *u = malloc(l + 1);
-        size_t ul = u != NULL ? csv_unquote(q, l, u) : 0;
-        // A field holding a tab or a line break keeps its CSV form.
-        int plain = u != NULL && memchr(u, '\t', ul) == NULL && memchr(u, '\n', ul) == NULL &&
-                    memchr(u, '\r', ul) == NULL;
-        bad |= fputc('\t', f) == EOF;
-        if (plain)
-            bad |= ul > 0 && fwrite(u, 1, ul, f) != ul;
-        else
-            bad |= l > 0 && fwrite(q, 1, l, f) != l;
-        free(u);
+    // The reader gave the fields their structure; a control byte is what a
+    // client would still refuse (PROTOCOL.md §22.1): refused here, at its row.
+    size_t nf;
+    char why[160];
+    if (psi_app_payload_check((const uint8_t *)*head, hlen - 1, 1, &nf, why, sizeof why) != 0) {
+        snprintf(err, err_len, "the header of the payload columns is refused: %s (a payload is "
+                 "data: no control byte, no line break in a header)", why);
+        goto refused;
     }
-    return bad ? -1 : 0;
+    for (size_t i = 0; i < in->n; i++) {
+        if (psi_app_payload_check((*pays)[i].data, (*pays)[i].len, 0, &nf, why,
+                                  sizeof why) == 0)
+            continue;
+        snprintf(err, err_len, "the payload of row %" PRIu64 " is refused: %s of its columns "
+                 "(a payload is data: a client refuses a control byte)", base + i + 1, why);
+        goto refused;
+    }
+    return 0;
+refused:
+    free(*head), free(*pays), free(*buf);
+    *head = NULL, *pays = NULL, *buf = NULL;
+    return -1;
 }
 
 int psi_app_payload_pick(int suite, const uint8_t *resp, size_t resp_len, const size_t *idx,
@@ -249,6 +249,40 @@ void psi_app_payload_open_error(char *err, size_t err_len, const char *source, i
                  psi_strerror(rc), psi_error_name(rc) ? psi_error_name(rc) : "?");
 }
 
+/* Checks the head of j and the k opened payloads (lens[i] PSI_PAYLOAD_NONE:
+ * none) of the matched rows idx (of a chunk whose first row is `base`):
+ * each as psi_app_payload_check allows, with the head's number of fields.
+ * Returns: 0, or -1 with a message naming the row (or the head) in err. */
+static int payload_join_check(const psi_app_join *j, const uint8_t *pays, const size_t *lens,
+                              const size_t *idx, size_t k, uint64_t base, char *err,
+                              size_t err_len)
+{
+    size_t want = 0, got = 0;
+    char why[160];
+
+    if (psi_app_payload_check((const uint8_t *)j->head, j->head_len, 1, &want, why,
+                              sizeof why) != 0) {
+        snprintf(err, err_len, "%s: the header line of its columns is refused: %s (a payload "
+                 "is data, never structure)", j->source, why);
+        return -1;
+    }
+    for (size_t i = 0; i < k; i++) {
+        if (lens[i] == PSI_PAYLOAD_NONE)
+            continue;
+        int bad = psi_app_payload_check(pays + i * j->t->pad_len, lens[i], 0, &got, why,
+                                        sizeof why) != 0;
+        if (!bad && got == want)
+            continue;
+        if (!bad)
+            snprintf(why, sizeof why, "%zu fields where the header line has %zu", got, want);
+        snprintf(err, err_len, "%s: the payload of matched row %" PRIu64 " is refused: %s (a "
+                 "payload is data, never structure); nothing is written", j->source,
+                 base + idx[i] + 1, why);
+        return -1;
+    }
+    return 0;
+}
+
 int psi_app_payload_join_open(const psi_app_join *j, const uint8_t *picked, const size_t *idx,
                               size_t k, uint64_t base, uint8_t **pays, size_t **lens, int *code,
                               char *err, size_t err_len)
@@ -264,6 +298,12 @@ int psi_app_payload_join_open(const psi_app_join *j, const uint8_t *picked, cons
         psi_app_payload_open_error(err, err_len, source, rc, why,
                                    d.index >= 0 && (size_t)d.index < k ? base + idx[d.index]
                                                                        : UINT64_MAX);
+        return -1;
+    }
+    if (payload_join_check(j, *pays, *lens, idx, k, base, err, err_len) != 0) {
+        psi_app_payload_join_free(j, *pays, *lens, k);
+        *pays = NULL;
+        *lens = NULL;
         return -1;
     }
     for (size_t i = 0; i < k && j->raw; i++) {
@@ -301,7 +341,7 @@ int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int hea
         return -1;
     if (psi_app_payload_rows_write(j->f, in, header ? (const uint8_t *)j->head : NULL,
                                    j->head_len, idx, k, pays, j->t->pad_len, lens,
-                                   written) != 0) {
+                                   j->raw_cells, written) != 0) {
         snprintf(err, err_len, "cannot write the rows");
         rc = -1;
     }
@@ -312,27 +352,39 @@ int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int hea
 int psi_app_payload_rows_write(FILE *f, const psi_app_input *in, const uint8_t *head,
                                size_t head_len, const size_t *idx, size_t k,
                                const uint8_t *pays, size_t pad_len, const size_t *lens,
-                               size_t *written)
+                               int raw, size_t *written)
 {
     int csv = in->records != NULL, bad = 0;
-    size_t w = 0;
+    size_t w = 0, cap = pad_len > head_len ? pad_len : head_len;
+    uint8_t *scratch = psi_app_alloc(cap + 1, 1);
 
+    *written = 0;
+    if (scratch == NULL)
+        return -1;
     if (csv && head != NULL) {
         bad |= fwrite(in->data + in->header.off, 1, in->header.len, f) != in->header.len;
-        bad |= fputc(',', f) == EOF;
-        bad |= head_len > 0 && fwrite(head, 1, head_len, f) != head_len;
+        bad |= psi_app_payload_write(f, ',', raw, head, head_len, scratch) != 0;
         bad |= fputc('\n', f) == EOF;
     }
     for (size_t i = 0; i < k && !bad; i++) {
         if (lens[i] == PSI_PAYLOAD_NONE)
             continue; // a false positive of GCS or Bloom
-        const uint8_t *row = csv ? in->data + in->records[idx[i]].off : in->values[idx[i]].data;
-        size_t row_len = csv ? in->records[idx[i]].len : in->values[idx[i]].len;
-        bad |= row_len > 0 && fwrite(row, 1, row_len, f) != row_len;
-        bad |= psi_app_payload_write(f, csv, pays + i * pad_len, lens[i]) != 0;
-        bad |= fputc('\n', f) == EOF;
+        const uint8_t *p = pays + i * pad_len;
+        if (csv) {
+            const psi_app_span *r = &in->records[idx[i]];
+            bad |= r->len > 0 && fwrite(in->data + r->off, 1, r->len, f) != r->len;
+            bad |= psi_app_payload_write(f, ',', raw, p, lens[i], scratch) != 0;
+            bad |= fputc('\n', f) == EOF;
+        } else {
+            const psi_value *v = &in->values[idx[i]];
+            bad |= psi_app_payload_line_write(f, raw, v->data, v->len, p, lens[i],
+                                              scratch) != 0;
+        }
         w++;
     }
+    // The scratch held the client's results: not left in freed memory.
+    sodium_memzero(scratch, cap + 1);
+    free(scratch);
     *written = w;
     return bad ? -1 : 0;
 }

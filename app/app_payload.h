@@ -4,8 +4,10 @@
  * the columns' names.
  *
  * A payload is the raw text of the chosen fields of the row, as they appear
- * in the server's CSV (quotes kept), joined by ",": a CSV fragment that a
- * client appends to its own CSV row unchanged.  The payload file is the
+ * in the server's CSV (quotes kept), joined by ",": a CSV fragment.  A
+ * client never appends it as it came: it checks it against the header
+ * line's number of fields (psi_app_payload_check) and writes each field's
+ * value as a cell of its own (psi_app_cell_write).  The payload file is the
  * chosen columns' header fields (raw, joined by ",") and "\n", then the
  * table of psi_payload_table_build.
  */
@@ -41,10 +43,51 @@ size_t psi_app_csv_fields(const uint8_t *rec, size_t len, psi_app_span *f, size_
 int psi_app_payloads(const psi_app_input *in, const char *list, psi_value **pays,
                      uint8_t **buf, char **head, char *err, size_t err_len);
 
-/** Writes a payload after a row: "," and the payload in CSV mode; in line
- *  mode a tab and its fields, each unquoted (a field holding a tab or a
- *  line break stays in its quoted CSV form).  Returns: 0 or -1 (write). */
-int psi_app_payload_write(FILE *f, int csv, const uint8_t *p, size_t len);
+/** psi_app_payloads of a chunk whose first row is row base + 1 of the
+ *  input, as messages name it.  Both refuse a payload or header that
+ *  psi_app_payload_check refuses (a control byte; a line break in the
+ *  header), naming its row. */
+int psi_app_payloads_at(const psi_app_input *in, uint64_t base, const char *list,
+                        psi_value **pays, uint8_t **buf, char **head, char *err,
+                        size_t err_len);
+
+/* The most fields a payload (and the header line of its columns) has. */
+#define PSI_APP_PAYLOAD_FIELDS_MAX PSI_APP_PAYLOAD_COLUMNS
+
+/** Checks that p[0..len) is a payload as PROTOCOL.md §22.1 allows it (a
+ *  payload is data, never structure): fields separated by ',', each bare
+ *  (no '"', CR or LF) or quoted whole ("" for a quote; CR and LF allowed
+ *  inside unless `head`, the columns' header line), and no control byte
+ *  (0x00-0x1f but the tab, and 0x7f) anywhere.
+ *  Returns: 0, or -1 with the reason (the byte at fault) in why.  Out:
+ *  *fields, the number of fields (at most PSI_APP_PAYLOAD_FIELDS_MAX). */
+int psi_app_payload_check(const uint8_t *p, size_t len, int head, size_t *fields, char *why,
+                          size_t why_len);
+
+/** The value of the field at *pos of a checked payload p[0..len), unquoted,
+ *  into out (at least len bytes).  Returns: its length.  Out: *pos, the
+ *  next field's start (len + 1 after the last field). */
+size_t psi_app_payload_field(const uint8_t *p, size_t len, size_t *pos, uint8_t *out);
+
+/** Writes value v as one cell of an output whose cells are separated by
+ *  sep (',' for CSV, '\t' for line mode): unless raw, a cell that begins
+ *  with '=', '+', '-', '@', a tab or CR gets a ' before it (OWASP's CSV
+ *  injection rule); quoted (RFC 4180, "" for a quote) when it holds sep,
+ *  '"', CR or LF.  Returns: 0 or -1 (write). */
+int psi_app_cell_write(FILE *f, int sep, int raw, const uint8_t *v, size_t len);
+
+/** Writes a checked payload after a row: for each of its fields, sep and
+ *  the field's value as a cell (psi_app_cell_write).  scratch holds at
+ *  least len bytes.  Returns: 0 or -1 (write). */
+int psi_app_payload_write(FILE *f, int sep, int raw, const uint8_t *p, size_t len,
+                          uint8_t *scratch);
+
+/** Writes one matched line of a line-mode input with its checked payload:
+ *  the value as a cell (never neutralised: it is the client's own), the
+ *  payload's cells after tabs, and "\n".  scratch holds at least plen
+ *  bytes.  Returns: 0 or -1 (write). */
+int psi_app_payload_line_write(FILE *f, int raw, const uint8_t *v, size_t vlen,
+                               const uint8_t *p, size_t plen, uint8_t *scratch);
 
 /** What a payload file is built from past the budget. */
 typedef struct psi_app_paybuild {
@@ -155,6 +198,7 @@ typedef struct psi_app_join {
     size_t head_len;
     int raw;                  // the setup is raw: a matched row has a record
     const char *source;       // names the table in messages ("payload file X")
+    int raw_cells;            // --raw-cells: the server's cells not neutralised
 } psi_app_join;
 
 /** Writes the k matched rows idx (ascending, indices into `in`, a chunk
@@ -172,7 +216,9 @@ int psi_app_payload_join(const psi_app_join *j, const psi_app_input *in, int hea
 
 /** The first half of psi_app_payload_join, for a caller that writes its
  *  rows itself: the k payloads opened, and a matched row without a record
- *  refused against a raw setup (kept, PSI_PAYLOAD_NONE, otherwise).
+ *  refused against a raw setup (kept, PSI_PAYLOAD_NONE, otherwise); the
+ *  head and every opened payload checked (psi_app_payload_check), a payload
+ *  refused naming its row unless it has the head's number of fields.
  *  Returns: 0, or -1 with a message in err and *code as above (*pays and
  *  *lens NULL).  Out: *pays (k * pad_len bytes), *lens (k lengths): free
  *  both with psi_app_payload_join_free. */
@@ -184,13 +230,15 @@ int psi_app_payload_join_open(const psi_app_join *j, const uint8_t *picked, cons
 void psi_app_payload_join_free(const psi_app_join *j, uint8_t *pays, size_t *lens, size_t k);
 
 /** Writes the matched rows idx[0..k) of `in` that have a payload (lens[i] not
- *  PSI_PAYLOAD_NONE), each followed by its payload (psi_app_payload_write),
+ *  PSI_PAYLOAD_NONE), each followed by its payload, checked by
+ *  psi_app_payload_join_open (CSV: the record as read, then
+ *  psi_app_payload_write with ','; lines: psi_app_payload_line_write),
  *  after, for a CSV input and head not NULL, a header line: the input's
- *  header, ",", head.
+ *  header, then head's fields as cells.  raw: --raw-cells.
  *  Returns: 0 or -1 (a write failed).  Out: *written, the rows written. */
 int psi_app_payload_rows_write(FILE *f, const psi_app_input *in, const uint8_t *head,
                                size_t head_len, const size_t *idx, size_t k,
                                const uint8_t *pays, size_t pad_len, const size_t *lens,
-                               size_t *written);
+                               int raw, size_t *written);
 
 #endif /* PSI_APP_PAYLOAD_H */

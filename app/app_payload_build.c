@@ -82,7 +82,8 @@ static int pb_next(pb *b, psi_app_input_stream *in, psi_value **pays, uint8_t **
 
     if (psi_app_input_stream_next(in, b->err, b->err_len) != 0)
         return -1;
-    if (psi_app_payloads(&in->chunk, b->o->columns, pays, pbuf, head, why, sizeof why) != 0) {
+    if (psi_app_payloads_at(&in->chunk, in->values, b->o->columns, pays, pbuf, head, why,
+                            sizeof why) != 0) {
         snprintf(b->err, b->err_len, "%s: %s", b->o->input, why);
         return -1;
     }

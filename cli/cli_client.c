@@ -45,6 +45,7 @@ typedef struct client_opts {
     const char *output;
     client_mode mode;
     int payloads;       // --payloads: the server's payload columns on each row
+    int raw_cells;      // --raw-cells: those columns' cells as the server sent them
     int share_result;   // --share-result: the server gets its matched rows
 } client_opts;
 
@@ -105,7 +106,14 @@ void psi_cli_client_usage(FILE *out)
         "                       server's payload columns (CSV: ',' and its fields,\n"
         "                       and their names in the header; lines: a tab before\n"
         "                       each field); needs a server with --payload-columns\n"
-        "                       (PROTOCOL.md §22)\n"
+        "                       (PROTOCOL.md §22); a payload that is not the head's\n"
+        "                       number of fields, or holds a control byte, a bare\n"
+        "                       quote or a line break outside quotes, fails the round\n"
+        "                       naming its row, with no output\n"
+        "  --raw-cells          with --payloads: write the server's cells as they are;\n"
+        "                       by default one that begins with '=', '+', '-', '@', a\n"
+        "                       tab or CR gets a ' before it, so that a spreadsheet\n"
+        "                       does not run it as a formula (OWASP's rule)\n"
         "  --share-result       also send the server which of its setup rows matched,\n"
         "                       so that it writes its matched rows; needs a server\n"
         "                       started with --share-result (raw setup); the server\n"
@@ -156,6 +164,8 @@ static int client_own_opt(void *arg, int argc, char **argv, int *i)
         return v != NULL ? (o->output = v, 1) : -1;
     if (strcmp(argv[*i], "--payloads") == 0)
         return o->payloads = 1, 1;
+    if (strcmp(argv[*i], "--raw-cells") == 0)
+        return o->raw_cells = 1, 1;
     if (strcmp(argv[*i], "--share-result") == 0)
         return o->share_result = 1, 1;
     for (int m = CLIENT_INDICES; m <= CLIENT_ASSOCIATION; m++) {
@@ -189,6 +199,10 @@ static int client_parse(client_opts *o, int argc, char **argv)
     if (o->mode == CLIENT_ASSOCIATION && o->net.structure != PSI_NET_STRUCTURE_ANY &&
         o->net.structure != PSI_STRUCTURE_RAW) {
         psi_app_error("client: --association needs the raw setup");
+        return -1;
+    }
+    if (o->raw_cells && !o->payloads) {
+        psi_app_error("client: --raw-cells is for the server's cells of --payloads");
         return -1;
     }
     if (o->payloads && o->mode != CLIENT_ROWS) {
@@ -483,7 +497,7 @@ static int client_write_payloads(client_ctx *s, const size_t *idx, size_t k, siz
 {
     psi_app_join j = {s->out.f, s->g, &s->tab, (const char *)s->pay_head + 4,
                       s->pay_head_len - 4, s->accept.structure == PSI_STRUCTURE_RAW,
-                      "the server's payload table"};
+                      "the server's payload table", s->o->raw_cells};
     uint8_t *picked = NULL;
     int code = PSI_OK, rc;
 
@@ -735,6 +749,7 @@ static int client_spill_payloads(client_ctx *s)
     if (rc != PSI_OK)
         return client_fail_psi(s, "the server's payload table is invalid", rc);
     o->o.payloads = r->path[PSI_CLI_MSG_PAYLOADS];
+    o->o.raw_cells = s->o->raw_cells;
     return 0;
 }
 

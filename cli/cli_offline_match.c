@@ -73,7 +73,8 @@ static int match_write_payloads(psi_app_offline *s, const uint8_t *setup, size_t
           psi_setup_structure(parsed) == PSI_STRUCTURE_RAW;
     psi_setup_free(parsed);
     snprintf(source, sizeof source, "payload file %s", s->o.payloads);
-    psi_app_join j = {s->out.f, s->g, &pf.t, pf.head, pf.head_len, raw, source};
+    psi_app_join j = {s->out.f, s->g, &pf.t, pf.head, pf.head_len, raw, source,
+                      s->o.raw_cells};
     uint8_t *picked = NULL;
     rc = psi_app_payload_pick(s->o.suite, resp, resp_len, idx, kept, &picked);
     if (rc != PSI_OK)

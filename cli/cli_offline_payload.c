@@ -222,7 +222,8 @@ int psi_cli_payjoin_chunk(psi_app_offline *s, psi_cli_payjoin *p, const psi_app_
         memcpy(picked + i * PSI_ELEMENT_BYTES, el + rel[i] * PSI_ELEMENT_BYTES,
                PSI_ELEMENT_BYTES);
     }
-    psi_app_join j = {s->out.f, s->g, &p->pf.t, p->pf.head, p->pf.head_len, p->raw, p->source};
+    psi_app_join j = {s->out.f, s->g, &p->pf.t, p->pf.head, p->pf.head_len, p->raw, p->source,
+                      s->o.raw_cells};
     if (psi_app_payload_join(&j, chunk, header, picked, rel, k, base, &w, &code, s->err,
                              sizeof s->err) != 0) {
         psi_app_offline_fail(s, "%s", s->err);

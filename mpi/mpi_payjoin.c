@@ -13,6 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
+
 #include "app_util.h"
 #include "mpi_run.h"
 
@@ -74,10 +77,12 @@ int psi_mpi_pay_rows(psi_mpi_run *r, psi_mpi_pay *p, psi_mpi_part *pt, const siz
     uint8_t *picked = psi_app_alloc(c + 1, PSI_ELEMENT_BYTES), *pays = NULL;
     size_t *lens = NULL, L = p->pf.t.pad_len;
     const psi_value *v;
-    psi_app_join j = {f, r->s.g, &p->pf.t, p->pf.head, p->pf.head_len, p->raw, p->source};
+    psi_app_join j = {f, r->s.g, &p->pf.t, p->pf.head, p->pf.head_len, p->raw, p->source,
+                      r->s.o.raw_cells};
+    uint8_t *scratch = psi_app_alloc(L + 1, 1);
     int status = PSI_APP_EXIT_FAIL, code;
 
-    if (picked == NULL) {
+    if (picked == NULL || scratch == NULL) {
         psi_app_offline_fail(&r->s, "out of memory for a piece of the payloads");
         goto done;
     }
@@ -95,8 +100,8 @@ int psi_mpi_pay_rows(psi_mpi_run *r, psi_mpi_pay *p, psi_mpi_part *pt, const siz
         if ((status = psi_mpi_part_value(r, pt, idx[i], &v)) != 0)
             goto done;
         status = PSI_APP_EXIT_FAIL;
-        if ((v->len > 0 && fwrite(v->data, 1, v->len, f) != v->len) ||
-            psi_app_payload_write(f, 0, pays + i * L, lens[i]) != 0 || fputc('\n', f) == EOF) {
+        if (psi_app_payload_line_write(f, j.raw_cells, v->data, v->len, pays + i * L, lens[i],
+                                       scratch) != 0) {
             psi_app_offline_fail(&r->s, "%s: cannot write", r->s.o.output);
             goto done;
         }
@@ -105,6 +110,9 @@ int psi_mpi_pay_rows(psi_mpi_run *r, psi_mpi_pay *p, psi_mpi_part *pt, const siz
     status = 0;
 done:
     free(picked);
+    if (scratch != NULL)
+        sodium_memzero(scratch, L + 1); // a payload's cells: the client's results
+    free(scratch);
     psi_app_payload_join_free(&j, pays, lens, c);
     return status;
 }

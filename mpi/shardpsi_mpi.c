@@ -50,8 +50,10 @@ static void psi_mpi_usage(FILE *out)
           "values; rank 0 seals the table and writes the payload file.  It holds the\n"
           "input on every rank and the table on rank 0: an input past a quarter of\n"
           "--memory is refused.  match --payloads FILE writes each matched row with its\n"
-          "payload (a tab and its fields); every rank reads the payload file where it\n"
-          "lies, within its --memory (PROTOCOL.md §22.4).\n", out);
+          "payload (a tab before each field's cell; a payload that is not the header's\n"
+          "fields, or holds a control byte, ends the job naming the row; formula-like\n"
+          "cells get a ' before them unless --raw-cells); every rank reads the payload\n"
+          "file where it lies, within its --memory (PROTOCOL.md §22.4).\n", out);
 }
 
 /* The command's options, parsed by psi's offline parser; messages from rank

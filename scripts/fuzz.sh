@@ -6,7 +6,7 @@
 # Configures the fuzz build in DIR if it has none (default build-fuzz:
 # clang-14, ASan + UBSan, the library instrumented for coverage), builds the
 # harnesses, then runs each NAME (all by default: point request response
-# setup server client frame perm prebuilt csv session) for S seconds
+# setup server client frame perm prebuilt csv session payload cells) for S seconds
 # (default 60), two at a time, on
 # a copy of fuzz/corpus/NAME and fuzz/regressions/NAME in a temporary
 # directory, so that runs never add files to the repository.  A crash,
@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-all=(point request response setup server client frame perm prebuilt csv session payload)
+all=(point request response setup server client frame perm prebuilt csv session payload cells)
 # The largest input each harness gets (fuzz/make-corpus.py keeps its seeds
 # below the same limits).  server and client run scalar multiplications per
 # element (35 bytes each), so theirs are kept small.
@@ -27,6 +27,7 @@ declare -A max_len=(
     [point]=256 [request]=65536 [response]=65536 [setup]=65536
     [server]=4096 [client]=8192 [frame]=65537
     [perm]=65536 [prebuilt]=65536 [csv]=65536 [session]=256 [payload]=4096
+    [cells]=4096
 )
 
 seconds=60

@@ -34,7 +34,8 @@ PY
 
 # payload_join CLIENT SERVER KEY COLS OUT [lines|server]: the plain inner join,
 # as the client writes it (its rows in input order, the server's columns
-# COLS appended; lines: the value and the columns, tab-separated; COLS ''
+# COLS appended; lines: the value and the columns, tab-separated, quoted as
+# RFC 4180 asks with the tab for the comma; COLS ''
 # gives the rows alone), or (server) the server's rows whose value the
 # client holds, in the server's order, with its header.
 payload_join() {
@@ -51,9 +52,12 @@ srv = {row[sh.index(key)]: [row[sh.index(c)] for c in cols] for row in srows}
 with open(out, 'w', newline='', encoding='utf-8') as f:
     w = csv.writer(f, lineterminator='\n')
     if mode == 'lines':
+        # Tab-separated, a cell quoted when it holds a tab, a quote or a
+        # line break (RFC 4180's rule with the tab as the separator).
+        t = csv.writer(f, delimiter='\t', lineterminator='\n')
         for v in open(client, encoding='utf-8').read().splitlines():
             if v in srv:
-                f.write('\t'.join([v] + srv[v]) + '\n')
+                t.writerow([v] + srv[v])
         sys.exit(0)
     with open(client, newline='', encoding='utf-8') as g:
         r = csv.reader(g)

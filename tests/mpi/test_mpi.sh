@@ -710,6 +710,7 @@ open(sys.argv[3], "wb").write(d[:37] + b"\x18\x05" + d[37:])' \
     done
     part_c_budget
     part_c_payloads
+    part_c_payload_cells
 }
 
 # Every step past its budget (PROTOCOL.md §18.5): each rank masks its part
@@ -859,6 +860,64 @@ tagged() {
     done
 }
 
+# Payloads are data, never structure (PROTOCOL.md §22.1): the tables of
+# tests/cli/payload_craft.py (any payload bytes) through shardpsi-mpi match
+# --payloads under -np 1 and 3, held and past an 8K budget: honest payloads
+# read back (Python's csv, tab-separated) as their values with formula-like
+# cells neutralised, raw with --raw-cells, and byte for byte as shardpsi
+# match writes them; a crafted payload or head (a line break, an unclosed
+# quote, terminal escapes, a column short) ends the job naming the row,
+# with no output.
+part_c_payload_cells() {
+    local d=$tmp/cells np mem raw c row what cli=$here/../cli
+    mkdir -p "$d"
+    run "cells: payload_craft.py" 0 "$d/err" python3 "$cli/payload_craft.py" "$d" || return
+    local S=(--key-file "$d/sk" --suite ristretto255) C=(--key-file "$d/ck" --suite ristretto255)
+    run "cells: setup" 0 "$d/err" "$psi" setup "${S[@]}" --input "$d/server.txt" --lines \
+        --structure raw --output "$d/setup" &&
+        run "cells: request" 0 "$d/err" "$psi" request "${C[@]}" --input "$d/client.txt" \
+            --lines --output "$d/req" &&
+        run "cells: response" 0 "$d/err" "$psi" response "${S[@]}" --request "$d/req" \
+            --reveal --output "$d/resp" || return
+    local M=(match "${C[@]}" --memory 64M --input "$d/client.txt" --lines --setup "$d/setup"
+        --response "$d/resp")
+    hung=0
+    for raw in 0 1; do
+        local R=()
+        [ "$raw" = 1 ] && R=(--raw-cells)
+        run "cells: shardpsi match, raw $raw" 0 "$d/err" "$psi" "${M[@]}" \
+            --payloads "$d/honest.pay" "${R[@]}" --output "$d/psi$raw" || continue
+        for np in 1 3; do
+            mem=256M
+            [ "$np" = 1 ] && mem=8K
+            run "cells: -np $np --memory $mem, raw $raw" 0 "$d/err" mpi "$np" 60 "${M[@]}" \
+                --payloads "$d/honest.pay" "${R[@]}" --memory "$mem" --output "$d/m$np.$raw" ||
+                continue
+            checks=$((checks + 1))
+            python3 "$cli/payload_cells_check.py" "$d/m$np.$raw" lines "$raw" "$d" >"$d/chk" ||
+                fail "cells: -np $np, raw $raw: not the rows with the payloads' cells: $(head -c 300 "$d/chk")"
+            expect_same "cells: -np $np, raw $raw vs shardpsi match" "$d/m$np.$raw" "$d/psi$raw"
+        done
+    done
+    while IFS=$'\t' read -r c row what; do
+        case $c in c00 | c02 | c03 | c06 | c11) ;; *) continue ;; esac
+        for np in 1 3; do
+            mem=256M
+            [ "$np" = 3 ] && mem=8K
+            run "cells: -np $np, $what" 1 "$d/err" mpi "$np" 60 "${M[@]}" --payloads "$d/$c.pay" \
+                --memory "$mem" --output "$d/o.$c.$np" || continue
+            if [ "$row" = 0 ]; then
+                expect_grep "cells: -np $np, $what: message" \
+                    "the header line of its columns is refused" "$d/err"
+            else
+                expect_grep "cells: -np $np, $what: message" \
+                    "the payload of matched row $row is refused" "$d/err"
+            fi
+            expect_no_output "cells: -np $np, $what" "$d/o.$c.$np"
+        done
+    done <"$d/crafted"
+}
+
 # shardpsi-mpi payloads (PROTOCOL.md §22.1): the same payload file as shardpsi
 # payloads with the same key, input, columns, --pad-to and --salt, in every
 # suite under -np 1 and 3; its table opened by shardpsi match --payloads
@@ -877,9 +936,11 @@ with open(d + '/server.csv', 'w', newline='', encoding='utf-8') as f:
         w.writerow([i, 'user%d@example.org' % i, ['north', 'east, "west"', 'caf\u00e9', ''][i % 4]])
 with open(d + '/client.txt', 'w') as f:
     f.writelines('user%d@example.org\n' % i for i in range(0, 5000, 7))
-with open(d + '/want.tsv', 'w', encoding='utf-8') as f:
+# Tab-separated, a cell quoted when it holds a tab, a quote or a line break.
+with open(d + '/want.tsv', 'w', newline='', encoding='utf-8') as f:
+    t = csv.writer(f, delimiter='\t', lineterminator='\n')
     for i in range(0, 2000, 7):
-        f.write('user%d@example.org\t%d\t%s\n' % (i, i, ['north', 'east, "west"', 'caf\u00e9', ''][i % 4]))
+        t.writerow(['user%d@example.org' % i, i, ['north', 'east, "west"', 'caf\u00e9', ''][i % 4]])
 EOF
     for su in openmined-p256 p256-sswu ristretto255; do
         local K=(--key-file "$d/sk.$su" --suite "$su") P=(--input "$d/server.csv" --column email
