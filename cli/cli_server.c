@@ -397,8 +397,11 @@ static int server_load(psi_cli_server *s)
         psi_app_error("server: %s", s->err);
         return PSI_APP_EXIT_USAGE;
     }
-    return s->o->payload_file != NULL && server_load_payload_file(s) != 0 ? PSI_APP_EXIT_USAGE
-                                                                         : 0;
+    if (s->o->payload_file != NULL && server_load_payload_file(s) != 0)
+        return PSI_APP_EXIT_USAGE;
+    // A fixed key makes the raw setup the same for every round: masked
+    // here once, it costs a round nothing before the client's request.
+    return psi_cli_server_premask(s) != 0 ? PSI_APP_EXIT_FAIL : 0;
 }
 
 /* The listener's bookkeeping. */
@@ -612,6 +615,8 @@ int psi_cli_cmd_server(int argc, char **argv)
     free(s.pays);
     free(s.pay_buf);
     free(s.pay_head);
+    free(s.raw_setup);
+    free(s.raw_perm);
     if (s.has_pay_file)
         psi_app_payfile_close(&s.pay_file);
     return rc;
