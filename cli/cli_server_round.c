@@ -1,8 +1,12 @@
 /*
  * One round of `shardpsi server` on one connection (PROTOCOL.md §15.3): TLS
- * and the handshake within the handshake deadline, then REQUEST before any
- * work that grows with the client's size, SETUP, RESPONSE, PERM, the payload
- * table (PROTOCOL.md §22.2), the client's shared result (§22.3), DONE.
+ * and the handshake within the handshake deadline, then REQUEST, its size
+ * checked against the HELLO before any work or allocation for the client
+ * (a raw setup is masked after it, or once at start with a fixed key), SETUP,
+ * RESPONSE, PERM, the payload table (PROTOCOL.md §22.2), the client's shared
+ * result (§22.3), DONE.  A client gone while the server computes ends the
+ * round at the next chunk.  The client hears the detail of a failure that
+ * is its own; of the server's own, only that it failed (round_fail_server).
  * Every outcome is one line on stderr naming the peer, its identity, the
  * sizes, the suite, the outcome and the time; never a value or a key.
  */
@@ -748,13 +752,15 @@ static void round_gone(void *arg)
 {
     server_round *r = arg;
     psi_cli_server *s = r->s;
+    // A spilled round's steps keep their own progress.
+    const char *step = r->sp != NULL ? r->sp->off.prog.step : s->prog.step;
 
     psi_app_progress_note(&s->prog, "error: round with %s (%llu client values, suite %s) "
                           "stopped after %.1f s: the client closed the connection while the "
                           "server was %s", r->who, (unsigned long long)r->hello.n,
                           psi_app_suite_label(r->self.suite),
                           (psi_app_now_ms() - r->t0) / 1000.0,
-                          s->prog.step != NULL ? s->prog.step : "computing");
+                          step != NULL ? step : "computing");
     _exit(PSI_CLI_ROUND_FAILED);
 }
 
