@@ -100,6 +100,46 @@ for keyed in fresh keyed; do
     wait_pid "$spid"
 done
 
+# The raw setup masked at start serves every output of a round as one
+# masked in the round does: rows, count only, the association table, the
+# payload table, a shared result (each output the same either way).
+awk 'BEGIN { print "value,pay"; for (i = 0; i < 3000; i++) printf "value-%d,p%d\n", i, i * 7 }' \
+    >"$tmp/server.csv"
+for keyed in fresh keyed; do
+    kargs=()
+    [ "$keyed" = keyed ] && kargs=(--key-file "$tmp/server.key")
+    if start_server "$tmp/modes-$keyed.srv" --input "$tmp/server.csv" --column value --reveal \
+        --association --payload-columns pay --keep-serving "${kargs[@]}"; then
+        for mode in rows count-only association payloads; do
+            margs=()
+            [ "$mode" != rows ] && margs=("--$mode")
+            "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 \
+                --input "$tmp/client.txt" --output "$tmp/modes-$keyed.$mode" "${margs[@]}" \
+                2>"$tmp/modes-$keyed.$mode.cli"
+            expect_rc "a round with $mode ($keyed key)" 0 "$?" "$tmp/modes-$keyed.$mode.cli" \
+                "$tmp/modes-$keyed.srv"
+        done
+        kill "$spid" 2>/dev/null
+        wait_pid "$spid"
+    fi
+    if start_server "$tmp/share-$keyed.srv" --input "$tmp/server.csv" --column value --reveal \
+        --share-result --output "$tmp/share-$keyed.csv" "${kargs[@]}"; then
+        "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 \
+            --input "$tmp/client.txt" --output "$tmp/share-$keyed.out" --share-result \
+            2>"$tmp/share-$keyed.cli"
+        expect_rc "a round with a shared result ($keyed key)" 0 "$?" "$tmp/share-$keyed.cli" \
+            "$tmp/share-$keyed.srv"
+        wait_pid "$spid"
+    fi
+done
+for mode in rows count-only association payloads; do
+    expect_same "$mode: the setup masked at start" "$tmp/modes-keyed.$mode" \
+        "$tmp/modes-fresh.$mode"
+done
+expect_same "a shared result: the setup masked at start" "$tmp/share-keyed.csv" \
+    "$tmp/share-fresh.csv"
+expect_grep "a shared result: the server's rows" "^value-7,p49" "$tmp/share-keyed.csv"
+
 # A valid request of 50,000 values, then the client closes: the round stops
 # at the next chunk of the response.
 "$psi" keygen --output "$tmp/client.key" 2>"$tmp/keygen.err" &&
