@@ -9,8 +9,10 @@
 #    (its own and its reaped rounds', from /proc/PID/stat) at 50,000
 #    values, with a fresh key each round and with --key-file (the raw
 #    setup then masked once at start; honest rounds still match);
+#  - the setup masked at start gives every output a round's own gives;
 #  - a client that sends a valid request and closes: its round stops at
-#    the next chunk (under a second of CPU, "stopped" in the log);
+#    the next chunk (under a second of CPU, "stopped" in the log), in
+#    memory and past the budget, where a short request is refused too;
 #  - a 57-byte request after a HELLO announcing 2*10^7 values is refused by
 #    its size before a response buffer is made (under a 600 MB address
 #    space limit: the 700 MB buffer would fail as "out of memory");
@@ -146,18 +148,29 @@ expect_grep "a shared result: the server's rows" "^value-7,p49" "$tmp/share-keye
     "$psi" request --key-file "$tmp/client.key" --input "$tmp/server.txt" \
         --output "$tmp/request.bin" 2>"$tmp/request.err"
 expect_rc "a request of 50,000 values" 0 "$?" "$tmp/keygen.err" "$tmp/request.err"
-if start_server "$tmp/gone.srv" --input "$tmp/server.txt" --reveal --keep-serving; then
+# The same past the budget (--memory 1M: the round's steps on disk).
+for where in memory disk; do
+    margs=()
+    [ "$where" = disk ] && margs=(--memory 1M --temp-dir "$tmp")
+    start_server "$tmp/gone-$where.srv" --input "$tmp/server.txt" --reveal --keep-serving \
+        "${margs[@]}" || continue
     before=$(cpu_ticks "$spid")
-    $peer request-close "$port" 50000 "$tmp/request.bin" 2>"$tmp/gone.peer"
-    expect_rc "a request, then gone" 0 "$?" "$tmp/gone.peer"
-    wait_rounds "$tmp/gone.srv" 1 &&
-        expect_cpu "a request, then gone" "$before" "$(cpu_ticks "$spid")"
-    expect_grep "a request, then gone: the log" \
+    $peer request-close "$port" 50000 "$tmp/request.bin" 2>"$tmp/gone-$where.peer"
+    expect_rc "a request, then gone ($where)" 0 "$?" "$tmp/gone-$where.peer"
+    wait_rounds "$tmp/gone-$where.srv" 1 &&
+        expect_cpu "a request, then gone ($where)" "$before" "$(cpu_ticks "$spid")"
+    expect_grep "a request, then gone ($where): the log" \
         "stopped after .* the client closed the connection while the server was masking" \
-        "$tmp/gone.srv"
+        "$tmp/gone-$where.srv"
+    # A short request is refused by its size there too.
+    $peer short-request "$port" 100000 >"$tmp/short-$where.peer" 2>&1
+    expect_rc "a short request ($where)" 0 "$?" "$tmp/short-$where.peer"
+    expect_fixed "a short request ($where): the client told" \
+        "the client's request is 57 bytes, not the 3500002 of the 100000 values" \
+        "$tmp/short-$where.peer"
     kill "$spid" 2>/dev/null
     wait_pid "$spid"
-fi
+done
 
 # A 57-byte request after a HELLO announcing 2*10^7 values: refused by its
 # size, under an address space too small for a response of that count
