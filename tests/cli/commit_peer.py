@@ -17,10 +17,13 @@ server --no-tls`, and stops where a hostile or vanished client would:
                               SETUP or ERROR meanwhile
 
 Every HELLO asks for the intersection (reveal), suite openmined-p256, the
-server's setup structure.  Exit status: 0 as described, 1 on a failure
+server's setup structure.  With $COMMIT_TLS_CERT and $COMMIT_TLS_KEY set,
+every connection is TLS with that client certificate (an authenticated peer).  Exit status: 0 as described, 1 on a failure
 (why on stderr).
 """
+import os
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -59,7 +62,18 @@ def recv_frame(s):
 
 
 def connect(port):
+    """A connection to the server: plain TCP, or TLS 1.3 with the client
+    certificate and key of $COMMIT_TLS_CERT and $COMMIT_TLS_KEY (the server
+    pins their key; this side does not check the server's)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    cert, key = os.environ.get("COMMIT_TLS_CERT"), os.environ.get("COMMIT_TLS_KEY")
+    if cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.load_cert_chain(cert, key)
+        s = ctx.wrap_socket(s)
     return s
 
 

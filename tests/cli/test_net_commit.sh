@@ -4,11 +4,13 @@
 # checked, stops a round whose client has gone, sizes what it allocates by
 # what arrived, and tells the client only that it failed when the failure
 # is its own (the detail stays in its log).  The clients are
-# tests/cli/commit_peer.py (plain TCP, --no-tls) and `shardpsi client`.
+# tests/cli/commit_peer.py (plain TCP, or TLS with a pinned client key)
+# and `shardpsi client`.
 #  - six HELLOs that close at once cost the server under a second of CPU
 #    (its own and its reaped rounds', from /proc/PID/stat) at 50,000
-#    values, with a fresh key each round and with --key-file (the raw
-#    setup then masked once at start; honest rounds still match);
+#    values, with a fresh key each round, with --key-file (the raw setup
+#    then masked once at start; honest rounds still match) and over TLS
+#    with pinned keys (six authenticated HELLOs);
 #  - the setup masked at start gives every output a round's own gives;
 #  - a client that sends a valid request and closes: its round stops at
 #    the next chunk (under a second of CPU, "stopped" in the log), in
@@ -74,17 +76,40 @@ expect_cpu() {
 }
 
 # Six HELLOs that close at once, with a fresh key each round (the raw setup
-# masked after the request) and with --key-file (masked at start).
-for keyed in fresh keyed; do
+# masked after the request) and with --key-file (masked at start), and six
+# authenticated ones over TLS (pinned keys from tls-keygen).
+"$psi" tls-keygen --cert "$tmp/s.pem" --key "$tmp/s.tkey" --name server >"$tmp/s.fp" \
+    2>"$tmp/tls.err" &&
+    "$psi" tls-keygen --cert "$tmp/c.pem" --key "$tmp/c.tkey" --name client >"$tmp/c.fp" \
+        2>"$tmp/tls.err"
+expect_rc "tls-keygen" 0 "$?" "$tmp/tls.err"
+for keyed in fresh keyed tls; do
     kargs=()
     [ "$keyed" = keyed ] && kargs=(--key-file "$tmp/server.key")
+    [ "$keyed" = tls ] && kargs=(--tls-cert "$tmp/s.pem" --tls-key "$tmp/s.tkey"
+        --tls-peer-key "$(cat "$tmp/c.fp")")
+    start_tls=
+    [ "$keyed" = tls ] && start_tls=1
     start_server "$tmp/hello-$keyed.srv" --input "$tmp/server.txt" --reveal --keep-serving \
         --max-clients 6 "${kargs[@]}" || continue
     before=$(cpu_ticks "$spid")
-    $peer hello-close "$port" 50000 6 2>"$tmp/hello-$keyed.peer"
+    if [ "$keyed" = tls ]; then
+        COMMIT_TLS_CERT=$tmp/c.pem COMMIT_TLS_KEY=$tmp/c.tkey \
+            $peer hello-close "$port" 50000 6 2>"$tmp/hello-$keyed.peer"
+    else
+        $peer hello-close "$port" 50000 6 2>"$tmp/hello-$keyed.peer"
+    fi
     expect_rc "six HELLOs ($keyed key)" 0 "$?" "$tmp/hello-$keyed.peer"
     wait_rounds "$tmp/hello-$keyed.srv" 6 &&
         expect_cpu "six HELLOs that close ($keyed key)" "$before" "$(cpu_ticks "$spid")"
+    [ "$keyed" = tls ] && expect_grep "six authenticated HELLOs" \
+        "round with 127\.0\.0\.1:[0-9]+ \(CN=client, key sha256" "$tmp/hello-$keyed.srv"
+    start_tls=
+    if [ "$keyed" = tls ]; then
+        kill "$spid" 2>/dev/null
+        wait_pid "$spid"
+        continue
+    fi
     # An honest client is answered as before, twice from the same setup.
     for i in 1 2; do
         "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 \
