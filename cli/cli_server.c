@@ -132,8 +132,10 @@ void psi_cli_server_usage(FILE *out)
         "  --key-file FILE      reuse the key in FILE (64 hex digits and the suite,\n"
         "                       mode 0600), or create FILE with a new key of the\n"
         "                       suite; default: a fresh key for every round.  Reusing\n"
-        "                       a key lets clients link rounds.  With --setup: the\n"
-        "                       existing key file the setup was made with\n"
+        "                       a key lets clients link rounds; a raw setup held in\n"
+        "                       memory is then masked once, at start, for every\n"
+        "                       round.  With --setup: the existing key file the setup\n"
+        "                       was made with\n"
         "  --threads N          worker threads (default: every online CPU)\n"
         "  --memory BYTES       memory budget (K, M, G: 256M; default a quarter of the\n"
         "                       machine's memory): an input file larger than a quarter\n"
@@ -455,8 +457,11 @@ static int server_load(psi_cli_server *s)
         psi_app_error("server: %s", s->err);
         return PSI_APP_EXIT_USAGE;
     }
-    return s->o->payload_file != NULL && server_load_payload_file(s) != 0 ? PSI_APP_EXIT_USAGE
-                                                                         : 0;
+    if (s->o->payload_file != NULL && server_load_payload_file(s) != 0)
+        return PSI_APP_EXIT_USAGE;
+    // A fixed key makes the raw setup the same for every round: masked
+    // here once, it costs a round nothing before the client's request.
+    return psi_cli_server_premask(s) != 0 ? PSI_APP_EXIT_FAIL : 0;
 }
 
 /* The listener's bookkeeping. */
@@ -739,6 +744,8 @@ int psi_cli_cmd_server(int argc, char **argv)
     free(s.pays);
     free(s.pay_buf);
     free(s.pay_head);
+    free(s.raw_setup);
+    free(s.raw_perm);
     if (s.has_pay_file)
         psi_app_payfile_close(&s.pay_file);
     return rc;

@@ -55,6 +55,12 @@ typedef struct psi_cli_server {
     char *pay_head;        // the chosen columns' header fields, joined by ","
     psi_app_payfile pay_file; // --payloads: the payload file, checked where it lies
     int has_pay_file;
+    // --key-file with a raw setup of an input in memory: the setup masked
+    // once at start, with its order; every round (a fork of this process)
+    // sends it, so that no round masks anything before its request
+    uint8_t *raw_setup;
+    size_t raw_setup_len;
+    size_t *raw_perm;
     char in_what[64];      // "305 values"
     const char *what;      // in_what, or pre.what
     psi_app_progress prog;
@@ -73,6 +79,12 @@ typedef struct psi_cli_server {
 #define PSI_CLI_ROUND_NO_SLOT 4     // an agreed round refused a slot (too many
                                     // of its identity, the server ending):
                                     // nothing was done
+
+/** With --key-file and a raw setup of an input held in memory: masks the
+ *  setup once (keeping its order) into s->raw_setup and s->raw_perm, which
+ *  the rounds then send and use as their own.  Otherwise does nothing.
+ *  Returns: 0, or -1 after a message on stderr. */
+int psi_cli_server_premask(psi_cli_server *s);
 
 /** Runs one round on c, just accepted: TLS, the handshake by the
  *  handshake deadline, then the round of PROTOCOL.md §15.3; logs one line

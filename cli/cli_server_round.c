@@ -1,8 +1,12 @@
 /*
  * One round of `shardpsi server` on one connection (PROTOCOL.md §15.3): TLS
- * and the handshake within the handshake deadline, then REQUEST before any
- * work that grows with the client's size, SETUP, RESPONSE, PERM, the payload
- * table (PROTOCOL.md §22.2), the client's shared result (§22.3), DONE.
+ * and the handshake within the handshake deadline, then REQUEST, its size
+ * checked against the HELLO before any work or allocation for the client
+ * (a raw setup is masked after it, or once at start with a fixed key), SETUP,
+ * RESPONSE, PERM, the payload table (PROTOCOL.md §22.2), the client's shared
+ * result (§22.3), DONE.  A client gone while the server computes ends the
+ * round at the next chunk.  The client hears the detail of a failure that
+ * is its own; of the server's own, only that it failed (round_fail_server).
  * Every outcome is one line on stderr naming the peer, its identity, the
  * sizes, the suite, the outcome and the time; never a value or a key.
  */
@@ -50,8 +54,14 @@ typedef struct server_round {
     char err[PSI_NET_MSG_MAX + 256];
 } server_round;
 
+/* What the client hears of a failure of the server's own; the detail is in
+ * the server's log line. */
+#define ROUND_SERVER_FAILED "the server failed this round (see its log)"
+
 /* Records a failure of the round: to the client as an ERROR frame when
- * tell_peer (the failure is not the connection's own).  Returns: -1. */
+ * tell_peer (the failure is not the connection's own), msg itself, so only
+ * for a fault of the client's own input (its request is invalid, a count
+ * mismatch, a refused parameter).  Returns: -1. */
 static int round_fail(server_round *r, int tell_peer, const char *msg)
 {
     if (tell_peer)
@@ -59,6 +69,16 @@ static int round_fail(server_round *r, int tell_peer, const char *msg)
     if (msg != r->err)
         snprintf(r->err, sizeof r->err, "%.*s", (int)sizeof r->err - 1, msg);
     return -1;
+}
+
+/* Records a failure of the server's own (memory, disk, temporary files, its
+ * input changed, an internal step): the client is told ROUND_SERVER_FAILED
+ * and never the detail (paths, bytes, disk state), which goes to the log.
+ * Returns: -1. */
+static int round_fail_server(server_round *r, const char *detail)
+{
+    psi_net_send_error(r->c, ROUND_SERVER_FAILED);
+    return round_fail(r, 0, detail);
 }
 
 /* As round_fail for the connection's own error (code rc). */
@@ -70,8 +90,20 @@ static int round_fail_net(server_round *r, int rc)
     return round_fail(r, 0, msg);
 }
 
-/* As round_fail for a library error of `what`. */
-static int round_fail_psi(server_round *r, const char *what, int rc)
+/* Whether library error rc, from a call on the client's message, is the
+ * server's own (memory, threads, the crypto library, a misuse) rather than
+ * the message's. */
+static int round_psi_own(int rc)
+{
+    return rc == PSI_E_INVALID_ARG || rc == PSI_E_NOMEM || rc == PSI_E_CRYPTO ||
+           rc == PSI_E_WRONG_ROLE || rc == PSI_E_THREAD || rc == PSI_E_IO ||
+           rc == PSI_E_KEY_OUT_OF_RANGE || rc == PSI_E_BUFFER_TOO_SMALL;
+}
+
+/* As round_fail for a library error of `what`: told to the client when it
+ * is the fault of the client's message (peer set and not round_psi_own),
+ * else as round_fail_server.  Returns: -1. */
+static int round_fail_psi(server_round *r, const char *what, int rc, int peer)
 {
     char detail[PSI_ERROR_MESSAGE_BYTES], msg[sizeof r->err];
 
@@ -79,7 +111,7 @@ static int round_fail_psi(server_round *r, const char *what, int rc)
     psi_error_message(detail, sizeof detail, rc);
     snprintf(msg, sizeof msg, "%s: %s (%s)", what, detail,
              psi_error_name(rc) ? psi_error_name(rc) : "?");
-    return round_fail(r, 1, msg);
+    return peer && !round_psi_own(rc) ? round_fail(r, 1, msg) : round_fail_server(r, msg);
 }
 
 /* Receives and checks the HELLO and sends the ACCEPT. */
@@ -143,11 +175,12 @@ static int round_shards(server_round *r)
     int rc = psi_app_party_build(&p, &spec, &what);
 
     r->g = p.shards;
-    return rc != PSI_OK ? round_fail_psi(r, what, rc) : 0;
+    return rc != PSI_OK ? round_fail_psi(r, what, rc, 0) : 0;
 }
 
 /* Masks the setup of the agreed parameters (keeping the permutation for
- * the association table); with --setup, the file is the setup. */
+ * the association table); with --setup, the file is the setup; a raw setup
+ * masked at start (psi_cli_server_premask) is borrowed as it is. */
 static int round_setup(server_round *r)
 {
     psi_cli_server *s = r->s;
@@ -157,9 +190,15 @@ static int round_setup(server_round *r)
 
     if (s->prebuilt)
         return 0;
+    if (s->raw_setup != NULL && r->self.structure == PSI_STRUCTURE_RAW) {
+        r->setup = s->raw_setup;
+        r->setup_len = s->raw_setup_len;
+        r->perm = s->raw_perm;
+        return 0;
+    }
     psi_net_session_params(&p, &r->self);
     if ((rc = psi_setup_bound(&cap, s->o->net.suite, &p, s->in.n)) != PSI_OK)
-        return round_fail_psi(r, "setup parameters", rc);
+        return round_fail_psi(r, "setup parameters", rc, 0);
     r->setup = psi_app_alloc(cap, 1);
     // The order is kept for the association table, a shared result and the
     // payload table, which a raw setup's elements feed.
@@ -168,13 +207,60 @@ static int round_setup(server_round *r)
     if (keep)
         r->perm = psi_app_alloc(s->in.n, sizeof *r->perm);
     if (r->setup == NULL || (keep && r->perm == NULL))
-        return round_fail(r, 1, "out of memory for the setup");
+        return round_fail_server(r, "out of memory for the setup");
     r->setup_len = cap;
     psi_app_progress_begin(&s->prog, "masking the setup", s->in.n);
     rc = psi_shards_server_create_setup(r->g, r->setup, &r->setup_len, keep ? r->perm : NULL,
                                         &p, s->in.values, s->in.n);
     psi_app_progress_end(&s->prog);
-    return rc != PSI_OK ? round_fail_psi(r, "cannot build the setup", rc) : 0;
+    return rc != PSI_OK ? round_fail_psi(r, "cannot build the setup", rc, 0) : 0;
+}
+
+int psi_cli_server_premask(psi_cli_server *s)
+{
+    psi_app_party_spec spec = {
+        .key = s->key, .suite = s->o->net.suite, .role = PSI_ROLE_SERVER,
+        .reveal = s->o->reveal,
+        .shard = {.sharded = 1, .threads = s->o->net.threads},
+        .progress = psi_app_progress_update, .progress_arg = &s->prog};
+    psi_setup_params p = {.structure = PSI_STRUCTURE_RAW, .fpr = s->o->net.fpr,
+                          .num_client_inputs = 1};
+    psi_app_party party;
+    const char *what = NULL;
+    size_t cap = 0;
+    double t0 = psi_app_now_ms();
+    int rc;
+
+    if (s->key == NULL || s->prebuilt || s->spilled || s->o->net.structure != PSI_STRUCTURE_RAW)
+        return 0;
+    if ((rc = psi_setup_bound(&cap, s->o->net.suite, &p, s->in.n)) != PSI_OK) {
+        what = "setup parameters";
+    } else if ((s->raw_setup = psi_app_alloc(cap, 1)) == NULL ||
+               (s->raw_perm = psi_app_alloc(s->in.n, sizeof *s->raw_perm)) == NULL) {
+        psi_app_error("server: out of memory for the setup of %zu values", s->in.n);
+        return -1;
+    } else if ((rc = psi_app_party_build(&party, &spec, &what)) == PSI_OK) {
+        s->raw_setup_len = cap;
+        psi_app_progress_begin(&s->prog, "masking the setup", s->in.n);
+        rc = psi_shards_server_create_setup(party.shards, s->raw_setup, &s->raw_setup_len,
+                                            s->raw_perm, &p, s->in.values, s->in.n);
+        psi_app_progress_end(&s->prog);
+        psi_app_party_free(&party);
+        what = "cannot build the setup";
+    } else {
+        psi_app_party_free(&party);
+    }
+    if (rc != PSI_OK) {
+        char detail[PSI_ERROR_MESSAGE_BYTES];
+        psi_error_message(detail, sizeof detail, rc);
+        psi_app_error("server: %s: %s (%s)", what, detail,
+                      psi_error_name(rc) ? psi_error_name(rc) : "?");
+        return -1;
+    }
+    psi_app_progress_note(&s->prog, "masked the raw setup of %zu values once, in %.1f s: "
+                          "every round sends it (the key is fixed)", s->in.n,
+                          (psi_app_now_ms() - t0) / 1000.0);
+    return 0;
 }
 
 /* Builds the payload table of the round's key (PROTOCOL.md §22.2), when
@@ -200,7 +286,7 @@ static int round_payloads(server_round *r)
     }
     if (rc == PSI_E_BUFFER_TOO_SMALL) {
         if ((r->table = psi_app_alloc(r->table_len + 1, 1)) == NULL)
-            return round_fail(r, 1, "out of memory for the payload table");
+            return round_fail_server(r, "out of memory for the payload table");
         psi_app_progress_begin(&s->prog, "masking the payload table", s->in.n);
         rc = psi_shards_payload_table_build(r->g, r->table, &r->table_len, s->in.values,
                                             s->pays, s->in.n, s->o->pad_len, NULL);
@@ -216,10 +302,10 @@ static int round_payloads(server_round *r)
         return -1;
     }
     if (rc != PSI_OK)
-        return round_fail_psi(r, "cannot build the payload table", rc);
+        return round_fail_psi(r, "cannot build the payload table", rc, 0);
     size_t count = 0;
     rc = psi_payload_table_check(s->o->net.suite, r->table, r->table_len, &count, &r->pad_len);
-    return rc != PSI_OK ? round_fail_psi(r, "the payload table built is invalid", rc) : 0;
+    return rc != PSI_OK ? round_fail_psi(r, "the payload table built is invalid", rc, 0) : 0;
 }
 
 /* Sends the payload head (L, big-endian u32, then the columns' header
@@ -235,7 +321,7 @@ static int round_send_payloads(server_round *r)
     int rc;
 
     if (head == NULL)
-        return round_fail(r, 1, "out of memory");
+        return round_fail_server(r, "out of memory for the payload head");
     psi_app_store_be(head, pf != NULL ? pf->t.pad_len : r->pad_len, 4);
     memcpy(head + 4, pf != NULL ? pf->head : s->pay_head, head_len);
     rc = psi_net_send(r->c, PSI_NET_FRAME_PAYLOAD_HEAD, head, head_len + 4, NULL, NULL);
@@ -276,10 +362,13 @@ static int round_shared(server_round *r)
     if (rc != 0)
         return round_fail_net(r, rc);
     k = len / 8;
-    if (len % 8 != 0 || (rows = psi_app_alloc(k + 1, sizeof *rows)) == NULL) {
+    if (len % 8 != 0) {
         free(buf);
-        return round_fail(r, 1, len % 8 != 0 ? "the client's shared result is not a list of "
-                                               "8-byte positions" : "out of memory");
+        return round_fail(r, 1, "the client's shared result is not a list of 8-byte positions");
+    }
+    if ((rows = psi_app_alloc(k + 1, sizeof *rows)) == NULL) {
+        free(buf);
+        return round_fail_server(r, "out of memory for the shared result");
     }
     for (size_t i = 0; i < k; i++) {
         uint64_t v = psi_app_load_be(buf + 8 * i, 8);
@@ -309,31 +398,59 @@ static int round_shared(server_round *r)
     return 0;
 }
 
-/* Receives the request and masks the response; the request must hold the
- * n_client values of the HELLO. */
-static int round_response(server_round *r)
+/* Checks that a request of len bytes is the size of the hello.n values of
+ * the HELLO (with the reveal flag's two bytes when it is on): nothing sized
+ * by the announced count is made before this.  Returns: 0, or -1 (told). */
+static int round_check_request(server_round *r, uint64_t len)
+{
+    uint64_t n = r->hello.n;
+    size_t want = psi_request_bound(r->s->o->net.suite, (size_t)n);
+
+    if (want != 0 && !r->self.reveal)
+        want -= 2;
+    if (want != 0 && len == want)
+        return 0;
+    snprintf(r->err, sizeof r->err, "the client's request is %llu bytes, not the %zu of the "
+             "%llu values its handshake announced", (unsigned long long)len, want,
+             (unsigned long long)n);
+    return round_fail(r, 1, r->err);
+}
+
+/* Receives the request (at most the size of the HELLO's count, allocated
+ * as it arrives) into *req and checks its size.  Returns: 0, or -1 (told;
+ * *req freed). */
+static int round_request(server_round *r, uint8_t **req, size_t *req_len)
 {
     psi_cli_server *s = r->s;
-    int suite = s->o->net.suite;
-    uint64_t n = r->hello.n;
-    size_t req_len = 0, cap = psi_response_bound(suite, (size_t)n);
-    uint8_t *req = NULL;
     int rc = psi_net_progress_recv(&s->prog, r->c, PSI_NET_FRAME_REQUEST,
-                                   psi_request_bound(suite, (size_t)n), &req, &req_len,
-                                   "receiving the request");
+                                   psi_request_bound(s->o->net.suite, (size_t)r->hello.n),
+                                   req, req_len, "receiving the request");
 
     if (rc != 0)
         return round_fail_net(r, rc);
-    r->resp = psi_app_alloc(cap, 1);
-    if (r->resp == NULL) {
-        free(req);
-        return round_fail(r, 1, "out of memory for the response");
+    if (round_check_request(r, *req_len) != 0) {
+        free(*req);
+        *req = NULL;
+        return -1;
     }
+    return 0;
+}
+
+/* Masks the response to the request received (its size checked: it holds
+ * the HELLO's n_client values).  Returns: 0, or -1 (told). */
+static int round_response(server_round *r, const uint8_t *req, size_t req_len)
+{
+    psi_cli_server *s = r->s;
+    uint64_t n = r->hello.n;
+    size_t cap = psi_response_bound(s->o->net.suite, (size_t)n);
+    int rc;
+
+    if ((r->resp = psi_app_alloc(cap, 1)) == NULL)
+        return round_fail_server(r, "out of memory for the response");
     r->resp_len = cap;
     psi_app_progress_begin(&s->prog, "masking the response", n);
     rc = psi_shards_server_process_request(r->g, r->resp, &r->resp_len, req, req_len);
     psi_app_progress_end(&s->prog);
-    free(req);
     if (rc == PSI_OK && r->resp_len != cap)
         rc = PSI_E_BUFFER_TOO_SMALL;
     if (rc == PSI_E_BUFFER_TOO_SMALL) {
@@ -341,7 +458,7 @@ static int round_response(server_round *r)
                  "values its handshake announced", (unsigned long long)n);
         return round_fail(r, 1, r->err);
     }
-    return rc != PSI_OK ? round_fail_psi(r, "the client's request is invalid", rc) : 0;
+    return rc != PSI_OK ? round_fail_psi(r, "the client's request is invalid", rc, 1) : 0;
 }
 
 /* Sends the setup: a prebuilt raw setup from its file, never held whole
@@ -371,7 +488,7 @@ static int round_send_perm(server_round *r, const size_t *perm)
     int rc;
 
     if (buf == NULL)
-        return round_fail(r, 1, "out of memory for the association table");
+        return round_fail_server(r, "out of memory for the association table");
     for (size_t i = 0; i < n; i++)
         psi_app_store_be(buf + 8 * i, perm[i], 8);
     rc = psi_net_send(r->c, PSI_NET_FRAME_PERM, buf, 8 * n, NULL, NULL);
@@ -407,17 +524,36 @@ static int round_send(server_round *r)
     return r->self.payloads ? round_send_payloads(r) : 0;
 }
 
-/* Runs offline step `step` of a spilled round.  Returns: 0 or -1 (failed,
- * told to the client). */
-static int round_spill_step(server_round *r, int (*step)(psi_app_offline *))
+/* Runs offline step `step` of a spilled round.  Its failure is the
+ * server's own (the disk, the temporary files, its input: the client hears
+ * ROUND_SERVER_FAILED), but, with `peer`, the step's refusal of the
+ * client's request ("the request is invalid (FILE): why", or its reveal
+ * flag), told to the client without the file's name.  Returns: 0 or -1
+ * (failed, told to the client). */
+static int round_spill_step(server_round *r, int (*step)(psi_app_offline *), int peer)
 {
     psi_app_offline *o = &r->sp->off;
+    char msg[sizeof r->err];
+    const char *at, *why;
     int rc;
 
     psi_net_progress_attach(&o->prog, r->c);
     rc = step(o);
     psi_net_progress_detach(&o->prog);
-    return rc == PSI_APP_EXIT_OK ? 0 : round_fail(r, 1, o->err);
+    if (rc == PSI_APP_EXIT_OK)
+        return 0;
+    at = peer ? strstr(o->err, "the request is invalid") : NULL;
+    if (at != NULL) {
+        why = strstr(at, "): ");
+        snprintf(msg, sizeof msg, "the client's request is invalid: %s", why ? why + 3 : at);
+    } else if (peer && strncmp(o->err, "request ", 8) == 0 && strstr(o->err, "intersection")) {
+        snprintf(msg, sizeof msg, "the client's request does not carry the reveal flag of its "
+                 "handshake");
+    } else {
+        return round_fail_server(r, o->err);
+    }
+    psi_net_send_error(r->c, msg);
+    return round_fail(r, 0, o->err);
 }
 
 /* round_setup past the budget: `shardpsi setup`'s step on the input, into
@@ -430,46 +566,59 @@ static int round_spill_setup(server_round *r)
     if (psi_cli_round_spill_file(sp, PSI_CLI_MSG_SETUP, "the setup's temporary file") != 0 ||
         (r->self.association &&
          psi_cli_round_spill_file(sp, PSI_CLI_MSG_PERM, "the permutation's temporary file") != 0))
-        return round_fail(r, 1, o->err);
+        return round_fail_server(r, o->err);
     o->o.output = sp->path[PSI_CLI_MSG_SETUP];
     o->o.permutation = r->self.association ? sp->path[PSI_CLI_MSG_PERM] : NULL;
     o->o.structure = r->self.structure;
     o->o.fpr = r->self.fpr;
     o->o.num_client = (size_t)(r->self.setup_clients > 0 ? r->self.setup_clients : 1);
-    if (round_spill_step(r, psi_cli_offline_setup) != 0)
+    if (round_spill_step(r, psi_cli_offline_setup, 0) != 0)
         return -1;
     if (o->values != r->self.n) {
         snprintf(r->err, sizeof r->err, "the input %s holds %llu values now, not the %llu it "
                  "held when the server started: restart the server after changing it",
                  r->s->o->net.input, (unsigned long long)o->values,
                  (unsigned long long)r->self.n);
-        return round_fail(r, 1, r->err);
+        return round_fail_server(r, r->err);
     }
     return 0;
 }
 
-/* round_response past the budget: the request received into a file and
- * answered by `shardpsi response`'s step into another. */
+/* round_request past the budget: the request received into a file (which
+ * holds only the bytes that arrived), its size checked against the HELLO
+ * before any other file is made.  Returns: 0, or -1 (told). */
+static int round_spill_request(server_round *r)
+{
+    psi_cli_server *s = r->s;
+    psi_cli_round_spill *sp = r->sp;
+    uint64_t len = 0;
+    int rc;
+
+    if (psi_cli_round_spill_file(sp, PSI_CLI_MSG_REQUEST, "the client's request") != 0)
+        return round_fail_server(r, sp->off.err);
+    rc = psi_net_progress_recv_fd(&s->prog, r->c, PSI_NET_FRAME_REQUEST,
+                                  psi_request_bound(s->o->net.suite, (size_t)r->hello.n),
+                                  sp->fd[PSI_CLI_MSG_REQUEST], &len, "receiving the request");
+    if (rc != 0)
+        return round_fail_net(r, rc);
+    return round_check_request(r, len);
+}
+
+/* round_response past the budget: the request received (round_spill_request)
+ * answered by `shardpsi response`'s step into a file. */
 static int round_spill_response(server_round *r)
 {
     psi_cli_server *s = r->s;
     psi_cli_round_spill *sp = r->sp;
     int suite = s->o->net.suite;
-    uint64_t n = r->hello.n, len = 0;
-    int rc;
+    uint64_t n = r->hello.n;
 
-    if (psi_cli_round_spill_file(sp, PSI_CLI_MSG_REQUEST, "the client's request") != 0 ||
-        psi_cli_round_spill_file(sp, PSI_CLI_MSG_RESPONSE, "the response's temporary file") != 0)
-        return round_fail(r, 1, sp->off.err);
-    rc = psi_net_progress_recv_fd(&s->prog, r->c, PSI_NET_FRAME_REQUEST,
-                                  psi_request_bound(suite, (size_t)n),
-                                  sp->fd[PSI_CLI_MSG_REQUEST], &len, "receiving the request");
-    if (rc != 0)
-        return round_fail_net(r, rc);
+    if (psi_cli_round_spill_file(sp, PSI_CLI_MSG_RESPONSE, "the response's temporary file") != 0)
+        return round_fail_server(r, sp->off.err);
     sp->off.o.request = sp->path[PSI_CLI_MSG_REQUEST];
     sp->off.o.output = sp->path[PSI_CLI_MSG_RESPONSE];
     sp->off.o.reveal = r->self.reveal;
-    if (round_spill_step(r, psi_cli_offline_response) != 0)
+    if (round_spill_step(r, psi_cli_offline_response, 1) != 0)
         return -1;
     if (psi_cli_round_spill_size(sp, PSI_CLI_MSG_RESPONSE) !=
         psi_response_bound(suite, (size_t)n)) {
@@ -502,7 +651,8 @@ static int round_spill_send(server_round *r)
     if (ftruncate(sp->fd[PSI_CLI_MSG_REQUEST], 0) != 0 ||
         fseek(sp->off.file[PSI_CLI_MSG_REQUEST], 0, SEEK_SET) != 0 ||
         psi_cli_round_spill_perm(sp, PSI_CLI_MSG_REQUEST, r->self.n) != 0)
-        return round_fail(r, 1, sp->off.err[0] ? sp->off.err : "cannot reuse a temporary file");
+        return round_fail_server(r, sp->off.err[0] ? sp->off.err
+                                                   : "cannot reuse a temporary file");
     rc = psi_net_send_fd(r->c, PSI_NET_FRAME_PERM, sp->fd[PSI_CLI_MSG_REQUEST],
                          psi_cli_round_spill_size(sp, PSI_CLI_MSG_REQUEST), NULL, NULL);
     return rc != 0 ? round_fail_net(r, rc) : 0;
@@ -525,7 +675,7 @@ static int round_spill_payloads(server_round *r)
     if (!r->self.payloads || s->has_pay_file)
         return 0;
     if (psi_cli_round_spill_file(sp, PSI_CLI_MSG_PAYLOADS, "the payload table's file") != 0)
-        return round_fail(r, 1, o->err);
+        return round_fail_server(r, o->err);
     o->o.output = sp->path[PSI_CLI_MSG_PAYLOADS];
     o->o.payload_columns = s->o->payload_columns;
     o->o.pad_len = s->o->pad_len;
@@ -540,14 +690,14 @@ static int round_spill_payloads(server_round *r)
     }
     if (psi_app_payfile_open(&r->pf, sp->path[PSI_CLI_MSG_PAYLOADS], s->o->net.suite, budget,
                              r->err, sizeof r->err) != 0)
-        return round_fail(r, 1, r->err);
+        return round_fail_server(r, r->err);
     r->has_pf = 1;
     if (r->pf.t.n != r->self.n) {
         snprintf(r->err, sizeof r->err, "the input %s holds %llu values now, not the %llu it "
                  "held when the server started: restart the server after changing it",
                  s->o->net.input, (unsigned long long)r->pf.t.n,
                  (unsigned long long)r->self.n);
-        return round_fail(r, 1, r->err);
+        return round_fail_server(r, r->err);
     }
     return 0;
 }
@@ -559,15 +709,15 @@ static int round_spill_run(server_round *r)
     int rc;
 
     if ((r->sp = calloc(1, sizeof *r->sp)) == NULL)
-        return round_fail(r, 1, "out of memory");
+        return round_fail_server(r, "out of memory for a round past the budget");
     if (psi_cli_round_spill_init(r->sp, &s->o->net, s->key, "shardpsi server", "/var/tmp") != 0)
-        return round_fail(r, 1, r->sp->off.err);
-    rc = 0;
-    if (r->self.structure == PSI_STRUCTURE_RAW && !s->prebuilt)
-        rc = round_spill_setup(r);
+        return round_fail_server(r, r->sp->off.err);
+    // Nothing is masked, and no file but the request's made, before the
+    // request has arrived and been checked.
+    rc = round_spill_request(r);
     if (rc == 0)
         rc = round_spill_response(r);
-    if (rc == 0 && r->self.structure != PSI_STRUCTURE_RAW && !s->prebuilt)
+    if (rc == 0 && !s->prebuilt)
         rc = round_spill_setup(r);
     if (rc == 0)
         rc = round_spill_payloads(r);
@@ -621,6 +771,48 @@ static int round_slot(server_round *r)
     return -1;
 }
 
+/* Ends the round's process when its client has gone while the server
+ * computes (c->gone, called from a computation's progress at the next
+ * chunk): one log line, then exit, so no more work is done for nobody.
+ * The round's temporary files have no name, so none is left behind. */
+static void round_gone(void *arg)
+{
+    server_round *r = arg;
+    psi_cli_server *s = r->s;
+    // A spilled round's steps keep their own progress.
+    const char *step = r->sp != NULL ? r->sp->off.prog.step : s->prog.step;
+
+    psi_app_progress_note(&s->prog, "error: round with %s (%llu client values, suite %s) "
+                          "stopped after %.1f s: the client closed the connection while the "
+                          "server was %s", r->who, (unsigned long long)r->hello.n,
+                          psi_app_suite_label(r->self.suite),
+                          (psi_app_now_ms() - r->t0) / 1000.0,
+                          step != NULL ? step : "computing");
+    _exit(PSI_CLI_ROUND_FAILED);
+}
+
+/* The round's work in memory, in the order that spends nothing on a client
+ * before its request has arrived and been checked: the request, the
+ * response, the setup (a raw one masked at start is borrowed), the payload
+ * table, then the frames.  Returns: 0 or -1 (told). */
+static int round_in_memory(server_round *r)
+{
+    uint8_t *req = NULL;
+    size_t req_len = 0;
+    int rc = round_request(r, &req, &req_len);
+
+    if (rc == 0)
+        rc = round_shards(r);
+    if (rc == 0)
+        rc = round_response(r, req, req_len);
+    free(req);
+    if (rc == 0)
+        rc = round_setup(r);
+    if (rc == 0)
+        rc = round_payloads(r);
+    return rc == 0 ? round_send(r) : rc;
+}
+
 /* The round after TLS.  Returns: 0 or -1 (r->err). */
 static int round_run(server_round *r)
 {
@@ -641,10 +833,12 @@ static int round_run(server_round *r)
     if (round_slot(r) != 0)
         return -1;
     psi_net_progress_attach(&s->prog, r->c);
-    // A raw setup does not depend on the client: it is masked while the
-    // client masks its request.  A gcs or Bloom setup is sized by the
-    // client's count, and made only once the request has shown it.
-    int raw = r->self.structure == PSI_STRUCTURE_RAW, spills = round_spills(r);
+    r->c->gone = round_gone;
+    r->c->gone_arg = r;
+    // Nothing is masked for the client before its request: a gcs or Bloom
+    // setup is sized by its count, a raw one was masked at start when the
+    // key is fixed, else after the request.
+    int spills = round_spills(r);
     if (spills && r->self.share_result) {
         snprintf(r->err, sizeof r->err, "the client's %llu values are past this server's "
                  "--memory, and a shared result is not built for rounds past the budget",
@@ -653,19 +847,7 @@ static int round_run(server_round *r)
     } else if (spills) {
         rc = round_spill_run(r);
     } else {
-        rc = round_shards(r);
-        if (rc == 0 && raw)
-            rc = round_setup(r);
-        if (rc == 0 && raw)
-            rc = round_payloads(r);
-        if (rc == 0)
-            rc = round_response(r);
-        if (rc == 0 && !raw)
-            rc = round_setup(r);
-        if (rc == 0 && !raw)
-            rc = round_payloads(r);
-        if (rc == 0)
-            rc = round_send(r);
+        rc = round_in_memory(r);
     }
     if (rc == 0 && r->self.share_result)
         rc = round_shared(r);
@@ -676,6 +858,7 @@ static int round_run(server_round *r)
         psi_app_output_commit(&r->out, r->err, sizeof r->err) != 0)
         rc = -1;
     psi_net_progress_detach(&s->prog);
+    r->c->gone = NULL;
     free(done);
     return rc;
 }
@@ -736,9 +919,11 @@ int psi_cli_server_round(psi_cli_server *s, psi_net_conn *c)
     }
     psi_net_close(c);
     psi_app_output_abort(&r.out);
-    free(r.setup);
+    if (r.setup != s->raw_setup) // else borrowed from the start
+        free(r.setup);
+    if (r.perm != s->raw_perm)
+        free(r.perm);
     free(r.resp);
-    free(r.perm);
     free(r.table);
     if (r.has_pf)
         psi_app_payfile_close(&r.pf);

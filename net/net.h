@@ -116,6 +116,12 @@ typedef struct psi_net_conn {
     // read it) with PSI_NET_EFRAME; for the time before the handshake has
     // been accepted, when a peer has no business being busy
     int no_keepalive;
+    // set: called by a computation's progress (net_progress.h) when the
+    // peer has closed its side of the connection (psi_net_peer_gone) while
+    // this side computes for it, with gone_arg, from the computing thread;
+    // it is expected not to return (the process ends there)
+    void (*gone)(void *arg);
+    void *gone_arg;
 } psi_net_conn;
 
 /** Copies the text s (len bytes, not NUL-terminated) into out for showing on

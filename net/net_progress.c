@@ -1,13 +1,33 @@
 /* Transfers with progress, and keepalives while computing; see
  * net_progress.h. */
+#define _GNU_SOURCE // POLLRDHUP
 #include "net_progress.h"
 
+#include <poll.h>
+
+int psi_net_peer_gone(const psi_net_conn *c)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+
+    if (c->fd < 0)
+        return 0;
+    if (c->broken && c->broken_code == PSI_NET_ECLOSED)
+        return 1;
+    // POLLRDHUP: the peer's FIN (after a TLS close_notify, too); bytes
+    // still unread (a keepalive) do not hide it.
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 /* The keepalive of a computation's update: a quarter of the peer's (equal,
- * by default) timeout, at most 5 s. */
+ * by default) timeout, at most 5 s; first, a peer gone ends the work
+ * through c->gone. */
 static void net_progress_tick(void *arg)
 {
     psi_net_conn *c = arg;
     int interval = c->timeout_ms / 4;
+
+    if (c->gone != NULL && psi_net_peer_gone(c))
+        c->gone(c->gone_arg);
 
     psi_net_keepalive(c, interval < 5000 ? (interval > 50 ? interval : 50) : 5000);
 }

@@ -14,8 +14,15 @@
 
 /** Makes every computation step of p send keepalives on c (at a quarter of
  *  c->timeout_ms, at least 50 ms and at most 5 s), until
- *  psi_net_progress_detach.  c must outlive the attachment. */
+ *  psi_net_progress_detach; on each update, when c->gone is set and the
+ *  peer has gone (psi_net_peer_gone), calls c->gone, so that the work stops
+ *  at the next chunk.  c must outlive the attachment. */
 void psi_net_progress_attach(psi_app_progress *p, psi_net_conn *c);
+
+/** Whether the peer of c has closed its side or reset the connection (an
+ *  EOF, POLLRDHUP, POLLHUP or POLLERR on the socket), checked without
+ *  blocking and without reading.  Returns: 1 gone, 0 not (or c closed). */
+int psi_net_peer_gone(const psi_net_conn *c);
 
 /** Ends psi_net_progress_attach: p sends no more keepalives. */
 void psi_net_progress_detach(psi_app_progress *p);

@@ -192,8 +192,14 @@ expect_fixed "a missing client temp dir" "temporary directory $tmp/nowhere: cann
 expect_no_output "a missing client temp dir" "$tmp/out/no-dir.txt"
 round no-dir-srv --memory "$sbudget" --temp-dir "$tmp/nowhere" -- --memory "$budget"
 expect_rc "a missing server temp dir" 1 "$rc" "$tmp/no-dir-srv.cli"
+# The client hears only that the server failed; its log has the detail.
 expect_fixed "a missing server temp dir: the client told" \
-    "temporary directory $tmp/nowhere: cannot create" "$tmp/no-dir-srv.cli"
+    "the server failed this round (see its log)" "$tmp/no-dir-srv.cli"
+expect_fixed "a missing server temp dir: the server's log" \
+    "temporary directory $tmp/nowhere: cannot create" "$tmp/no-dir-srv.srv"
+checks=$((checks + 1))
+grep -Fq "$tmp/nowhere" "$tmp/no-dir-srv.cli" &&
+    fail "a missing server temp dir: the client was told the server's temporary path"
 expect_no_output "a missing server temp dir" "$tmp/out/no-dir-srv.txt"
 
 # The input grows under a spilled server: the round is refused, not answered
@@ -205,10 +211,15 @@ start_server "$tmp/grow.srv" --input "$tmp/growing.txt" --reveal --memory "$sbud
     "$psi" client --no-tls --connect "127.0.0.1:$port" --timeout 20 --column value \
         --input "$tmp/client.csv" --output "$tmp/out/grow.txt" 2>"$tmp/grow.cli"
     expect_rc "an input changed under the server" 1 "$?" "$tmp/grow.cli"
-    expect_fixed "an input changed under the server" \
-        "holds 6001 values now, not the 6000 it held when the server started" "$tmp/grow.cli"
-    expect_no_output "an input changed under the server" "$tmp/out/grow.txt"
+    expect_fixed "an input changed under the server: the client told" \
+        "the server failed this round (see its log)" "$tmp/grow.cli"
     wait_pid "$spid"
+    expect_fixed "an input changed under the server: the server's log" \
+        "holds 6001 values now, not the 6000 it held when the server started" "$tmp/grow.srv"
+    checks=$((checks + 1))
+    grep -Fq "growing.txt" "$tmp/grow.cli" &&
+        fail "an input changed under the server: the client was told the input's name"
+    expect_no_output "an input changed under the server" "$tmp/out/grow.txt"
 }
 
 # Interrupted in the middle of a spilled round (SIGTERM: a background job

@@ -1,5 +1,5 @@
 /* net/net_frame.c over loopback TCP: framing, keepalives, timeouts, the
- * peer's errors and closes.  Pairs are made in one process (listen on
+ * peer's errors and closes (and net_progress.c's watch for a peer gone).  Pairs are made in one process (listen on
  * 127.0.0.1:0, connect, accept); where both ends must run at once, the peer
  * end runs in a forked child, which reports by its exit status. */
 #include <errno.h>
@@ -21,7 +21,9 @@
 #include <cmocka.h>
 
 #include "app_clock.h"
+#include "app_progress.h"
 #include "net.h"
+#include "net_progress.h"
 
 #define TN_MIB ((size_t)1 << 20)
 #define TN_BIG ((size_t)64 << 20) // more than loopback socket buffers hold
@@ -881,6 +883,53 @@ static void test_cli_net_send_error_reaches_the_peer(void **state)
     free(big);
 }
 
+/* Counts the calls of c->gone (the server's round would end there). */
+static void tn_on_gone(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* psi_net_peer_gone: not while the peer is connected, frames unread or
+ * not; yes once it has shut its side (its FIN) or closed; and a
+ * computation's progress tick calls c->gone only then. */
+static void test_cli_net_peer_gone(void **state)
+{
+    psi_net_conn a, b;
+    psi_app_progress p;
+    int calls = 0;
+
+    (void)state;
+    tn_pair(&a, &b, 2000);
+    assert_int_equal(psi_net_peer_gone(&a), 0);
+    assert_int_equal(psi_net_send(&b, PSI_NET_FRAME_DONE, NULL, 0, NULL, NULL), 0);
+    tn_sleep_ms(50);
+    assert_int_equal(psi_net_peer_gone(&a), 0); // a frame waiting is not a close
+    psi_app_progress_init(&p, "test", 0);
+    psi_net_progress_attach(&p, &a);
+    a.gone = tn_on_gone;
+    a.gone_arg = &calls;
+    psi_app_progress_begin(&p, "computing", 10);
+    psi_app_progress_update(&p, 1, 10);
+    assert_int_equal(calls, 0);
+    assert_int_equal(shutdown(b.fd, SHUT_WR), 0);
+    tn_sleep_ms(50);
+    assert_int_equal(psi_net_peer_gone(&a), 1);
+    psi_app_progress_update(&p, 2, 10);
+    assert_int_equal(calls, 1);
+    psi_app_progress_end(&p);
+    // A transfer does not tick: its own receive sees the close.
+    psi_app_progress_begin_transfer(&p, "receiving", 0);
+    psi_app_progress_update(&p, 3, 10);
+    assert_int_equal(calls, 1);
+    psi_app_progress_end(&p);
+    psi_net_progress_detach(&p);
+    psi_net_close(&b);
+    tn_sleep_ms(50);
+    assert_int_equal(psi_net_peer_gone(&a), 1);
+    psi_net_close(&a);
+    assert_int_equal(psi_net_peer_gone(&a), 0); // closed here: nothing to watch
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -898,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_cli_net_error_frames),
         cmocka_unit_test(test_cli_net_keepalive_sends_and_breaks),
         cmocka_unit_test(test_cli_net_send_error_reaches_the_peer),
+        cmocka_unit_test(test_cli_net_peer_gone),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
