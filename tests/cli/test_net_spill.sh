@@ -226,7 +226,7 @@ start_server "$tmp/grow.srv" --input "$tmp/growing.txt" --reveal --memory "$sbud
 # of a script ignores SIGINT): the client dies of the signal, with no
 # output and nothing in its temporary directory.
 awk 'BEGIN { pad = sprintf("%0140d", 0); print "id,value,pad";
-             for (i = 0; i < 40000; i++) printf "%d,value-%d,%s\n", i, i, pad }' \
+             for (i = 0; i < 200000; i++) printf "%d,value-%d,%s\n", i, i, pad }' \
     >"$tmp/big.csv"
 start_server "$tmp/int.srv" --input "$tmp/server.txt" --reveal &&
 {
@@ -234,7 +234,13 @@ start_server "$tmp/int.srv" --input "$tmp/server.txt" --reveal &&
         --input "$tmp/big.csv" --output "$tmp/out/int.txt" --memory "$budget" \
         --temp-dir "$tmp/spill-cli" 2>"$tmp/int.cli" &
     cpid=$!
-    sleep 1
+    # Killed once its round has begun (its first line), well before its
+    # end: 200,000 values take seconds even on a fast machine.
+    for _ in $(seq 1 100); do
+        grep -q "a request of" "$tmp/int.cli" 2>/dev/null && break
+        sleep 0.05
+    done
+    sleep 0.2
     kill -TERM "$cpid"
     wait_pid "$cpid"
     expect_rc "interrupted: the client dies of SIGTERM" 143 "$rc" "$tmp/int.cli"
