@@ -70,7 +70,9 @@ test('new error codes: names and messages; unknown suites refused', async () => 
   assert.deepEqual([-37, -38, -39, -40, -41, -42].map((c) => psi.errorName(c)),
     ['PSI_E_PAYLOAD_FORMAT', 'PSI_E_PAYLOAD_TRUNCATED', 'PSI_E_PAYLOAD_LENGTH', 'PSI_E_PAYLOAD_ORDER',
       'PSI_E_PAYLOAD_AUTH', 'PSI_E_PAYLOAD_DUPLICATE']);
-  assert.equal(psi.errorName(-43), null);
+  // A Bloom setup of p256-sswu or ristretto255 written before format 2 (PROTOCOL.md §7.4).
+  assert.equal(psi.errorName(-43), 'PSI_E_BLOOM_FORMAT');
+  assert.equal(psi.errorName(-44), null);
   for (const c of [-32, -33, -34]) assert.ok(psi.errorMessage(c).length > 10);
   const text = psi.errorMessage(-32); // psi_strerror's, after the place ("suite: ") or before a JS note
   const suiteErr = (e) => e instanceof PsiError && e.code === -32 && e.codeName === 'PSI_E_SUITE' &&
