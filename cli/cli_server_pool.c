@@ -275,8 +275,8 @@ int psi_cli_pool_wait(int fd, psi_net_conn *c, const char *identity, double dead
             return 1;
         }
         if (r > 0 && p[1].revents != 0) {
-            snprintf(why, cap, "the client (%s) left while its round waited for a slot",
-                     c->peer);
+            snprintf(why, cap, "the client (%s) closed the connection while its round "
+                     "waited for a slot", c->peer);
             return -1;
         }
         psi_net_keepalive(c, ka);
