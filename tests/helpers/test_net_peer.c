@@ -335,12 +335,11 @@ static int peer_server(const char *mode)
     return rc;
 }
 
-/* Sends the HELLO of a revealing client with n values and reads the
- * ACCEPT. */
-static int peer_hello(psi_net_conn *c, uint64_t n)
+/* Sends an acceptable HELLO of n values (reveal).  Returns: 0 or -1 (the
+ * message in c->err). */
+static int peer_send_hello(psi_net_conn *c, uint64_t n)
 {
-    uint8_t out[PSI_NET_HANDSHAKE_BYTES], *buf = NULL;
-    size_t len = 0;
+    uint8_t out[PSI_NET_HANDSHAKE_BYTES];
     psi_net_handshake h;
 
     memset(&h, 0, sizeof h);
@@ -349,7 +348,17 @@ static int peer_hello(psi_net_conn *c, uint64_t n)
     h.structure = PSI_NET_STRUCTURE_ANY;
     h.n = n;
     psi_net_handshake_encode(out, &h);
-    if (psi_net_send(c, PSI_NET_FRAME_HELLO, out, sizeof out, NULL, NULL) != 0 ||
+    return psi_net_send(c, PSI_NET_FRAME_HELLO, out, sizeof out, NULL, NULL) != 0 ? -1 : 0;
+}
+
+/* Sends the HELLO of a revealing client with n values and reads the
+ * ACCEPT. */
+static int peer_hello(psi_net_conn *c, uint64_t n)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+
+    if (peer_send_hello(c, n) != 0 ||
         psi_net_recv(c, PSI_NET_FRAME_ACCEPT, PSI_NET_MSG_MAX, &buf, &len, NULL,
                          NULL) != 0)
         return -1;
@@ -483,18 +492,8 @@ static int peer_client_run(const char *mode, psi_net_conn *c)
         return peer_announce(mode, c);
     if (strcmp(mode, "client-hold-after-hello") == 0)
         return peer_hold_after_hello(mode, c);
-    if (strcmp(mode, "client-hello-close") == 0) {
-        uint8_t out[PSI_NET_HANDSHAKE_BYTES];
-        psi_net_handshake h;
-        memset(&h, 0, sizeof h);
-        h.version = PSI_NET_PROTOCOL_VERSION;
-        h.reveal = 1;
-        h.structure = PSI_NET_STRUCTURE_ANY;
-        h.n = PEER_N;
-        psi_net_handshake_encode(out, &h);
-        return psi_net_send(c, PSI_NET_FRAME_HELLO, out, sizeof out, NULL, NULL) != 0
-                   ? peer_fail(mode, "sending the HELLO", c) : 0;
-    }
+    if (strcmp(mode, "client-hello-close") == 0)
+        return peer_send_hello(c, PEER_N) != 0 ? peer_fail(mode, "sending the HELLO", c) : 0;
     if (peer_hello(c, PEER_N) != 0)
         return peer_fail(mode, "the handshake", c);
     if (strcmp(mode, "client-silent") == 0) {
